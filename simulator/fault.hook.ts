@@ -1,0 +1,41 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { SimSource, SimulatorState } from './simulator.state.js';
+
+/** Long enough that any sane client gives up first. */
+const TIMEOUT_HOLD_MS = 60_000;
+
+/** A 200 body that is valid JSON but matches none of the sources' envelopes. */
+const MALFORMED_BODY = { status: 'maintenance', html: '<h1>Service temporarily unavailable</h1>' };
+
+/** Resolves after ms, when the server closes, or when the client goes away; never keeps the process alive. */
+async function pause(ms: number, closing: AbortSignal, reply: FastifyReply): Promise<void> {
+  const gone = new AbortController();
+  reply.raw.once('close', () => gone.abort());
+  try {
+    await sleep(ms, undefined, { ref: false, signal: AbortSignal.any([closing, gone.signal]) });
+  } catch {
+    // Aborted: the answer no longer matters to anyone.
+  }
+}
+
+/** Applies the fault configured for the source before any of its routes run. */
+export function faultHook(source: SimSource, state: SimulatorState, closing: AbortSignal): onRequestAsyncHookHandler {
+  return async (_request: FastifyRequest, reply: FastifyReply) => {
+    const fault = state.getFault(source);
+    switch (fault.mode) {
+      case 'error':
+        return reply.code(500).send({ message: 'internal server error' });
+      case 'malformed':
+        return reply.code(200).send(MALFORMED_BODY);
+      case 'timeout':
+        await pause(TIMEOUT_HOLD_MS, closing, reply);
+        return reply.code(504).send({ message: 'gateway timeout' });
+      case 'slow':
+        await pause(fault.delayMs, closing, reply);
+        return;
+      case 'none':
+        return;
+    }
+  };
+}

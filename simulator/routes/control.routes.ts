@@ -1,0 +1,80 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import { Value } from 'typebox/value';
+import { parseFixtureFile } from '../fixtures.schema.js';
+import { mongoToFixed2 } from '../simulator.money.js';
+import type { SimPayment } from '../simulator.state.js';
+import type { SourceRouteOptions } from './source-routes.types.js';
+
+const SourceSchema = Type.Union([Type.Literal('mof'), Type.Literal('etax'), Type.Literal('police')]);
+
+const ApproveBody = Type.Object({ refNum: Type.String({ minLength: 1 }), source: Type.Optional(SourceSchema) });
+
+const FaultBody = Type.Object({
+  source: SourceSchema,
+  mode: Type.Union([
+    Type.Literal('none'),
+    Type.Literal('error'),
+    Type.Literal('timeout'),
+    Type.Literal('slow'),
+    Type.Literal('malformed'),
+  ]),
+  delayMs: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+
+const DEFAULT_SLOW_MS = 800;
+
+/** The control API accepts the fixture document or one bare invoice. */
+function asFixtureFile(body: unknown): unknown {
+  const isDocument = typeof body === 'object' && body !== null && 'invoices' in body;
+  return isDocument ? body : { invoices: [body] };
+}
+
+function describePayment(payment: SimPayment) {
+  return {
+    source: payment.source,
+    paymentId: payment.paymentId,
+    refNum: payment.refNum,
+    amount: mongoToFixed2(payment.amountMongo),
+    status: payment.status,
+    linkedRefNums: payment.linkedRefNums,
+    submittedAt: payment.submittedAt.toISOString(),
+    confirmedAt: payment.confirmedAt?.toISOString() ?? null,
+    canceledAt: payment.canceledAt?.toISOString() ?? null,
+  };
+}
+
+export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state }) => {
+  app.post('/invoices', async (request, reply) => {
+    const parsed = parseFixtureFile(asFixtureFile(request.body));
+    if (!parsed.ok) return reply.code(400).send({ error: 'invalid invoices', problems: parsed.problems });
+    const { invoices } = parsed.file;
+    invoices.forEach((invoice) => state.upsertInvoice(invoice));
+    return { upserted: invoices.map(({ source, refNum }) => ({ source, refNum })) };
+  });
+
+  app.post('/approve', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(ApproveBody, body)) return reply.code(400).send({ error: 'body must be { refNum, source? }' });
+    const payment = state.approve(body.refNum, body.source);
+    if (!payment) return reply.code(404).send({ error: `no submitted payment for ${body.refNum}` });
+    return { approved: describePayment(payment) };
+  });
+
+  app.post('/faults', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(FaultBody, body)) {
+      return reply.code(400).send({ error: 'body must be { source, mode: none|error|timeout|slow|malformed, delayMs? }' });
+    }
+    const fault = { mode: body.mode, delayMs: body.delayMs ?? DEFAULT_SLOW_MS };
+    state.setFault(body.source, fault);
+    return { source: body.source, ...fault };
+  });
+
+  app.post('/reset', async () => {
+    state.reset();
+    return { reset: true };
+  });
+
+  app.get('/payments', async () => ({ payments: state.listPayments().map(describePayment) }));
+};

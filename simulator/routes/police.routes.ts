@@ -1,0 +1,121 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import { Value } from 'typebox/value';
+import { faultHook } from '../fault.hook.js';
+import type { SearchField, SettlementRow, SimInvoice, SimPayment } from '../simulator.state.js';
+import { isFinanceDay } from '../simulator.time.js';
+import type { SourceRouteOptions } from './source-routes.types.js';
+
+/**
+ * Traffic police: UPPER_SNAKE, amounts as integer möngö, epoch-millisecond times,
+ * `{ RESULT_CODE, ... }` envelope where a non-zero code is a refusal (HTTP 200).
+ */
+
+const FINE_STATUS = { open: 'N', paid: 'Y', canceled: 'C' } as const;
+const PAY_STATUS = { submitted: 'WAITING', confirmed: 'DONE', canceled: 'REVERSED' } as const;
+const SEARCH_TYPES: Record<string, SearchField> = { REGISTER: 'register', PLATE: 'vehicleNo', TAX_REF: 'taxRef' };
+const REFUSED = 2001;
+
+const SearchBody = Type.Object(
+  {
+    SEARCH_TYPE: Type.Union([Type.Literal('REGISTER'), Type.Literal('PLATE'), Type.Literal('TAX_REF')]),
+    SEARCH_VALUE: Type.String({ minLength: 1 }),
+  },
+  { additionalProperties: false },
+);
+
+const SubmitBody = Type.Object(
+  { PAYMENT_ID: Type.String({ minLength: 1 }), FINE_NO: Type.String({ minLength: 1 }), PAY_AMOUNT: Type.Integer() },
+  { additionalProperties: false },
+);
+
+const epochOrNull = (instant: Date | null): number | null => instant?.getTime() ?? null;
+
+function toWireFine(invoice: SimInvoice) {
+  return {
+    FINE_NO: invoice.refNum,
+    FINE_DESC: invoice.description,
+    FINE_AMOUNT: invoice.amountMongo,
+    FINE_STATUS: FINE_STATUS[invoice.status],
+    DUE_DATE: epochOrNull(invoice.dueDate),
+    ISSUED_AT: epochOrNull(invoice.issuedAt),
+    OFFENDER_REG: invoice.payer?.register ?? null,
+    OFFENDER_NAME: invoice.payer?.name ?? null,
+    AGENCY_ID: invoice.payee.id,
+    AGENCY_NAME: invoice.payee.name,
+    PLATE_NO: invoice.vehicleNo,
+    TAX_REF: invoice.taxRef,
+    YEAR: invoice.year,
+    LINKED_FINE_NOS: invoice.linkedRefNums,
+  };
+}
+
+function toWirePayment(payment: SimPayment) {
+  return {
+    PAYMENT_ID: payment.paymentId,
+    FINE_NO: payment.refNum,
+    PAY_AMOUNT: payment.amountMongo,
+    PAY_STATUS: PAY_STATUS[payment.status],
+    CONFIRMED_AT: epochOrNull(payment.confirmedAt),
+  };
+}
+
+function toWireSettlement({ payment, invoice }: SettlementRow) {
+  return {
+    FINE_NO: payment.refNum,
+    PAY_AMOUNT: payment.amountMongo,
+    OFFENDER_REG: invoice.payer?.register ?? null,
+    OFFENDER_NAME: invoice.payer?.name ?? null,
+    FINE_DESC: invoice.description,
+    CONFIRMED_AT: epochOrNull(payment.confirmedAt),
+  };
+}
+
+function fail(reply: FastifyReply, status: number, message: string) {
+  return reply.code(status).send({ RESULT_CODE: status, RESULT_MSG: message });
+}
+
+export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
+  app.addHook('onRequest', faultHook('police', state, closing));
+
+  app.post('/api/fines/search', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(SearchBody, body)) return fail(reply, 400, 'INVALID SEARCH');
+    const field = SEARCH_TYPES[body.SEARCH_TYPE] ?? 'register';
+    return { RESULT_CODE: 0, FINES: state.search('police', field, body.SEARCH_VALUE).map(toWireFine) };
+  });
+
+  app.get<{ Params: { fineNo: string } }>('/api/fines/:fineNo', async (request, reply) => {
+    const invoice = state.getInvoice('police', request.params.fineNo);
+    if (!invoice) return fail(reply, 404, 'FINE NOT FOUND');
+    return { RESULT_CODE: 0, FINES: [toWireFine(invoice)] };
+  });
+
+  app.post('/api/payments', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(SubmitBody, body)) return fail(reply, 400, 'INVALID PAYMENT');
+    const outcome = state.submit('police', { paymentId: body.PAYMENT_ID, refNum: body.FINE_NO, amountMongo: body.PAY_AMOUNT });
+    if (!outcome.accepted) return { RESULT_CODE: REFUSED, RESULT_MSG: outcome.reason };
+    return { RESULT_CODE: 0, PAYMENT: { ...toWirePayment(outcome.payment), LINKED_FINE_NOS: outcome.payment.linkedRefNums } };
+  });
+
+  app.get<{ Params: { paymentId: string } }>('/api/payments/:paymentId', async (request, reply) => {
+    const payment = state.getPayment('police', request.params.paymentId);
+    if (!payment) return fail(reply, 404, 'PAYMENT NOT FOUND');
+    return { RESULT_CODE: 0, PAYMENT: toWirePayment(payment) };
+  });
+
+  app.post<{ Params: { paymentId: string } }>('/api/payments/:paymentId/cancel', async (request, reply) => {
+    const payment = state.cancel('police', request.params.paymentId);
+    if (!payment) return fail(reply, 404, 'PAYMENT NOT FOUND');
+    return { RESULT_CODE: 0, PAYMENT: toWirePayment(payment) };
+  });
+
+  /** The police system names days as YYYYMMDD. */
+  app.get<{ Params: { day: string } }>('/api/settlement/:day', async (request, reply) => {
+    const { day } = request.params;
+    const financeDay = `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}`;
+    if (!/^\d{8}$/.test(day) || !isFinanceDay(financeDay)) return fail(reply, 400, 'INVALID DAY');
+    return { RESULT_CODE: 0, ENTRIES: state.settlement('police', financeDay).map(toWireSettlement) };
+  });
+};

@@ -1,0 +1,32 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { FixtureFile } from './fixtures.schema.js';
+import { controlRoutes } from './routes/control.routes.js';
+import { etaxRoutes } from './routes/etax.routes.js';
+import { mofRoutes } from './routes/mof.routes.js';
+import { policeRoutes } from './routes/police.routes.js';
+import { SimulatorState } from './simulator.state.js';
+
+export interface SimulatorOptions {
+  fixtures: FixtureFile;
+  /** Delay before a submitted payment is approved on its own; 0 = only via the control API. */
+  autoApproveMs: number;
+  logger?: boolean;
+}
+
+/** Builds the simulated ministry systems; the caller decides whether and where to listen. */
+export async function buildSimulator(opts: SimulatorOptions): Promise<FastifyInstance> {
+  // Held "timeout" requests must not delay close, so open connections are cut on close.
+  const app = Fastify({ logger: opts.logger ?? false, forceCloseConnections: true });
+  const state = new SimulatorState(opts.fixtures, opts.autoApproveMs);
+  const closing = new AbortController();
+
+  app.addHook('preClose', async () => closing.abort());
+  app.addHook('onClose', async () => state.dispose());
+
+  const routeOptions = { state, closing: closing.signal };
+  await app.register(mofRoutes, { ...routeOptions, prefix: '/mof' });
+  await app.register(etaxRoutes, { ...routeOptions, prefix: '/etax' });
+  await app.register(policeRoutes, { ...routeOptions, prefix: '/police' });
+  await app.register(controlRoutes, { ...routeOptions, prefix: '/__control' });
+  return app;
+}

@@ -1,0 +1,255 @@
+import type { FixtureFile, InvoiceFixture } from './fixtures.schema.js';
+import { mongoFromNumber } from './simulator.money.js';
+import { financeDayOf } from './simulator.time.js';
+
+export type SimSource = InvoiceFixture['source'];
+export type SearchField = 'register' | 'vehicleNo' | 'taxRef';
+export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'malformed';
+
+export interface Fault {
+  mode: FaultMode;
+  delayMs: number;
+}
+
+export interface SimInvoice {
+  source: SimSource;
+  refNum: string;
+  description: string;
+  amountMongo: number;
+  status: 'open' | 'paid' | 'canceled';
+  dueDate: Date | null;
+  issuedAt: Date | null;
+  payer: { register: string; name: string } | null;
+  payee: { id: string; name: string };
+  vehicleNo: string | null;
+  taxRef: string | null;
+  year: number | string | null;
+  rejectPayment: boolean;
+  linkedRefNums: string[];
+}
+
+export interface SimPayment {
+  source: SimSource;
+  paymentId: string;
+  refNum: string;
+  amountMongo: number;
+  status: 'submitted' | 'confirmed' | 'canceled';
+  linkedRefNums: string[];
+  submittedAt: Date;
+  confirmedAt: Date | null;
+  canceledAt: Date | null;
+}
+
+export type SubmitOutcome = { accepted: true; payment: SimPayment } | { accepted: false; reason: string };
+
+export interface SubmitCommand {
+  paymentId: string;
+  refNum: string;
+  amountMongo: number;
+}
+
+export interface SettlementRow {
+  payment: SimPayment;
+  invoice: SimInvoice;
+}
+
+const NO_FAULT: Fault = { mode: 'none', delayMs: 0 };
+
+function toDate(text: string | null | undefined): Date | null {
+  return text ? new Date(text) : null;
+}
+
+/** Fixtures are validated before they get here, so the amount is known to be exact. */
+export function invoiceFromFixture(fixture: InvoiceFixture): SimInvoice {
+  return {
+    source: fixture.source,
+    refNum: fixture.refNum,
+    description: fixture.description,
+    amountMongo: mongoFromNumber(fixture.amount) ?? 0,
+    status: fixture.status,
+    dueDate: toDate(fixture.dueDate),
+    issuedAt: toDate(fixture.issuedAt),
+    payer: fixture.payer ?? null,
+    payee: fixture.payee,
+    vehicleNo: fixture.vehicleNo ?? null,
+    taxRef: fixture.taxRef ?? null,
+    year: fixture.year ?? null,
+    rejectPayment: fixture.rejectPayment ?? false,
+    linkedRefNums: fixture.linkedRefNums ?? [],
+  };
+}
+
+const keyOf = (source: SimSource, id: string): string => `${source}:${id}`;
+
+/** In-memory ministry state shared by the three simulated systems. */
+export class SimulatorState {
+  private readonly invoices = new Map<string, SimInvoice>();
+  private readonly payments = new Map<string, SimPayment>();
+  /** Every submit answer by payment id, so a retried submit gets the same answer. */
+  private readonly answers = new Map<string, SubmitOutcome>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly faults = new Map<SimSource, Fault>();
+
+  constructor(
+    private readonly fixtures: FixtureFile,
+    private readonly autoApproveMs: number,
+  ) {
+    this.reset();
+  }
+
+  reset(): void {
+    this.dispose();
+    this.invoices.clear();
+    this.payments.clear();
+    this.answers.clear();
+    this.faults.clear();
+    this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
+  }
+
+  /** Stops auto-approval timers; called when the server closes. */
+  dispose(): void {
+    this.timers.forEach((timer) => clearTimeout(timer));
+    this.timers.clear();
+  }
+
+  upsertInvoice(fixture: InvoiceFixture): SimInvoice {
+    const invoice = invoiceFromFixture(fixture);
+    this.invoices.set(keyOf(invoice.source, invoice.refNum), invoice);
+    return invoice;
+  }
+
+  search(source: SimSource, field: SearchField, value: string): SimInvoice[] {
+    return [...this.invoices.values()].filter((invoice) => {
+      if (invoice.source !== source) return false;
+      return field === 'register' ? invoice.payer?.register === value : invoice[field] === value;
+    });
+  }
+
+  getInvoice(source: SimSource, refNum: string): SimInvoice | undefined {
+    return this.invoices.get(keyOf(source, refNum));
+  }
+
+  getPayment(source: SimSource, paymentId: string): SimPayment | undefined {
+    return this.payments.get(keyOf(source, paymentId));
+  }
+
+  listPayments(): SimPayment[] {
+    return [...this.payments.values()];
+  }
+
+  submit(source: SimSource, command: SubmitCommand): SubmitOutcome {
+    const key = keyOf(source, command.paymentId);
+    const known = this.answers.get(key);
+    if (known) return known;
+    const reason = this.rejectionReason(source, command);
+    const outcome: SubmitOutcome = reason ? { accepted: false, reason } : { accepted: true, payment: this.accept(source, command) };
+    this.answers.set(key, outcome);
+    return outcome;
+  }
+
+  private rejectionReason(source: SimSource, command: SubmitCommand): string | null {
+    const invoice = this.getInvoice(source, command.refNum);
+    if (!invoice) return 'invoice not found';
+    if (invoice.status === 'paid') return 'already paid';
+    if (invoice.status === 'canceled') return 'canceled';
+    if (invoice.rejectPayment) return 'not accepted at this time';
+    if (command.amountMongo <= 0 || command.amountMongo > invoice.amountMongo) {
+      return 'amount does not match the invoice balance';
+    }
+    if (this.inProgress(source, command.refNum)) return 'payment already in progress';
+    return null;
+  }
+
+  private inProgress(source: SimSource, refNum: string): boolean {
+    return this.listPayments().some(
+      (payment) =>
+        payment.source === source &&
+        payment.status === 'submitted' &&
+        (payment.refNum === refNum || payment.linkedRefNums.includes(refNum)),
+    );
+  }
+
+  private accept(source: SimSource, command: SubmitCommand): SimPayment {
+    const invoice = this.getInvoice(source, command.refNum);
+    const payment: SimPayment = {
+      source,
+      paymentId: command.paymentId,
+      refNum: command.refNum,
+      amountMongo: command.amountMongo,
+      status: 'submitted',
+      linkedRefNums: [...(invoice?.linkedRefNums ?? [])],
+      submittedAt: new Date(),
+      confirmedAt: null,
+      canceledAt: null,
+    };
+    const key = keyOf(source, payment.paymentId);
+    this.payments.set(key, payment);
+    if (this.autoApproveMs > 0) {
+      const timer = setTimeout(() => this.confirm(payment), this.autoApproveMs);
+      timer.unref();
+      this.timers.set(key, timer);
+    }
+    return payment;
+  }
+
+  /** Approves the submitted payment of an invoice; undefined when there is none. */
+  approve(refNum: string, source?: SimSource): SimPayment | undefined {
+    const payment = this.listPayments().find(
+      (candidate) =>
+        candidate.status === 'submitted' && candidate.refNum === refNum && (!source || candidate.source === source),
+    );
+    if (payment) this.confirm(payment);
+    return payment;
+  }
+
+  private confirm(payment: SimPayment): void {
+    this.stopTimer(payment);
+    if (payment.status !== 'submitted') return;
+    payment.status = 'confirmed';
+    payment.confirmedAt = new Date();
+    this.setInvoiceStatus(payment, 'paid');
+  }
+
+  cancel(source: SimSource, paymentId: string): SimPayment | undefined {
+    const payment = this.getPayment(source, paymentId);
+    if (!payment || payment.status === 'canceled') return payment;
+    this.stopTimer(payment);
+    payment.status = 'canceled';
+    payment.canceledAt = new Date();
+    this.setInvoiceStatus(payment, 'open');
+    return payment;
+  }
+
+  private stopTimer(payment: SimPayment): void {
+    const key = keyOf(payment.source, payment.paymentId);
+    clearTimeout(this.timers.get(key));
+    this.timers.delete(key);
+  }
+
+  private setInvoiceStatus(payment: SimPayment, status: SimInvoice['status']): void {
+    for (const refNum of [payment.refNum, ...payment.linkedRefNums]) {
+      const invoice = this.getInvoice(payment.source, refNum);
+      if (invoice) invoice.status = status;
+    }
+  }
+
+  /** Confirmed, not canceled payments whose confirmation falls on financeDay (UTC+8). */
+  settlement(source: SimSource, financeDay: string): SettlementRow[] {
+    return this.listPayments()
+      .filter((payment) => payment.source === source && payment.status === 'confirmed' && payment.confirmedAt)
+      .filter((payment) => payment.confirmedAt && financeDayOf(payment.confirmedAt) === financeDay)
+      .sort((a, b) => (a.confirmedAt?.getTime() ?? 0) - (b.confirmedAt?.getTime() ?? 0))
+      .flatMap((payment) => {
+        const invoice = this.getInvoice(source, payment.refNum);
+        return invoice ? [{ payment, invoice }] : [];
+      });
+  }
+
+  setFault(source: SimSource, fault: Fault): void {
+    this.faults.set(source, fault);
+  }
+
+  getFault(source: SimSource): Fault {
+    return this.faults.get(source) ?? NO_FAULT;
+  }
+}

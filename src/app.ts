@@ -1,0 +1,48 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyBaseLogger } from 'fastify';
+import { registerErrorHandling } from './http/plugins/errors.plugin.js';
+import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js';
+import { registerAuth } from './http/plugins/auth.plugin.js';
+import { createValidatorCompiler } from './http/validation.js';
+import { healthRoutes } from './http/routes/health.routes.js';
+import { invoiceRoutes } from './http/routes/invoices.routes.js';
+import { paymentRoutes } from './http/routes/payments.routes.js';
+import { reportRoutes } from './http/routes/reports.routes.js';
+import type { AppServices } from './deps.js';
+
+export interface AppOptions {
+  logger: FastifyBaseLogger;
+  bodyLimitBytes: number;
+  services: AppServices;
+  isDbReady: () => Promise<boolean>;
+}
+
+export const API_PREFIX = '/api/v1';
+
+/** Builds the partner API; never listens, so tests drive it with inject(). */
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    genReqId,
+    bodyLimit: opts.bodyLimitBytes,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(createValidatorCompiler());
+  registerRequestId(app);
+  registerErrorHandling(app);
+
+  await app.register(
+    async (api) => {
+      await api.register(healthRoutes, { isDbReady: opts.isDbReady });
+      await api.register(async (secured) => {
+        registerAuth(secured, opts.services.partners);
+        await secured.register(invoiceRoutes, { invoices: opts.services.invoices });
+        await secured.register(paymentRoutes, { payments: opts.services.payments, reports: opts.services.reports });
+        await secured.register(reportRoutes, { reports: opts.services.reports });
+      });
+    },
+    { prefix: API_PREFIX },
+  );
+  return app;
+}

@@ -1,0 +1,151 @@
+import { Type, type Static } from 'typebox';
+import { Value } from 'typebox/value';
+
+const AppEnv = Type.Union([Type.Literal('local'), Type.Literal('sandbox'), Type.Literal('production')]);
+export type AppEnv = Static<typeof AppEnv>;
+
+const Int = (dflt: number, min = 0) => Type.Integer({ default: dflt, minimum: min });
+
+const ConfigSchema = Type.Object({
+  appEnv: AppEnv,
+  host: Type.String(),
+  port: Int(3000),
+  adminHost: Type.String(),
+  adminPort: Int(3001),
+  adminToken: Type.String({ minLength: 8 }),
+  databaseUrl: Type.Union([Type.String(), Type.Null()]),
+  dataDir: Type.String(),
+  redisUrl: Type.Union([Type.String(), Type.Null()]),
+  ministryUrls: Type.Object({
+    mof: Type.Union([Type.String(), Type.Null()]),
+    etax: Type.Union([Type.String(), Type.Null()]),
+    police: Type.Union([Type.String(), Type.Null()]),
+  }),
+  ministryTimeoutMs: Int(3000, 1),
+  simulator: Type.Object({
+    port: Int(3100),
+    fixtures: Type.Union([Type.String(), Type.Null()]),
+    autoApproveMs: Int(5000),
+  }),
+  rateLimit: Type.Object({ perSecond: Int(5, 1), perMinute: Int(60, 1), perHour: Int(1000, 1) }),
+  rateLimitFailOpen: Type.Boolean(),
+  confirmPollMs: Int(2000, 10),
+  webhookAllowPrivate: Type.Boolean(),
+  webhookSecretKey: Type.String({ minLength: 16 }),
+  bodyLimitBytes: Int(64 * 1024, 1024),
+  shortUrlBase: Type.String(),
+  logLevel: Type.String(),
+  keyRotationGraceMs: Int(24 * 3600 * 1000),
+  idempotencyTtlMs: Int(48 * 3600 * 1000, 24 * 3600 * 1000),
+});
+export type Config = Static<typeof ConfigSchema>;
+
+type Env = Record<string, string | undefined>;
+
+const LOCAL_ADMIN_TOKEN = 'local-admin-token';
+const LOCAL_WEBHOOK_KEY = 'local-webhook-secret-key-not-for-production';
+
+function int(env: Env, name: string, dflt: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${raw}"`);
+  return n;
+}
+
+function bool(env: Env, name: string, dflt: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  if (['true', '1', 'yes'].includes(raw.toLowerCase())) return true;
+  if (['false', '0', 'no'].includes(raw.toLowerCase())) return false;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
+}
+
+function str(env: Env, name: string): string | null {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? null : raw;
+}
+
+function required(env: Env, name: string, appEnv: AppEnv, localDefault: string): string {
+  const value = str(env, name);
+  if (value !== null) return value;
+  if (appEnv === 'local') return localDefault;
+  throw new Error(`${name} is required when APP_ENV=${appEnv}`);
+}
+
+/** The only reader of process.env: everything else receives a validated Config. */
+export function loadConfig(env: Env = process.env): Config {
+  const appEnv = (str(env, 'APP_ENV') ?? 'local') as AppEnv;
+  if (!Value.Check(AppEnv, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
+  const port = int(env, 'PORT', 3000);
+  const host = str(env, 'HOST') ?? '127.0.0.1';
+  const config: Config = {
+    appEnv,
+    host,
+    port,
+    adminHost: str(env, 'ADMIN_HOST') ?? '127.0.0.1',
+    adminPort: int(env, 'ADMIN_PORT', 3001),
+    adminToken: required(env, 'ADMIN_TOKEN', appEnv, LOCAL_ADMIN_TOKEN),
+    databaseUrl: str(env, 'DATABASE_URL'),
+    dataDir: str(env, 'DATA_DIR') ?? './.data',
+    redisUrl: str(env, 'REDIS_URL'),
+    ministryUrls: {
+      mof: str(env, 'MINISTRY_MOF_URL'),
+      etax: str(env, 'MINISTRY_ETAX_URL'),
+      police: str(env, 'MINISTRY_POLICE_URL'),
+    },
+    ministryTimeoutMs: int(env, 'MINISTRY_TIMEOUT_MS', 3000),
+    simulator: {
+      port: int(env, 'SIMULATOR_PORT', 3100),
+      fixtures: str(env, 'SIMULATOR_FIXTURES'),
+      autoApproveMs: int(env, 'SIMULATOR_AUTO_APPROVE_MS', 5000),
+    },
+    rateLimit: {
+      perSecond: int(env, 'RATE_LIMIT_PER_SECOND', 5),
+      perMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60),
+      perHour: int(env, 'RATE_LIMIT_PER_HOUR', 1000),
+    },
+    rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN', true),
+    confirmPollMs: int(env, 'CONFIRM_POLL_MS', 2000),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', appEnv === 'local'),
+    webhookSecretKey: required(env, 'WEBHOOK_SECRET_KEY', appEnv, LOCAL_WEBHOOK_KEY),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 64 * 1024),
+    shortUrlBase: str(env, 'SHORT_URL_BASE') ?? `http://${host}:${port}/q`,
+    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    keyRotationGraceMs: int(env, 'KEY_ROTATION_GRACE_MS', 24 * 3600 * 1000),
+    idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 48 * 3600 * 1000),
+  };
+  if (!Value.Check(ConfigSchema, config)) {
+    const errors = [...Value.Errors(ConfigSchema, config)].map((e) => `${e.instancePath} ${e.message}`);
+    throw new Error(`Invalid configuration: ${errors.join('; ')}`);
+  }
+  return config;
+}
+
+/**
+ * Config for tests: local defaults, in-memory PGlite, and the real PostgreSQL / Redis only when
+ * the environment names them (that is how CI runs the same suites on both paths).
+ */
+export function testConfig(overrides: Partial<Config> = {}, env: Env = process.env): Config {
+  const base = loadConfig({
+    DATA_DIR: 'memory://',
+    LOG_LEVEL: env.TEST_LOG_LEVEL ?? 'silent',
+    DATABASE_URL: env.DATABASE_URL,
+    REDIS_URL: env.REDIS_URL,
+  });
+  return { ...base, ...overrides };
+}
+
+export interface CliConfig {
+  adminUrl: string;
+  adminToken: string;
+}
+
+/** The operator CLI's settings, read here so process.env stays in this one module. */
+export function loadCliConfig(env: Env = process.env): CliConfig {
+  const port = int(env, 'ADMIN_PORT', 3001);
+  return {
+    adminUrl: (str(env, 'ADMIN_URL') ?? `http://127.0.0.1:${port}`).replace(/\/$/, ''),
+    adminToken: str(env, 'ADMIN_TOKEN') ?? LOCAL_ADMIN_TOKEN,
+  };
+}

@@ -1,0 +1,86 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import type { Database } from './db.types.js';
+import * as m001 from './migrations/001-initial.migration.js';
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseOptions {
+  databaseUrl: string | null;
+  dataDir: string;
+  /** PostgreSQL schema to use (tests isolate runs with a fresh schema); created when missing. */
+  schema?: string;
+  poolSize?: number;
+}
+
+const migrations: Record<string, Migration> = {
+  '001-initial': m001,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+function createPgDialect(url: string, schema: string | undefined, poolSize: number) {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 5000,
+    options: schema ? `-c search_path=${schema}` : undefined,
+  });
+  return new PostgresDialect({ pool });
+}
+
+async function createPgliteDialect(dataDir: string) {
+  const inMemory = dataDir === 'memory://' || dataDir === '';
+  if (!inMemory) mkdirSync(dataDir, { recursive: true });
+  const client = await PGlite.create(inMemory ? undefined : dataDir);
+  return new PGliteDialect(client);
+}
+
+async function ensureSchema(url: string, schema: string): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
+  let dialect;
+  if (opts.databaseUrl) {
+    if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
+    dialect = createPgDialect(opts.databaseUrl, opts.schema, opts.poolSize ?? 10);
+  } else {
+    dialect = await createPgliteDialect(opts.dataDir);
+  }
+  return new Kysely<Database>({ dialect });
+}
+
+/** Applies pending migrations; concurrent starters are serialised by Kysely's migration lock. */
+export async function migrateToLatest(db: Db, schema?: string): Promise<void> {
+  // Naming the schema keeps Kysely from mistaking another schema's migration table for ours.
+  const migrator = new Migrator({ db, provider, migrationTableSchema: schema });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed`, { cause: error });
+  }
+}
+
+export async function pingDatabase(db: Db): Promise<boolean> {
+  try {
+    await sql`SELECT 1`.execute(db);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
+}

@@ -1,0 +1,112 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+/** NUMERIC comes back as a decimal string from both drivers; never parsed to float for arithmetic. */
+type Numeric = ColumnType<string, string, string>;
+
+export interface PartnersTable {
+  id: Generated<string>;
+  name: string;
+  qr_standard: 'qrpay' | 'govstd';
+  environment: 'sandbox' | 'production';
+  active: boolean;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface ApiKeysTable {
+  id: Generated<string>;
+  partner_id: string;
+  key_hash: string;
+  key_prefix: string;
+  environment: 'sandbox' | 'production';
+  expires_at: Timestamp | null;
+  created_at: CreatedAt;
+}
+
+export interface InvoicesTable {
+  id: Generated<string>;
+  source: string;
+  ref_num: string;
+  description: string;
+  amount: Numeric;
+  status: 'open' | 'paid' | 'canceled';
+  due_date: Timestamp | null;
+  issued_at: Timestamp | null;
+  vehicle_no: string | null;
+  tax_ref: string | null;
+  payer_register: string | null;
+  payer_name: string | null;
+  payee_id: string;
+  payee_name: string;
+  /** jsonb so a number stays a number and a string stays a string. */
+  year: ColumnType<number | string | null, string | null, string | null>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface PartnerInvoicesTable {
+  partner_id: string;
+  invoice_id: string;
+  first_seen_at: CreatedAt;
+  last_seen_at: UpdatedAt;
+}
+
+export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
+
+export interface PaymentsTable {
+  id: Generated<string>;
+  partner_id: string;
+  invoice_id: string;
+  amount: Numeric;
+  status: PaymentStatus;
+  failure_reason: string | null;
+  paid_at: Timestamp | null;
+  canceled_at: Timestamp | null;
+  next_check_at: Timestamp | null;
+  check_attempts: Generated<number>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface PaymentInvoicesTable {
+  payment_id: string;
+  invoice_id: string;
+  position: number;
+  /** true while the payment holds the invoice; a partial unique index allows one holder. */
+  active: boolean;
+}
+
+export interface IdempotencyKeysTable {
+  partner_id: string;
+  key: string;
+  request_hash: string;
+  state: 'in_progress' | 'completed';
+  locked_until: Timestamp;
+  payment_id: string | null;
+  response_status: number | null;
+  response_body: ColumnType<unknown, string | null, string | null>;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
+export interface EventsTable {
+  id: Generated<string>;
+  partner_id: string;
+  event: string;
+  payload: ColumnType<Record<string, unknown>, string, never>;
+  created_at: CreatedAt;
+}
+
+export interface Database {
+  partners: PartnersTable;
+  api_keys: ApiKeysTable;
+  invoices: InvoicesTable;
+  partner_invoices: PartnerInvoicesTable;
+  payments: PaymentsTable;
+  payment_invoices: PaymentInvoicesTable;
+  idempotency_keys: IdempotencyKeysTable;
+  events: EventsTable;
+}

@@ -1,0 +1,118 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Db } from '../database.js';
+import type { Database, InvoicesTable } from '../db.types.js';
+import type { InvoiceFilter, Source, UpstreamInvoice } from '../../ministry/ministry.types.js';
+
+export type InvoiceRow = Selectable<InvoicesTable>;
+
+const FILTER_COLUMN = { ttd: 'payer_register', vehicle: 'vehicle_no', taxRef: 'tax_ref' } as const;
+
+function toValues(inv: UpstreamInvoice) {
+  return {
+    source: inv.source,
+    ref_num: inv.refNum,
+    description: inv.description,
+    amount: inv.amount,
+    status: inv.status,
+    due_date: inv.dueDate,
+    issued_at: inv.issuedAt,
+    vehicle_no: inv.vehicleNo,
+    tax_ref: inv.taxRef,
+    payer_register: inv.payer?.register ?? null,
+    payer_name: inv.payer?.name ?? null,
+    payee_id: inv.payee.id,
+    payee_name: inv.payee.name,
+    year: inv.year === null ? null : JSON.stringify(inv.year),
+  };
+}
+
+/** Inserts or refreshes ministry invoices; (source, ref_num) keeps each one's UUID stable. */
+async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[]): Promise<InvoiceRow[]> {
+  if (invoices.length === 0) return [];
+  const rows = await db
+    .insertInto('invoices')
+    .values(invoices.map(toValues))
+    .onConflict((oc) =>
+      oc.columns(['source', 'ref_num']).doUpdateSet((eb) => ({
+        description: eb.ref('excluded.description'),
+        amount: eb.ref('excluded.amount'),
+        status: eb.ref('excluded.status'),
+        due_date: eb.ref('excluded.due_date'),
+        issued_at: eb.ref('excluded.issued_at'),
+        vehicle_no: eb.ref('excluded.vehicle_no'),
+        tax_ref: eb.ref('excluded.tax_ref'),
+        payer_register: eb.ref('excluded.payer_register'),
+        payer_name: eb.ref('excluded.payer_name'),
+        payee_id: eb.ref('excluded.payee_id'),
+        payee_name: eb.ref('excluded.payee_name'),
+        year: eb.ref('excluded.year'),
+        updated_at: new Date(),
+      })),
+    )
+    .returningAll()
+    .execute();
+  const byKey = new Map(rows.map((r) => [`${r.source}\u0000${r.ref_num}`, r]));
+  return invoices.map((inv) => byKey.get(`${inv.source}\u0000${inv.refNum}`)).filter((r): r is InvoiceRow => r !== undefined);
+}
+
+export function createInvoiceRepository(db: Db) {
+  return {
+    upsert: (invoices: UpstreamInvoice[], trx: Kysely<Database> = db) => upsert(trx, dedupe(invoices)),
+
+    async recordAccess(partnerId: string, invoiceIds: string[], trx: Kysely<Database> = db): Promise<void> {
+      if (invoiceIds.length === 0) return;
+      await trx
+        .insertInto('partner_invoices')
+        .values([...new Set(invoiceIds)].map((invoice_id) => ({ partner_id: partnerId, invoice_id })))
+        .onConflict((oc) => oc.columns(['partner_id', 'invoice_id']).doUpdateSet({ last_seen_at: new Date() }))
+        .execute();
+    },
+
+    /** The stored invoice, only if this partner has retrieved it before (payer data is personal). */
+    async findForPartner(partnerId: string, id: string): Promise<InvoiceRow | null> {
+      const row = await db
+        .selectFrom('invoices as i')
+        .innerJoin('partner_invoices as pi', 'pi.invoice_id', 'i.id')
+        .selectAll('i')
+        .where('pi.partner_id', '=', partnerId)
+        .where('i.id', '=', id)
+        .executeTakeFirst();
+      return row ?? null;
+    },
+
+    async findById(id: string, trx: Kysely<Database> = db): Promise<InvoiceRow | null> {
+      return (await trx.selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
+    },
+
+    async findByRefs(refs: { source: string; refNum: string }[], trx: Kysely<Database> = db): Promise<InvoiceRow[]> {
+      if (refs.length === 0) return [];
+      return trx
+        .selectFrom('invoices')
+        .selectAll()
+        .where((eb) => eb.or(refs.map((r) => eb.and([eb('source', '=', r.source), eb('ref_num', '=', r.refNum)]))))
+        .execute();
+    },
+
+    /** Stored copies matching a search filter, for sources that could not answer live. */
+    async findStored(filter: InvoiceFilter, sources: Source[]): Promise<InvoiceRow[]> {
+      if (sources.length === 0) return [];
+      return db
+        .selectFrom('invoices')
+        .selectAll()
+        .where(FILTER_COLUMN[filter.kind], '=', filter.value)
+        .where('source', 'in', sources)
+        .orderBy('issued_at')
+        .orderBy('ref_num')
+        .execute();
+    },
+  };
+}
+
+function dedupe(invoices: UpstreamInvoice[]): UpstreamInvoice[] {
+  const seen = new Map<string, UpstreamInvoice>();
+  for (const inv of invoices) seen.set(`${inv.source}\u0000${inv.refNum}`, inv);
+  // A fixed order keeps concurrent upserts of overlapping sets from deadlocking in PostgreSQL.
+  return [...seen.values()].sort((a, b) => (a.source + a.refNum < b.source + b.refNum ? -1 : 1));
+}
+
+export type InvoiceRepository = ReturnType<typeof createInvoiceRepository>;

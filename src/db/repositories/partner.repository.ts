@@ -1,0 +1,119 @@
+import type { Db } from '../database.js';
+import type { PartnersTable } from '../db.types.js';
+
+export interface PartnerRow {
+  id: string;
+  name: string;
+  qrStandard: 'qrpay' | 'govstd';
+  environment: 'sandbox' | 'production';
+  active: boolean;
+  createdAt: Date;
+}
+
+export interface KeyLookupRow {
+  keyHash: string;
+  keyEnvironment: 'sandbox' | 'production';
+  expiresAt: Date | null;
+  partner: PartnerRow;
+}
+
+const partnerColumns = ['id', 'name', 'qr_standard', 'environment', 'active', 'created_at'] as const;
+
+type PartnerSelect = Pick<PartnersTable, 'name' | 'qr_standard' | 'environment' | 'active'> & {
+  id: string;
+  created_at: Date;
+};
+
+function toPartner(r: PartnerSelect): PartnerRow {
+  return {
+    id: r.id,
+    name: r.name,
+    qrStandard: r.qr_standard,
+    environment: r.environment,
+    active: r.active,
+    createdAt: r.created_at,
+  };
+}
+
+export function createPartnerRepository(db: Db) {
+  return {
+    async create(input: { name: string; qrStandard: 'qrpay' | 'govstd'; environment: 'sandbox' | 'production'; active: boolean }, key: { hash: string; prefix: string }): Promise<PartnerRow> {
+      return db.transaction().execute(async (trx) => {
+        const row = await trx
+          .insertInto('partners')
+          .values({ name: input.name, qr_standard: input.qrStandard, environment: input.environment, active: input.active })
+          .returning(partnerColumns)
+          .executeTakeFirstOrThrow();
+        await trx
+          .insertInto('api_keys')
+          .values({ partner_id: row.id, key_hash: key.hash, key_prefix: key.prefix, environment: input.environment })
+          .execute();
+        return toPartner(row);
+      });
+    },
+
+    async list(): Promise<PartnerRow[]> {
+      const rows = await db.selectFrom('partners').select(partnerColumns).orderBy('created_at').orderBy('id').execute();
+      return rows.map(toPartner);
+    },
+
+    async count(): Promise<number> {
+      const row = await db.selectFrom('partners').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+
+    async findById(id: string): Promise<PartnerRow | null> {
+      const row = await db.selectFrom('partners').select(partnerColumns).where('id', '=', id).executeTakeFirst();
+      return row ? toPartner(row) : null;
+    },
+
+    async update(id: string, patch: { active?: boolean; qrStandard?: 'qrpay' | 'govstd' }): Promise<PartnerRow | null> {
+      const row = await db
+        .updateTable('partners')
+        .set({
+          ...(patch.active !== undefined ? { active: patch.active } : {}),
+          ...(patch.qrStandard !== undefined ? { qr_standard: patch.qrStandard } : {}),
+          updated_at: new Date(),
+        })
+        .where('id', '=', id)
+        .returning(partnerColumns)
+        .executeTakeFirst();
+      return row ? toPartner(row) : null;
+    },
+
+    /** Adds a new key and puts an expiry on the partner's current keys, in one transaction. */
+    async rotateKey(partnerId: string, environment: 'sandbox' | 'production', key: { hash: string; prefix: string }, oldKeysExpireAt: Date): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('api_keys')
+          .set({ expires_at: oldKeysExpireAt })
+          .where('partner_id', '=', partnerId)
+          .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', oldKeysExpireAt)]))
+          .execute();
+        await trx
+          .insertInto('api_keys')
+          .values({ partner_id: partnerId, key_hash: key.hash, key_prefix: key.prefix, environment })
+          .execute();
+      });
+    },
+
+    async findByKeyHash(hash: string): Promise<KeyLookupRow | null> {
+      const row = await db
+        .selectFrom('api_keys as k')
+        .innerJoin('partners as p', 'p.id', 'k.partner_id')
+        .select(['k.key_hash', 'k.environment as key_environment', 'k.expires_at'])
+        .select(['p.id', 'p.name', 'p.qr_standard', 'p.environment', 'p.active', 'p.created_at'])
+        .where('k.key_hash', '=', hash)
+        .executeTakeFirst();
+      if (!row) return null;
+      return {
+        keyHash: row.key_hash,
+        keyEnvironment: row.key_environment,
+        expiresAt: row.expires_at,
+        partner: toPartner(row),
+      };
+    },
+  };
+}
+
+export type PartnerRepository = ReturnType<typeof createPartnerRepository>;

@@ -1,0 +1,105 @@
+import { pino, type Logger as PinoLogger } from 'pino';
+import type { Config } from './config.js';
+import { createDatabase, migrateToLatest, pingDatabase, type Db } from './db/database.js';
+import { createPartnerRepository } from './db/repositories/partner.repository.js';
+import { createInvoiceRepository } from './db/repositories/invoice.repository.js';
+import { createPartnerService, type PartnerService } from './services/partner.service.js';
+import { createInvoiceService, type InvoiceService } from './services/invoice.service.js';
+import { createMinistryAdapters } from './ministry/ministry.factory.js';
+import { createPaymentRepository } from './db/repositories/payment.repository.js';
+import { createIdempotencyRepository } from './db/repositories/idempotency.repository.js';
+import { createEventRepository } from './db/repositories/event.repository.js';
+import { createPaymentService, type PaymentService } from './services/payment.service.js';
+import { createReportService, type ReportService } from './services/report.service.js';
+import { createQrService } from './services/qr.service.js';
+import { loadQrConfig } from './services/qr-config.loader.js';
+import { createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js';
+import type { MinistryAdapters, Source } from './ministry/ministry.types.js';
+import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
+
+export interface AppServices {
+  partners: PartnerService;
+  invoices: InvoiceService;
+  payments: PaymentService;
+  reports: ReportService;
+}
+
+export interface Deps {
+  config: Config;
+  logger: PinoLogger;
+  db: Db;
+  ministries: MinistryAdapters;
+  services: AppServices;
+  isDbReady: () => Promise<boolean>;
+  /** Background jobs (confirmation poller, webhook delivery); tests run their passes directly. */
+  jobs: Job[];
+  startJobs(): RunningJobs;
+  close(): Promise<void>;
+}
+
+export interface DepsOptions {
+  /** Resolved upstream base URLs (the built-in simulator's when the config leaves them unset). */
+  ministryUrls: Record<Source, string>;
+  logger?: PinoLogger;
+  /** PostgreSQL schema, for test isolation. */
+  dbSchema?: string;
+  now?: () => Date;
+}
+
+export function createLogger(config: Config): PinoLogger {
+  return pino({
+    level: config.logLevel,
+    redact: {
+      paths: ['req.headers["x-api-key"]', 'req.headers.authorization', '*.secret', '*.apiKey', 'secret', 'apiKey'],
+      censor: '[redacted]',
+    },
+  });
+}
+
+/** Plain factories wired by hand: every dependency is explicit and replaceable in tests. */
+export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
+  const logger = opts.logger ?? createLogger(config);
+  const db = await createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.dbSchema });
+  await migrateToLatest(db, opts.dbSchema);
+  const ministries = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });
+  const qrConfig = await loadQrConfig();
+  const partnerRepo = createPartnerRepository(db);
+  const invoiceRepo = createInvoiceRepository(db);
+  const paymentRepo = createPaymentRepository(db);
+  const payments = createPaymentService({
+    payments: paymentRepo,
+    invoices: invoiceRepo,
+    idempotency: createIdempotencyRepository(db),
+    events: createEventRepository(),
+    ministries,
+    qr: createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase }),
+    log: logger,
+    ministryTimeoutMs: config.ministryTimeoutMs,
+    confirmPollMs: config.confirmPollMs,
+    idempotencyTtlMs: config.idempotencyTtlMs,
+    now: opts.now,
+  });
+  const services: AppServices = {
+    partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, now: opts.now }),
+    invoices: createInvoiceService({ invoices: invoiceRepo, ministries, log: logger, now: opts.now }),
+    payments,
+    reports: createReportService({ db, payments: paymentRepo, ministries, log: logger, now: opts.now }),
+  };
+  const jobs: Job[] = [
+    createPaymentConfirmationJob({ payments: paymentRepo, service: payments, intervalMs: config.confirmPollMs, log: logger, now: opts.now }),
+  ];
+  return {
+    config,
+    logger,
+    db,
+    ministries,
+    services,
+    isDbReady: () => pingDatabase(db),
+    jobs,
+    startJobs: () => startJobs(jobs, logger),
+    async close() {
+      await ministries.close();
+      await db.destroy();
+    },
+  };
+}

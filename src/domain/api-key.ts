@@ -1,0 +1,37 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export type KeyEnvironment = 'sandbox' | 'production';
+
+const PREFIX: Record<KeyEnvironment, string> = { sandbox: 'gpk_sandbox_', production: 'gpk_live_' };
+const KEY_FORMAT = /^gpk_(sandbox|live)_[A-Za-z0-9_-]{32,64}$/;
+
+export function generateApiKey(environment: KeyEnvironment): string {
+  return PREFIX[environment] + randomBytes(24).toString('base64url');
+}
+
+/** The environment a key belongs to, or null when it is not a key at all. */
+export function keyEnvironment(key: string): KeyEnvironment | null {
+  const match = KEY_FORMAT.exec(key);
+  if (!match) return null;
+  return match[1] === 'live' ? 'production' : 'sandbox';
+}
+
+/** Keys carry 192 random bits, so a fast hash is enough; no salt needed for lookup by hash. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function hashesEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function keyPrefix(key: string): string {
+  return key.slice(0, key.lastIndexOf('_') + 5);
+}
+
+/** `local` and `sandbox` deployments take sandbox keys; `production` only live ones. */
+export function acceptedKeyEnvironment(appEnv: 'local' | 'sandbox' | 'production'): KeyEnvironment {
+  return appEnv === 'production' ? 'production' : 'sandbox';
+}

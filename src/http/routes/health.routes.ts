@@ -1,0 +1,22 @@
+import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+
+const Live = Type.Object({ status: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
+const Ready = Type.Object({ status: Type.String(), db: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
+
+export const healthRoutes: FastifyPluginAsyncTypebox<{ isDbReady: () => Promise<boolean> }> = async (app, opts) => {
+  app.get(
+    '/health/live',
+    { schema: { tags: ['Health'], summary: 'Liveness (no key needed)', response: { 200: Live } } },
+    async () => ({ status: 'ok', timestamp: new Date().toISOString() }),
+  );
+  app.get(
+    '/health/ready',
+    { schema: { tags: ['Health'], summary: 'Readiness: database connectivity (no key needed)', response: { 200: Ready, 503: Ready } } },
+    async (_request, reply) => {
+      const ok = await opts.isDbReady();
+      reply.code(ok ? 200 : 503);
+      return { status: ok ? 'ok' : 'unavailable', db: ok ? 'ok' : 'down', timestamp: new Date().toISOString() };
+    },
+  );
+};

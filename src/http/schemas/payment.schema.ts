@@ -1,0 +1,124 @@
+import { Type, type Static } from 'typebox';
+import { Uuid } from './common.schema.js';
+
+export const PaymentStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('submitted'),
+  Type.Literal('confirmed'),
+  Type.Literal('failed'),
+  Type.Literal('canceled'),
+]);
+
+export const CreatePaymentBody = Type.Object(
+  {
+    invoiceId: Uuid,
+    amount: Type.Optional(
+      Type.Number({ exclusiveMinimum: 0, maximum: 99_999_999_999_999, description: 'Tugrik, at most 2 decimals; omitted = the full invoice amount' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreatePaymentBody = Static<typeof CreatePaymentBody>;
+
+export const IdempotencyHeaders = Type.Object({
+  'x-idempotency-key': Type.Optional(
+    Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$', description: 'A client-chosen UUID is recommended' }),
+  ),
+});
+
+export const QrPayBody = Type.Object({
+  qrText: Type.String(),
+  qrImage: Type.String({ description: 'Base64 PNG' }),
+  shortUrl: Type.Optional(Type.String()),
+  urls: Type.Array(
+    Type.Object({ name: Type.String(), description: Type.String(), logo: Type.String(), link: Type.String() }, { additionalProperties: false }),
+  ),
+});
+export type QrPayBody = Static<typeof QrPayBody>;
+
+export const PaymentCreatedBody = Type.Object({
+  success: Type.Boolean(),
+  id: Uuid,
+  status: PaymentStatus,
+  amount: Type.Number(),
+  invoiceId: Uuid,
+  invoiceIds: Type.Array(Uuid),
+  qrpay: Type.Optional(QrPayBody),
+  message: Type.Optional(Type.String({ description: '"idempotent" on a replayed response' })),
+});
+export type PaymentCreatedBody = Static<typeof PaymentCreatedBody>;
+
+export const PaymentFailedBody = Type.Object({
+  success: Type.Literal(false),
+  refNum: Type.String(),
+  message: Type.String(),
+});
+export type PaymentFailedBody = Static<typeof PaymentFailedBody>;
+
+export const PaymentBody = Type.Object({
+  id: Uuid,
+  status: PaymentStatus,
+  amount: Type.Number(),
+  invoiceId: Uuid,
+  invoiceIds: Type.Array(Uuid),
+  paidAt: Type.Optional(Type.String({ format: 'date-time' })),
+});
+export type PaymentBody = Static<typeof PaymentBody>;
+
+export const CancelBody = Type.Object({ id: Uuid, canceled: Type.Literal(true) });
+
+export const SettlementRequestBody = Type.Object(
+  { financeDay: Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' }) },
+  { additionalProperties: false },
+);
+
+export const SettlementBody = Type.Object({
+  financeDay: Type.String(),
+  success: Type.Boolean(),
+  entries: Type.Array(
+    Type.Object({
+      refNum: Type.String(),
+      amount: Type.Number(),
+      payerReg: Type.String(),
+      payerName: Type.String(),
+      description: Type.String(),
+      date: Type.String(),
+    }),
+  ),
+});
+export type SettlementBody = Static<typeof SettlementBody>;
+
+export const SummaryBody = Type.Object({
+  total: Type.Number({ description: 'Number of invoices this partner has retrieved' }),
+  open: Type.Number(),
+  overdue: Type.Number(),
+  paid: Type.Number(),
+  totalAmountDue: Type.Number({ description: 'Sum of amounts of open and overdue invoices' }),
+});
+export type SummaryBody = Static<typeof SummaryBody>;
+
+export const PaymentListQuery = Type.Object(
+  {
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  },
+  { additionalProperties: false },
+);
+
+export const PaymentListBody = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      id: Uuid,
+      refNum: Type.String(),
+      status: PaymentStatus,
+      amount: Type.Number(),
+      source: Type.String(),
+      partnerId: Uuid,
+      createdAt: Type.String({ format: 'date-time' }),
+    }),
+  ),
+  total: Type.Number(),
+  page: Type.Number(),
+  limit: Type.Number(),
+});
+export type PaymentListBody = Static<typeof PaymentListBody>;

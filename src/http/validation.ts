@@ -1,0 +1,78 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+
+function createAjv(coerceTypes: Options['coerceTypes']): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes,
+    removeAdditional: false,
+    useDefaults: true,
+    strict: false,
+    verbose: true,
+  });
+  addFormats.default(ajv, ['uuid', 'date-time', 'date', 'uri', 'email']);
+  return ajv;
+}
+
+/**
+ * Bodies are validated strictly (a string "100" is not an amount); query strings and path
+ * params are text on the wire, so numbers there are coerced.
+ */
+export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
+  const strict = createAjv(false);
+  const coercing = createAjv('array');
+  return ({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? strict : coercing;
+    return ajv.compile(schema as object);
+  };
+}
+
+const PART_LABEL: Record<string, string> = {
+  body: 'property',
+  querystring: 'query parameter',
+  params: 'path parameter',
+  headers: 'header',
+};
+
+function fieldName(err: ErrorObject, context: string): string {
+  const path = err.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  if (path) return path;
+  return context === 'body' ? 'body' : (PART_LABEL[context] ?? context);
+}
+
+/** One human-readable message per violation, in the style partners see in SPEC.md's 400 body. */
+export function describeValidationError(err: ErrorObject, context: string): string {
+  const label = PART_LABEL[context] ?? 'property';
+  const field = fieldName(err, context);
+  const prefix = field === 'body' ? '' : `${err.instancePath ? field + '.' : ''}`;
+  const custom = (err.parentSchema as { 'x-violation'?: string } | undefined)?.['x-violation'];
+  if (custom && (err.keyword === 'minProperties' || err.keyword === 'maxProperties')) return custom;
+  switch (err.keyword) {
+    case 'additionalProperties':
+      return `${label} ${prefix}${String(err.params.additionalProperty)} should not exist`;
+    case 'required':
+      return `${label} ${prefix}${String(err.params.missingProperty)} is required`;
+    case 'type':
+      return `${field} must be of type ${String(err.params.type)}`;
+    case 'format':
+      return err.params.format === 'uuid' ? `${field} must be a UUID` : `${field} must be a valid ${String(err.params.format)}`;
+    default:
+      return `${field} ${err.message ?? 'is invalid'}`;
+  }
+}
+
+export function describeValidation(errors: ErrorObject[], context: string): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const err of errors) {
+    // Unions report one error per branch plus a summary; the summary alone is clearer.
+    if (err.keyword === 'anyOf' || err.keyword === 'oneOf') continue;
+    const text = describeValidationError(err, context);
+    if (!seen.has(text)) {
+      seen.add(text);
+      out.push(text);
+    }
+  }
+  return out.length > 0 ? out : ['request is invalid'];
+}

@@ -1,0 +1,40 @@
+import type { Logger } from '../services/logger.js';
+
+export interface Job {
+  name: string;
+  intervalMs: number;
+  /** One pass; must be idempotent and safe to run concurrently in several instances. */
+  run(): Promise<void>;
+}
+
+export interface RunningJobs {
+  stop(): Promise<void>;
+}
+
+/** Runs each job on its interval, never overlapping itself; stop() waits for the pass in flight. */
+export function startJobs(jobs: Job[], log: Logger): RunningJobs {
+  let stopped = false;
+  const inFlight = new Set<Promise<void>>();
+  const timers = jobs.map((job) => {
+    let running = false;
+    return setInterval(() => {
+      if (running || stopped) return;
+      running = true;
+      const pass = job
+        .run()
+        .catch((err: unknown) => log.error({ err, job: job.name }, 'job pass failed'))
+        .finally(() => {
+          running = false;
+          inFlight.delete(pass);
+        });
+      inFlight.add(pass);
+    }, job.intervalMs);
+  });
+  return {
+    async stop() {
+      stopped = true;
+      timers.forEach(clearInterval);
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}

@@ -1,0 +1,11 @@
+import type { MinistryAdapter } from './ministry.types.js';
+
+export interface AdapterOptions {
+  /** Root of the ministry system; each adapter appends its own path prefix. */
+  baseUrl: string;
+  /** Overall limit for one call, connect to last body byte. */
+  timeoutMs: number;
+}
+
+/** An adapter that owns a connection pool, which close() releases. */
+export type ClosableMinistryAdapter = MinistryAdapter & { close(): Promise<void> };

@@ -1,0 +1,92 @@
+import { Pool } from 'undici';
+import { type Source, UpstreamError } from './ministry.types.js';
+
+export interface HttpClientOptions {
+  source: Source;
+  baseUrl: string;
+  timeoutMs: number;
+  /** Keep-alive connections per upstream. */
+  connections?: number;
+}
+
+export interface JsonResponse {
+  status: number;
+  /** Parsed JSON; undefined for a non-JSON body on a status the caller accepted. */
+  body: unknown;
+}
+
+export interface RequestOptions {
+  /** Non-2xx statuses the adapter interprets itself (e.g. 404 = unknown reference). */
+  acceptStatuses?: readonly number[];
+}
+
+export interface HttpClient {
+  getJson(path: string, options?: RequestOptions): Promise<JsonResponse>;
+  postJson(path: string, body: unknown, options?: RequestOptions): Promise<JsonResponse>;
+  close(): Promise<void>;
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function isTimeout(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  return error.name === 'TimeoutError' || (typeof code === 'string' && TIMEOUT_CODES.has(code));
+}
+
+function toUpstreamError(source: Source, error: unknown, what: string): UpstreamError {
+  if (error instanceof UpstreamError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  const kind = isTimeout(error) ? 'timeout' : 'network';
+  return new UpstreamError(source, kind, `${what}: ${detail}`, { cause: error });
+}
+
+function parseBody(source: Source, text: string, isSuccess: boolean, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    if (!isSuccess) return undefined;
+    throw new UpstreamError(source, 'malformed', `${what}: body is not JSON`, { cause: error });
+  }
+}
+
+export function createHttpClient(options: HttpClientOptions): HttpClient {
+  const { source, timeoutMs } = options;
+  const base = new URL(options.baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, {
+    connections: options.connections ?? 16,
+    connectTimeout: timeoutMs,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+
+  async function send(method: 'GET' | 'POST', path: string, payload: unknown, requestOptions: RequestOptions) {
+    const what = `${method} ${path}`;
+    try {
+      // One signal bounds the whole call, including reading the body.
+      const response = await pool.request({
+        method,
+        path: `${basePath}${path}`,
+        headers: payload === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+        body: payload === undefined ? undefined : JSON.stringify(payload),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const status = response.statusCode;
+      const isSuccess = status >= 200 && status < 300;
+      if (!isSuccess && !requestOptions.acceptStatuses?.includes(status)) {
+        await response.body.dump();
+        throw new UpstreamError(source, 'http', `${what} answered HTTP ${status}`);
+      }
+      return { status, body: parseBody(source, await response.body.text(), isSuccess, what) };
+    } catch (error) {
+      throw toUpstreamError(source, error, what);
+    }
+  }
+
+  return {
+    getJson: (path, requestOptions = {}) => send('GET', path, undefined, requestOptions),
+    postJson: (path, payload, requestOptions = {}) => send('POST', path, payload, requestOptions),
+    close: () => pool.close(),
+  };
+}

@@ -1,0 +1,37 @@
+import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.types.js';
+import { createEtaxAdapter } from './etax.adapter.js';
+import type { MinistryAdapters, Source } from './ministry.types.js';
+import { createMofAdapter } from './mof.adapter.js';
+import { createPoliceAdapter } from './police.adapter.js';
+
+export interface MinistryAdaptersOptions {
+  /** Root URL of each ministry system (the simulator root serves all three). */
+  urls: Record<Source, string>;
+  timeoutMs: number;
+}
+
+export type ClosableMinistryAdapters = MinistryAdapters & {
+  /** Closes every adapter's connection pool. */
+  close(): Promise<void>;
+};
+
+const FACTORIES: Record<Source, (opts: AdapterOptions) => ClosableMinistryAdapter> = {
+  mof: createMofAdapter,
+  etax: createEtaxAdapter,
+  police: createPoliceAdapter,
+};
+
+export function createMinistryAdapters(opts: MinistryAdaptersOptions): ClosableMinistryAdapters {
+  const build = (source: Source) => FACTORIES[source]({ baseUrl: opts.urls[source], timeoutMs: opts.timeoutMs });
+  const mof = build('mof');
+  const etax = build('etax');
+  const police = build('police');
+  return {
+    mof,
+    etax,
+    police,
+    close: async () => {
+      await Promise.all([mof.close(), etax.close(), police.close()]);
+    },
+  };
+}

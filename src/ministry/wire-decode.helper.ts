@@ -1,0 +1,35 @@
+import type { Static, TSchema } from 'typebox';
+import { Value } from 'typebox/value';
+import type { JsonResponse } from './http-client.js';
+import { type Source, UpstreamError } from './ministry.types.js';
+import { WireValueError } from './wire-value.error.js';
+
+/** Checks an upstream body against the source's wire schema; a mismatch is a malformed answer. */
+export function decodeBody<T extends TSchema>(source: Source, schema: T, body: unknown, what: string): Static<T> {
+  if (Value.Check(schema, body)) return body;
+  const [first] = Value.Errors(schema, body);
+  const detail = first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape';
+  throw new UpstreamError(source, 'malformed', `${what}: ${detail}`);
+}
+
+/** Runs value mapping (amounts, dates) and reports a bad value as a malformed answer. */
+export function mapWire<R>(source: Source, what: string, map: () => R): R {
+  try {
+    return map();
+  } catch (error) {
+    if (error instanceof WireValueError) {
+      throw new UpstreamError(source, 'malformed', `${what}: ${error.message}`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/**
+ * True when the ministry itself says "not found". A 404 without the source's own error body
+ * (a wrong base URL, a proxy) is an http failure, so it never reads as an unknown payment.
+ */
+export function isMinistryNotFound(source: Source, schema: TSchema, response: JsonResponse, what: string): boolean {
+  if (response.status !== 404) return false;
+  if (Value.Check(schema, response.body)) return true;
+  throw new UpstreamError(source, 'http', `${what}: HTTP 404 without the ministry's not-found body`);
+}

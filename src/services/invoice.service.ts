@@ -1,0 +1,98 @@
+import { NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
+import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
+import {
+  SOURCES,
+  type InvoiceFilter,
+  type MinistryAdapters,
+  type Source,
+  type UpstreamInvoice,
+} from '../ministry/ministry.types.js';
+import type { InvoiceBody, InvoiceListBody } from '../http/schemas/invoice.schema.js';
+import { sumAmounts, toInvoiceView } from './invoice.view.js';
+import type { Logger } from './logger.js';
+
+export function createInvoiceService(deps: {
+  invoices: InvoiceRepository;
+  ministries: MinistryAdapters;
+  log: Logger;
+  now?: () => Date;
+}) {
+  const now = deps.now ?? (() => new Date());
+
+  async function fanOut<T>(call: (source: Source) => Promise<T>) {
+    const settled = await Promise.allSettled(SOURCES.map((s) => call(s)));
+    const ok: { source: Source; value: T }[] = [];
+    const failed: Source[] = [];
+    settled.forEach((r, i) => {
+      const source = SOURCES[i] as Source;
+      if (r.status === 'fulfilled') ok.push({ source, value: r.value });
+      else {
+        failed.push(source);
+        deps.log.warn({ err: r.reason, source }, 'ministry call failed');
+      }
+    });
+    return { ok, failed };
+  }
+
+  async function storeAndRecord(partnerId: string, found: UpstreamInvoice[]): Promise<InvoiceRow[]> {
+    const rows = await deps.invoices.upsert(found);
+    await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
+    return rows;
+  }
+
+  async function requireForPartner(partnerId: string, id: string): Promise<InvoiceRow> {
+    const row = await deps.invoices.findForPartner(partnerId, id);
+    if (!row) throw new NotFoundError('Invoice');
+    return row;
+  }
+
+  return {
+    /** Live search of every source in parallel; a failing source is answered from stored copies. */
+    async search(partnerId: string, filter: InvoiceFilter): Promise<InvoiceListBody> {
+      const { ok, failed } = await fanOut((s) => deps.ministries[s].search(filter));
+      const live = ok.flatMap((r) => r.value.filter((inv) => inv.source === r.source));
+      const liveRows = live.length > 0 ? await deps.invoices.upsert(live) : [];
+      const stored = await deps.invoices.findStored(filter, failed);
+      if (ok.length === 0 && stored.length === 0) {
+        throw new UpstreamUnavailableError(`all sources failed for ${filter.kind} search`);
+      }
+      const rows = [...liveRows, ...stored];
+      await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
+      const at = now();
+      return { invoices: rows.map((r) => toInvoiceView(r, at)), total: sumAmounts(rows) };
+    },
+
+    async getByRef(partnerId: string, refNum: string): Promise<InvoiceBody> {
+      const { ok, failed } = await fanOut((s) => deps.ministries[s].getByRef(refNum));
+      const found = ok.map((r) => r.value).find((inv): inv is UpstreamInvoice => inv !== null);
+      if (!found) {
+        if (failed.length > 0) throw new UpstreamUnavailableError(`ref lookup incomplete: ${failed.join(',')}`);
+        throw new NotFoundError('Invoice');
+      }
+      const [row] = await storeAndRecord(partnerId, [found]);
+      if (!row) throw new NotFoundError('Invoice');
+      return toInvoiceView(row, now());
+    },
+
+    async getStored(partnerId: string, id: string): Promise<InvoiceBody> {
+      return toInvoiceView(await requireForPartner(partnerId, id), now());
+    },
+
+    async refresh(partnerId: string, id: string): Promise<InvoiceBody> {
+      const stored = await requireForPartner(partnerId, id);
+      const source = stored.source as Source;
+      let fresh: UpstreamInvoice | null;
+      try {
+        fresh = await deps.ministries[source].getByRef(stored.ref_num);
+      } catch (err) {
+        throw new UpstreamUnavailableError(`refresh failed at ${source}`, { cause: err });
+      }
+      if (!fresh) throw new NotFoundError('Invoice');
+      const [row] = await storeAndRecord(partnerId, [fresh]);
+      if (!row) throw new NotFoundError('Invoice');
+      return toInvoiceView(row, now());
+    },
+  };
+}
+
+export type InvoiceService = ReturnType<typeof createInvoiceService>;

@@ -1,0 +1,94 @@
+import { AppError, NotFoundError } from '../domain/errors.js';
+import {
+  acceptedKeyEnvironment,
+  generateApiKey,
+  hashApiKey,
+  hashesEqual,
+  keyEnvironment,
+  keyPrefix,
+  type KeyEnvironment,
+} from '../domain/api-key.js';
+import type { PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
+import type { AppEnv } from '../config.js';
+
+export interface AuthenticatedPartner {
+  id: string;
+  name: string;
+  qrStandard: 'qrpay' | 'govstd';
+  environment: KeyEnvironment;
+}
+
+export interface CreatePartnerInput {
+  name: string;
+  qrStandard?: 'qrpay' | 'govstd';
+  environment?: KeyEnvironment;
+  active?: boolean;
+}
+
+const UNAUTHORIZED = 'Invalid or missing API key';
+
+export function createPartnerService(deps: {
+  partners: PartnerRepository;
+  appEnv: AppEnv;
+  keyRotationGraceMs: number;
+  now?: () => Date;
+}) {
+  const now = deps.now ?? (() => new Date());
+  const accepted = acceptedKeyEnvironment(deps.appEnv);
+
+  function newKey(environment: KeyEnvironment) {
+    const apiKey = generateApiKey(environment);
+    return { apiKey, stored: { hash: hashApiKey(apiKey), prefix: keyPrefix(apiKey) } };
+  }
+
+  async function requirePartner(id: string): Promise<PartnerRow> {
+    const partner = await deps.partners.findById(id);
+    if (!partner) throw new NotFoundError('Partner');
+    return partner;
+  }
+
+  return {
+    async create(input: CreatePartnerInput): Promise<PartnerRow & { apiKey: string }> {
+      const environment = input.environment ?? 'sandbox';
+      const { apiKey, stored } = newKey(environment);
+      const partner = await deps.partners.create(
+        { name: input.name, qrStandard: input.qrStandard ?? 'qrpay', environment, active: input.active ?? true },
+        stored,
+      );
+      return { ...partner, apiKey };
+    },
+
+    list: () => deps.partners.list(),
+    count: () => deps.partners.count(),
+
+    async update(id: string, patch: { active?: boolean; qrStandard?: 'qrpay' | 'govstd' }): Promise<PartnerRow> {
+      const partner = await deps.partners.update(id, patch);
+      if (!partner) throw new NotFoundError('Partner');
+      return partner;
+    },
+
+    async rotateKey(id: string): Promise<{ apiKey: string; previousKeysExpireAt: Date }> {
+      const partner = await requirePartner(id);
+      const { apiKey, stored } = newKey(partner.environment);
+      const previousKeysExpireAt = new Date(now().getTime() + deps.keyRotationGraceMs);
+      await deps.partners.rotateKey(id, partner.environment, stored, previousKeysExpireAt);
+      return { apiKey, previousKeysExpireAt };
+    },
+
+    /** 401 for a missing, unknown, expired or other-environment key; 403 for an inactive partner. */
+    async authenticate(key: string | undefined): Promise<AuthenticatedPartner> {
+      if (!key || keyEnvironment(key) !== accepted) throw new AppError(401, UNAUTHORIZED);
+      const hash = hashApiKey(key);
+      const row = await deps.partners.findByKeyHash(hash);
+      if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) {
+        throw new AppError(401, UNAUTHORIZED);
+      }
+      if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) throw new AppError(401, UNAUTHORIZED);
+      if (!row.partner.active) throw new AppError(403, 'Partner account is inactive');
+      const { id, name, qrStandard, environment } = row.partner;
+      return { id, name, qrStandard, environment };
+    },
+  };
+}
+
+export type PartnerService = ReturnType<typeof createPartnerService>;

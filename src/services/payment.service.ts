@@ -1,0 +1,278 @@
+import { createHash } from 'node:crypto';
+import { BadRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
+import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
+import { amountFromNumber, amountToNumber, canonicalAmount, compareAmounts } from '../domain/money.js';
+import { isUniqueViolation } from '../db/database.js';
+import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
+import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
+import type { EventRepository } from '../db/repositories/event.repository.js';
+import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
+import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody, QrPayBody } from '../http/schemas/payment.schema.js';
+import type { AuthenticatedPartner } from './partner.service.js';
+import type { Logger } from './logger.js';
+
+export interface QrBuilder {
+  build(input: { standard: 'qrpay' | 'govstd'; paymentId: string; amount: string; payeeId: string; payeeName: string; billNumber: string }): QrPayBody;
+}
+
+export type CreateOutcome =
+  | { statusCode: 201; body: PaymentCreatedBody; replayed: boolean }
+  | { statusCode: 422; body: PaymentFailedBody; replayed: boolean };
+
+export interface PaymentServiceDeps {
+  payments: PaymentRepository;
+  invoices: InvoiceRepository;
+  idempotency: IdempotencyRepository;
+  events: EventRepository;
+  ministries: MinistryAdapters;
+  qr: QrBuilder;
+  log: Logger;
+  ministryTimeoutMs: number;
+  confirmPollMs: number;
+  idempotencyTtlMs: number;
+  now?: () => Date;
+}
+
+const IN_PROGRESS = 'Another payment for this invoice is in progress';
+
+function requestHash(invoiceId: string, amount: number | undefined): string {
+  return createHash('sha256').update(JSON.stringify([invoiceId, amount ?? null])).digest('hex');
+}
+
+export function toPaymentView(p: PaymentDetail): PaymentBody {
+  const view: PaymentBody = {
+    id: p.id,
+    status: p.status,
+    amount: amountToNumber(p.amount),
+    invoiceId: p.invoice_id,
+    invoiceIds: p.invoiceIds,
+  };
+  if (p.status === 'confirmed' && p.paid_at) view.paidAt = p.paid_at.toISOString();
+  return view;
+}
+
+export function createPaymentService(deps: PaymentServiceDeps) {
+  const now = deps.now ?? (() => new Date());
+  // A pending payment is left alone while its submit may still be in flight.
+  const pendingGraceMs = Math.max(2 * deps.ministryTimeoutMs, 5000);
+
+  function requireInvoice(row: InvoiceRow | null): InvoiceRow {
+    if (!row) throw new NotFoundError('Invoice');
+    return row;
+  }
+
+  function resolveAmount(invoice: InvoiceRow, requested: number | undefined): string {
+    if (requested === undefined) return canonicalAmount(invoice.amount);
+    const amount = amountFromNumber(requested);
+    if (amount === null) throw new BadRequestError(['amount must be a positive number with at most 2 decimals']);
+    if (compareAmounts(amount, invoice.amount) > 0) {
+      throw new PaymentRejectedError(invoice.ref_num, 'Amount does not match the invoice balance');
+    }
+    return amount;
+  }
+
+  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined): Promise<PaymentRow> {
+    try {
+      return await deps.payments.transaction(async (trx) => {
+        const payment = await deps.payments.insertPending(trx, {
+          partnerId,
+          invoiceId: invoice.id,
+          amount,
+          nextCheckAt: new Date(now().getTime() + pendingGraceMs),
+        });
+        if (idemKey) await deps.idempotency.attachPayment(trx, partnerId, idemKey, payment.id);
+        return payment;
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
+      throw err;
+    }
+  }
+
+  /** Invoices the ministry settles together with this one, stored so they get stable ids. */
+  async function linkedInvoiceIds(source: Source, refNums: string[], partnerId: string): Promise<string[]> {
+    if (refNums.length === 0) return [];
+    const known = await deps.invoices.findByRefs(refNums.map((refNum) => ({ source, refNum })));
+    const missing = refNums.filter((r) => !known.some((k) => k.ref_num === r));
+    const fetched = await Promise.all(
+      missing.map((r) =>
+        deps.ministries[source].getByRef(r).catch((err: unknown) => {
+          deps.log.warn({ err, source }, 'linked invoice lookup failed');
+          return null;
+        }),
+      ),
+    );
+    const stored = await deps.invoices.upsert(fetched.filter((f) => f !== null));
+    const ids = [...known, ...stored].map((r) => r.id);
+    await deps.invoices.recordAccess(partnerId, ids);
+    return ids;
+  }
+
+  function createdBody(payment: PaymentDetail, invoice: InvoiceRow, standard: 'qrpay' | 'govstd'): PaymentCreatedBody {
+    const qrpay = deps.qr.build({
+      standard,
+      paymentId: payment.id,
+      amount: payment.amount,
+      payeeId: invoice.payee_id,
+      payeeName: invoice.payee_name,
+      billNumber: payment.id.replace(/-/g, '').slice(0, 25),
+    });
+    return { success: true, ...toPaymentView(payment), qrpay };
+  }
+
+  async function markFailed(payment: PaymentRow, reason: string): Promise<void> {
+    await deps.payments.transaction(async (trx) => {
+      const moved = await deps.payments.transition(trx, payment.id, ['pending'], 'failed', { failureReason: reason, nextCheckAt: null });
+      if (moved) await deps.payments.releaseInvoices(trx, payment.id, null);
+    });
+  }
+
+  async function markSubmitted(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[]): Promise<void> {
+    const linked = await linkedInvoiceIds(invoice.source as Source, linkedRefNums.filter((r) => r !== invoice.ref_num), payment.partner_id);
+    await deps.payments.transaction(async (trx) => {
+      const moved = await deps.payments.transition(trx, payment.id, ['pending'], 'submitted', {
+        nextCheckAt: new Date(now().getTime() + deps.confirmPollMs),
+      });
+      if (!moved) return;
+      await deps.payments.addLinkedInvoices(trx, payment.id, linked);
+      await deps.events.append(trx, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
+    });
+  }
+
+  /**
+   * Asks the ministry to accept a pending payment. The payment id makes the call idempotent at
+   * the ministry, so a retry after a timeout cannot create a second upstream payment.
+   */
+  async function submit(payment: PaymentRow, invoice: InvoiceRow): Promise<void> {
+    let result;
+    try {
+      result = await deps.ministries[invoice.source as Source].submitPayment({ paymentId: payment.id, refNum: invoice.ref_num, amount: payment.amount });
+    } catch (err) {
+      throw new UpstreamUnavailableError(`submit of payment ${payment.id} failed`, { cause: err });
+    }
+    if (result.accepted) await markSubmitted(payment, invoice, result.linkedRefNums);
+    else await markFailed(payment, result.reason);
+  }
+
+  async function outcomeOf(paymentId: string, invoice: InvoiceRow, standard: 'qrpay' | 'govstd'): Promise<CreateOutcome> {
+    const payment = await deps.payments.findById(paymentId);
+    if (!payment) throw new NotFoundError('Payment');
+    if (payment.status === 'failed') {
+      return { statusCode: 422, body: { success: false, refNum: invoice.ref_num, message: payment.failure_reason ?? 'Payment was not accepted' }, replayed: false };
+    }
+    if (payment.status === 'pending') throw new UpstreamUnavailableError(`payment ${paymentId} still pending`);
+    return { statusCode: 201, body: createdBody(payment, invoice, standard), replayed: false };
+  }
+
+  async function execute(partner: AuthenticatedPartner, invoiceId: string, requested: number | undefined, idemKey: string | undefined, resumeId: string | null): Promise<CreateOutcome> {
+    if (resumeId) {
+      const existing = await deps.payments.findById(resumeId);
+      const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
+      if (existing?.status === 'pending') await submit(existing, invoice);
+      return outcomeOf(resumeId, invoice, partner.qrStandard);
+    }
+    const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
+    const status = effectiveInvoiceStatus(invoice.status, invoice.due_date, now());
+    if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
+    const amount = resolveAmount(invoice, requested);
+    const payment = await createPending(partner.id, invoice, amount, idemKey);
+    await submit(payment, invoice);
+    return outcomeOf(payment.id, invoice, partner.qrStandard);
+  }
+
+  async function withIdempotency(partner: AuthenticatedPartner, key: string, invoiceId: string, amount: number | undefined): Promise<CreateOutcome> {
+    const at = now();
+    const claim = await deps.idempotency.claim({
+      partnerId: partner.id,
+      key,
+      requestHash: requestHash(invoiceId, amount),
+      now: at,
+      lockUntil: new Date(at.getTime() + pendingGraceMs + 10_000),
+      expiresAt: new Date(at.getTime() + deps.idempotencyTtlMs),
+    });
+    if (claim.kind === 'mismatch') throw new UnprocessableError('Idempotency key was already used with a different request');
+    if (claim.kind === 'in_flight') throw new ConflictError('A request with this idempotency key is still in progress');
+    if (claim.kind === 'replay') {
+      const body = { ...(claim.body as object), message: 'idempotent' } as PaymentCreatedBody;
+      return claim.status === 422 ? { statusCode: 422, body: claim.body as PaymentFailedBody, replayed: true } : { statusCode: 201, body, replayed: true };
+    }
+    try {
+      const outcome = await execute(partner, invoiceId, amount, key, claim.paymentId);
+      await deps.idempotency.complete(partner.id, key, outcome.statusCode, outcome.body);
+      return outcome;
+    } catch (err) {
+      await deps.idempotency.release(partner.id, key, now()).catch((e: unknown) => deps.log.error({ err: e }, 'idempotency release failed'));
+      throw err;
+    }
+  }
+
+  /** Brings a pending or submitted payment up to date with the ministry; safe to call repeatedly. */
+  async function reconcile(payment: PaymentRow): Promise<void> {
+    const invoice = await deps.invoices.findById(payment.invoice_id);
+    if (!invoice) return;
+    const adapter = deps.ministries[invoice.source as Source];
+    const state = await adapter.getPayment({ paymentId: payment.id, refNum: invoice.ref_num });
+    if (payment.status === 'pending') {
+      if (state.status === 'unknown') await markFailed(payment, 'Payment could not be submitted to the ministry system');
+      // Resubmitting with the same id returns the ministry's original answer, including linked invoices.
+      else await submit(payment, invoice);
+      return;
+    }
+    if (payment.status === 'submitted' && state.status === 'confirmed') {
+      const paidAt = state.confirmedAt ? new Date(state.confirmedAt) : now();
+      await deps.payments.transaction(async (trx) => {
+        const moved = await deps.payments.transition(trx, payment.id, ['submitted'], 'confirmed', { paidAt, nextCheckAt: null });
+        if (!moved) return;
+        await deps.payments.markInvoicesPaid(trx, payment.id);
+        await deps.events.append(trx, payment.partner_id, { event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
+      });
+    }
+  }
+
+  return {
+    async create(partner: AuthenticatedPartner, input: { invoiceId: string; amount?: number }, idemKey: string | undefined): Promise<CreateOutcome> {
+      if (idemKey) return withIdempotency(partner, idemKey, input.invoiceId, input.amount);
+      return execute(partner, input.invoiceId, input.amount, undefined, null);
+    },
+
+    /** Live confirmation first; an unreachable ministry still answers with the stored status. */
+    async get(partnerId: string, id: string): Promise<PaymentBody> {
+      const payment = await deps.payments.findForPartner(partnerId, id);
+      if (!payment) throw new NotFoundError('Payment');
+      const due = payment.status === 'submitted' || (payment.status === 'pending' && (payment.next_check_at?.getTime() ?? 0) <= now().getTime());
+      if (!due) return toPaymentView(payment);
+      await reconcile(payment).catch((err: unknown) => deps.log.warn({ err, paymentId: id }, 'live confirmation failed'));
+      return toPaymentView((await deps.payments.findById(id)) ?? payment);
+    },
+
+    async cancel(partnerId: string, id: string): Promise<{ id: string; canceled: true }> {
+      const payment = await deps.payments.findForPartner(partnerId, id);
+      if (!payment) throw new NotFoundError('Payment');
+      if (payment.status === 'canceled') return { id, canceled: true };
+      if (payment.status !== 'submitted' && payment.status !== 'confirmed') {
+        throw new ConflictError(`Payment cannot be canceled in status ${payment.status}`);
+      }
+      const invoice = requireInvoice(await deps.invoices.findById(payment.invoice_id));
+      try {
+        await deps.ministries[invoice.source as Source].cancelPayment({ paymentId: id, refNum: invoice.ref_num });
+      } catch (err) {
+        throw new UpstreamUnavailableError(`cancel of payment ${id} failed`, { cause: err });
+      }
+      const moved = await deps.payments.transaction(async (trx) => {
+        const row = await deps.payments.transition(trx, id, ['submitted', 'confirmed'], 'canceled', { canceledAt: now(), nextCheckAt: null });
+        if (row) await deps.payments.releaseInvoices(trx, id, 'open');
+        return row;
+      });
+      if (!moved) {
+        const current = await deps.payments.findById(id);
+        if (current?.status !== 'canceled') throw new ConflictError(`Payment cannot be canceled in status ${current?.status ?? 'unknown'}`);
+      }
+      return { id, canceled: true };
+    },
+
+    reconcile,
+  };
+}
+
+export type PaymentService = ReturnType<typeof createPaymentService>;

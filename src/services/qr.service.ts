@@ -1,0 +1,85 @@
+import { buildBankLinks, buildShortUrl, type BankLink } from '../domain/bank-links.js';
+import type { BankLinkConfig } from '../domain/bank-links.schema.js';
+import { buildEmvcoPayload, type QrSchemeConfig, type QrStandard } from '../domain/emvco-qr.js';
+import { qrPngBase64 } from '../domain/qr-png.js';
+
+export interface QrServiceDeps {
+  banks: readonly BankLinkConfig[];
+  schemes: QrSchemeConfig;
+  /** Base of the one-tap link; the payment id is appended as the last path segment. */
+  shortUrlBase: string;
+}
+
+export interface QrBuildInput {
+  standard: QrStandard;
+  paymentId: string;
+  /** Decimal string in tugrik, at most 2 decimals. */
+  amount: string;
+  payeeId: string;
+  payeeName: string;
+  /** The invoice's ministry reference number (refNum). */
+  billNumber: string;
+}
+
+/** SPEC's `qrpay` object. */
+export interface QrPay {
+  qrText: string;
+  qrImage: string;
+  shortUrl: string;
+  urls: BankLink[];
+}
+
+export interface QrService {
+  build(input: QrBuildInput): QrPay;
+}
+
+export function createQrService(deps: QrServiceDeps): QrService {
+  // Fails at start-up rather than on the first payment when the base URL is unusable.
+  buildShortUrl(deps.shortUrlBase, 'check');
+  return {
+    build(input) {
+      const qrText = buildEmvcoPayload({
+        standard: input.standard,
+        scheme: deps.schemes,
+        merchantAccount: merchantAccountFor(deps.schemes, input.standard, input.payeeId),
+        amount: input.amount,
+        payeeName: input.payeeName,
+        payeeNameLocal: isAscii(input.payeeName) ? undefined : input.payeeName,
+        city: deps.schemes.merchantCity,
+        billNumber: input.billNumber,
+        referenceLabel: referenceLabelFor(input.paymentId),
+      });
+      return {
+        qrText,
+        qrImage: qrPngBase64(qrText),
+        shortUrl: buildShortUrl(deps.shortUrlBase, input.paymentId),
+        urls: buildBankLinks(deps.banks, qrText),
+      };
+    },
+  };
+}
+
+/** The account the scheme routes to: the scheme's prefix plus the receiving organisation's id. */
+export function merchantAccountFor(
+  schemes: QrSchemeConfig,
+  standard: QrStandard,
+  payeeId: string,
+): string {
+  return schemes[standard].merchantAccountPrefix + payeeId;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * EMVCo caps the reference label at 25 characters and a UUID has 36, so a UUID payment id is
+ * written as its 128-bit value in base 36 (at most 25 characters, reversible, so a scanned QR
+ * still leads back to the payment). Other ids are used as they are.
+ */
+export function referenceLabelFor(paymentId: string): string {
+  if (!UUID.test(paymentId)) return paymentId;
+  return BigInt(`0x${paymentId.replace(/-/g, '')}`).toString(36).toUpperCase().padStart(25, '0');
+}
+
+function isAscii(text: string): boolean {
+  return /^[\x20-\x7E]*$/.test(text);
+}

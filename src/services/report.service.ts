@@ -1,0 +1,62 @@
+import { UpstreamUnavailableError } from '../domain/errors.js';
+import { amountToNumber, canonicalAmount } from '../domain/money.js';
+import { createReportRepository } from '../db/repositories/report.repository.js';
+import type { Db } from '../db/database.js';
+import type { PaymentRepository } from '../db/repositories/payment.repository.js';
+import { SOURCES, type MinistryAdapters, type SettlementEntry, type Source } from '../ministry/ministry.types.js';
+import type { PaymentListBody, SettlementBody, SummaryBody } from '../http/schemas/payment.schema.js';
+import type { Logger } from './logger.js';
+
+export function createReportService(deps: { db: Db; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now?: () => Date }) {
+  const now = deps.now ?? (() => new Date());
+  const reports = createReportRepository(deps.db);
+
+  return {
+    async summary(partnerId: string): Promise<SummaryBody> {
+      const row = await reports.summary(partnerId, now());
+      return { total: row.total, open: row.open, overdue: row.overdue, paid: row.paid, totalAmountDue: amountToNumber(canonicalAmount(row.amount_due)) };
+    },
+
+    async listPayments(partnerId: string, page: number, limit: number): Promise<PaymentListBody> {
+      const { items, total } = await deps.payments.listForPartner(partnerId, page, limit);
+      return {
+        items: items.map((p) => ({
+          id: p.id,
+          refNum: p.ref_num,
+          status: p.status,
+          amount: amountToNumber(p.amount),
+          source: p.source,
+          partnerId: p.partner_id,
+          createdAt: p.created_at.toISOString(),
+        })),
+        total,
+        page,
+        limit,
+      };
+    },
+
+    /**
+     * Every source's settlement for the day, narrowed to this partner's own payments (the ministry
+     * report names other partners' payers). `success` is false when a source could not answer.
+     */
+    async settlement(partnerId: string, financeDay: string): Promise<SettlementBody> {
+      const settled = await Promise.allSettled(SOURCES.map((s) => deps.ministries[s].settlement(financeDay)));
+      const failed = settled.filter((r) => r.status === 'rejected');
+      failed.forEach((r) => deps.log.warn({ err: r.reason }, 'settlement source failed'));
+      if (failed.length === SOURCES.length) throw new UpstreamUnavailableError('settlement unavailable from every source');
+      const own = await deps.payments.paidRefsForPartner(partnerId);
+      const entries = settled.flatMap((r, i) => {
+        if (r.status !== 'fulfilled') return [];
+        const source = SOURCES[i] as Source;
+        return r.value.filter((e: SettlementEntry) => own.has(`${source}\u0000${e.refNum}`));
+      });
+      return {
+        financeDay,
+        success: failed.length === 0,
+        entries: entries.map((e) => ({ ...e, amount: amountToNumber(e.amount) })),
+      };
+    },
+  };
+}
+
+export type ReportService = ReturnType<typeof createReportService>;

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, LightMyRequestResponse, InjectOptions } from 'fastify';
+import pg from 'pg';
+import { testConfig, type Config } from '../../src/config.js';
+import { createDeps, type Deps } from '../../src/deps.js';
+import { buildApp } from '../../src/app.js';
+import { buildAdminApp } from '../../src/admin-app.js';
+import { buildSimulator } from '../../simulator/simulator.app.js';
+import type { FixtureFile } from '../../simulator/fixtures.schema.js';
+import { SOURCES, type Source } from '../../src/ministry/ministry.types.js';
+import { testFixtures } from './fixtures.js';
+
+export interface TestContext {
+  config: Config;
+  deps: Deps;
+  app: FastifyInstance;
+  admin: FastifyInstance;
+  simulator: FastifyInstance;
+  simulatorUrl: string;
+  partner(opts?: { qrStandard?: 'qrpay' | 'govstd'; active?: boolean; environment?: 'sandbox' | 'production' }): Promise<{ id: string; apiKey: string }>;
+  api(apiKey: string, opts: InjectOptions): Promise<LightMyRequestResponse>;
+  sim(path: string, body: unknown): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  config?: Partial<Config>;
+  fixtures?: FixtureFile;
+  autoApproveMs?: number;
+}
+
+async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A whole service on a fresh database (PGlite, or its own PostgreSQL schema) and a live simulator. */
+export async function createTestContext(opts: ContextOptions = {}): Promise<TestContext> {
+  const simulator = await buildSimulator({ fixtures: opts.fixtures ?? testFixtures(), autoApproveMs: opts.autoApproveMs ?? 0 });
+  await simulator.listen({ port: 0, host: '127.0.0.1' });
+  const address = simulator.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const simulatorUrl = `http://127.0.0.1:${port}`;
+  const config = testConfig({ ministryTimeoutMs: 1000, ...opts.config });
+  const schema = config.databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
+  const urls = Object.fromEntries(SOURCES.map((s) => [s, simulatorUrl])) as Record<Source, string>;
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema });
+  const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady });
+  const admin = await buildAdminApp({ logger: deps.logger, adminToken: config.adminToken, partners: deps.services.partners });
+
+  return {
+    config,
+    deps,
+    app,
+    admin,
+    simulator,
+    simulatorUrl,
+    async partner(p = {}) {
+      const res = await admin.inject({
+        method: 'POST',
+        url: '/admin/partners',
+        headers: { authorization: `Bearer ${config.adminToken}` },
+        payload: { name: `Bank ${randomBytes(3).toString('hex')}`, ...p },
+      });
+      if (res.statusCode !== 201) throw new Error(`partner create failed: ${res.body}`);
+      const body = res.json<{ id: string; apiKey: string }>();
+      return { id: body.id, apiKey: body.apiKey };
+    },
+    api(apiKey, injectOpts) {
+      return app.inject({ ...injectOpts, headers: { 'x-api-key': apiKey, ...injectOpts.headers } });
+    },
+    sim(path, body) {
+      return simulator.inject({ method: 'POST', url: path, payload: body as object });
+    },
+    async close() {
+      // Each step runs even if an earlier one fails (a test may have closed the database itself).
+      const steps = [() => app.close(), () => admin.close(), () => deps.close(), () => simulator.close()];
+      for (const step of steps) await step().catch(() => undefined);
+      if (config.databaseUrl && schema) await dropSchema(config.databaseUrl, schema);
+    },
+  };
+}

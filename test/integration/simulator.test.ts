@@ -1,0 +1,267 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type FixtureFile, loadFixtures } from '../../simulator/fixtures.schema.js';
+import { buildSimulator } from '../../simulator/simulator.app.js';
+import { DEMO_FIXTURES_PATH, loadSimulatorConfig } from '../../simulator/simulator.config.js';
+
+const TEST_FIXTURES = fileURLToPath(new URL('../fixtures/simulator-fixtures.json', import.meta.url));
+
+interface ListedPayment {
+  source: string;
+  paymentId: string;
+  refNum: string;
+  amount: string;
+  status: string;
+}
+
+async function writeTemp(name: string, content: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'simulator-fixtures-'));
+  const path = join(dir, name);
+  await writeFile(path, content);
+  return path;
+}
+
+describe('fixture loading', () => {
+  it('loads the test fixtures', async () => {
+    const fixtures = await loadFixtures(TEST_FIXTURES);
+    expect(fixtures.invoices).toHaveLength(18);
+  });
+
+  it('rejects a file that does not match the schema with the path and field', async () => {
+    const path = await writeTemp('bad.json', JSON.stringify({ invoices: [{ source: 'bank', refNum: 'X' }] }));
+    await expect(loadFixtures(path)).rejects.toThrow(/Invalid simulator fixtures file .*bad\.json: \/invoices\/0/);
+  });
+
+  it('rejects unparsable JSON, too many decimals, duplicates and dangling links', async () => {
+    const invoice = { source: 'mof', refNum: 'A', description: 'd', amount: 1.005, status: 'open', payee: { id: 'g', name: 'G' } };
+    await expect(loadFixtures(await writeTemp('broken.json', '{ "invoices": ['))).rejects.toThrow(/broken\.json/);
+    await expect(loadFixtures(await writeTemp('money.json', JSON.stringify({ invoices: [invoice] })))).rejects.toThrow(
+      /at most 2 decimals/,
+    );
+    const twice = { invoices: [{ ...invoice, amount: 1 }, { ...invoice, amount: 2 }] };
+    await expect(loadFixtures(await writeTemp('twice.json', JSON.stringify(twice)))).rejects.toThrow(/duplicate refNum/);
+    const dangling = { invoices: [{ ...invoice, amount: 1, linkedRefNums: ['B'] }] };
+    await expect(loadFixtures(await writeTemp('link.json', JSON.stringify(dangling)))).rejects.toThrow(/linked invoice B/);
+  });
+});
+
+describe('simulator config', () => {
+  it('defaults to port 3100, the demo fixtures and 5 s auto-approval', () => {
+    expect(loadSimulatorConfig({})).toEqual({
+      host: '127.0.0.1',
+      port: 3100,
+      fixturesPath: DEMO_FIXTURES_PATH,
+      autoApproveMs: 5000,
+    });
+  });
+
+  it('reads overrides and refuses nonsense', () => {
+    const env = { SIMULATOR_PORT: '4100', SIMULATOR_AUTO_APPROVE_MS: '0', SIMULATOR_FIXTURES: '/f.json', HOST: '0.0.0.0' };
+    expect(loadSimulatorConfig(env)).toEqual({ host: '0.0.0.0', port: 4100, fixturesPath: '/f.json', autoApproveMs: 0 });
+    expect(() => loadSimulatorConfig({ SIMULATOR_AUTO_APPROVE_MS: 'soon' })).toThrow(/SIMULATOR_AUTO_APPROVE_MS/);
+  });
+});
+
+describe('demo fixtures', () => {
+  let demo: FixtureFile;
+  beforeAll(async () => {
+    demo = await loadFixtures(DEMO_FIXTURES_PATH);
+  });
+  const of = (register: string) => demo.invoices.filter((invoice) => invoice.payer?.register === register);
+
+  it('give taxpayer 5317878 open invoices in every source', () => {
+    const open = of('5317878').filter((invoice) => invoice.status === 'open');
+    expect(new Set(open.map((invoice) => invoice.source))).toEqual(new Set(['mof', 'etax', 'police']));
+  });
+
+  it('cover the walk-through cases', () => {
+    const invoices = of('5317878');
+    expect(invoices.some((invoice) => invoice.status === 'open' && (invoice.dueDate ?? '') >= '2027')).toBe(true);
+    expect(invoices.some((invoice) => invoice.status === 'open' && (invoice.dueDate ?? '').startsWith('2025'))).toBe(true);
+    expect(invoices.some((invoice) => invoice.status === 'paid')).toBe(true);
+    expect(invoices.some((invoice) => invoice.rejectPayment)).toBe(true);
+    expect(invoices.some((invoice) => (invoice.linkedRefNums ?? []).length > 0)).toBe(true);
+    expect(invoices.some((invoice) => invoice.taxRef === 'TR-2025-000123')).toBe(true);
+    const plate = demo.invoices.filter((invoice) => invoice.vehicleNo === '1234УБА');
+    expect(plate.map((invoice) => typeof invoice.year)).toEqual(expect.arrayContaining(['number', 'string']));
+    expect(plate.some((invoice) => invoice.source === 'police')).toBe(true);
+    expect(of('УБ99031512').length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('simulator HTTP', () => {
+  let app: FastifyInstance;
+  const post = (url: string, payload: object) => app.inject({ method: 'POST', url, payload });
+  const listPayments = async () =>
+    (await app.inject({ method: 'GET', url: '/__control/payments' })).json<{ payments: ListedPayment[] }>().payments;
+
+  beforeAll(async () => {
+    app = await buildSimulator({ fixtures: await loadFixtures(TEST_FIXTURES), autoApproveMs: 0 });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+  beforeEach(async () => {
+    await post('/__control/reset', {});
+  });
+
+  describe('wire formats', () => {
+    it('mof speaks camelCase with numeric amounts and ISO dates', async () => {
+      const response = await app.inject({ method: 'GET', url: '/mof/api/invoices/MOF-T001' });
+      expect(response.json()).toMatchObject({
+        data: { invoiceNo: 'MOF-T001', totalAmount: 12000, paymentStatus: 'UNPAID', dueDate: '2025-11-01T01:30:00.000Z', taxYear: 2025 },
+      });
+    });
+
+    it('etax speaks snake_case with decimal strings, status codes and UTC+8 local times', async () => {
+      const response = await app.inject({ method: 'GET', url: '/etax/v2/bills?tax_ref=TR-TEST-etax' });
+      expect(response.json()).toMatchObject({
+        result: {
+          bills: [
+            { bill_no: 'ET9001', bill_amount: '12000.25', status_code: 0, due_date: '2025-11-01 09:30:00', tax_year: '2025' },
+          ],
+        },
+      });
+    });
+
+    it('police speaks UPPER_SNAKE with möngö amounts and epoch milliseconds', async () => {
+      const response = await post('/police/api/fines/search', { SEARCH_TYPE: 'PLATE', SEARCH_VALUE: '1111УБА' });
+      expect(response.json()).toMatchObject({
+        RESULT_CODE: 0,
+        FINES: [{ FINE_NO: 'P-9001', FINE_AMOUNT: 1200050, FINE_STATUS: 'N', DUE_DATE: Date.parse('2025-11-01T01:30:00Z') }],
+      });
+    });
+
+    it('refuses searches without exactly one filter', async () => {
+      expect((await app.inject({ method: 'GET', url: '/mof/api/invoices' })).statusCode).toBe(400);
+      expect((await app.inject({ method: 'GET', url: '/etax/v2/bills?tin=1&plate_no=2' })).statusCode).toBe(400);
+      expect((await post('/police/api/fines/search', { SEARCH_TYPE: 'NAME', SEARCH_VALUE: 'x' })).statusCode).toBe(400);
+    });
+
+    it('answers 404 for unknown invoices and payments in each source format', async () => {
+      const mof = await app.inject({ method: 'GET', url: '/mof/api/payments/nope' });
+      const etax = await app.inject({ method: 'GET', url: '/etax/v2/bills/nope' });
+      const police = await app.inject({ method: 'GET', url: '/police/api/fines/nope' });
+      expect([mof.statusCode, etax.statusCode, police.statusCode]).toEqual([404, 404, 404]);
+      expect(mof.json()).toMatchObject({ error: { code: 'NOT_FOUND' } });
+      expect(etax.json()).toMatchObject({ error_code: 'E_NOT_FOUND' });
+      expect(police.json()).toMatchObject({ RESULT_CODE: 404 });
+    });
+
+    it('refuses a payment in each source format', async () => {
+      const etax = await post('/etax/v2/payments', { payment_id: 'r1', bill_no: 'ET9003', paid_amount: '1.00' });
+      expect(etax.statusCode).toBe(422);
+      expect(etax.json()).toEqual({ error_code: 'E_REJECTED', error_msg: 'already paid' });
+      const police = await post('/police/api/payments', { PAYMENT_ID: 'r2', FINE_NO: 'P-9005', PAY_AMOUNT: 100 });
+      expect(police.json()).toEqual({ RESULT_CODE: 2001, RESULT_MSG: 'not accepted at this time' });
+    });
+  });
+
+  describe('control API', () => {
+    const invoice = {
+      source: 'etax',
+      refNum: 'ET-NEW',
+      description: 'added by a test',
+      amount: 10.5,
+      status: 'open',
+      payer: { register: 'R-NEW', name: 'New' },
+      payee: { id: 'g', name: 'G' },
+    };
+
+    it('adds a single invoice and replaces it by source and refNum', async () => {
+      expect((await post('/__control/invoices', invoice)).statusCode).toBe(200);
+      await post('/__control/invoices', { invoices: [{ ...invoice, amount: 20 }] });
+      const bills = (await app.inject({ method: 'GET', url: '/etax/v2/bills?tin=R-NEW' })).json();
+      expect(bills).toMatchObject({ result: { bills: [{ bill_no: 'ET-NEW', bill_amount: '20.00' }] } });
+    });
+
+    it('refuses an invalid invoice with the problems listed', async () => {
+      const response = await post('/__control/invoices', { ...invoice, amount: 'ten' });
+      expect(response.statusCode).toBe(400);
+      expect(response.json<{ problems: string[] }>().problems.join()).toMatch(/amount/);
+    });
+
+    it('approve without a submitted payment is 404; with one it confirms', async () => {
+      expect((await post('/__control/approve', { refNum: 'MOF-T002' })).statusCode).toBe(404);
+      await post('/mof/api/payments', { paymentId: 'a1', invoiceNo: 'MOF-T002', amount: 300 });
+      const approved = await post('/__control/approve', { refNum: 'MOF-T002' });
+      expect(approved.json()).toMatchObject({ approved: { paymentId: 'a1', status: 'confirmed', amount: '300.00' } });
+    });
+
+    it('reset restores fixtures and clears payments and faults', async () => {
+      await post('/__control/invoices', invoice);
+      await post('/mof/api/payments', { paymentId: 'r1', invoiceNo: 'MOF-T002', amount: 300 });
+      await post('/__control/faults', { source: 'mof', mode: 'error' });
+      await post('/__control/reset', {});
+      expect(await listPayments()).toEqual([]);
+      expect((await app.inject({ method: 'GET', url: '/etax/v2/bills/ET-NEW' })).statusCode).toBe(404);
+      expect((await app.inject({ method: 'GET', url: '/mof/api/invoices/MOF-T001' })).statusCode).toBe(200);
+    });
+
+    it('refuses an unknown fault mode', async () => {
+      expect((await post('/__control/faults', { source: 'mof', mode: 'explode' })).statusCode).toBe(400);
+    });
+
+    it('a fault covers every route of its source, including payments and settlement', async () => {
+      await post('/__control/faults', { source: 'police', mode: 'malformed' });
+      const search = await post('/police/api/fines/search', { SEARCH_TYPE: 'PLATE', SEARCH_VALUE: '1111УБА' });
+      const settlement = await app.inject({ method: 'GET', url: '/police/api/settlement/20250101' });
+      for (const response of [search, settlement]) {
+        expect(response.statusCode).toBe(200);
+        expect(response.json()).not.toHaveProperty('RESULT_CODE');
+      }
+    });
+  });
+
+  it('keeps amounts exact in möngö: decimal submits and settlement round-trip', async () => {
+    await post('/etax/v2/payments', { payment_id: 'm1', bill_no: 'ET9001', paid_amount: '12000.25' });
+    await post('/__control/approve', { refNum: 'ET9001', source: 'etax' });
+    const [payment] = await listPayments();
+    expect(payment).toMatchObject({ paymentId: 'm1', amount: '12000.25', status: 'confirmed' });
+  });
+
+  it('refuses a submit whose amount has more than 2 decimals as a bad request', async () => {
+    const response = await post('/mof/api/payments', { paymentId: 'x', invoiceNo: 'MOF-T002', amount: 1.005 });
+    expect(response.statusCode).toBe(400);
+    expect(await listPayments()).toEqual([]);
+  });
+});
+
+describe('simulator lifecycle', () => {
+  let app: FastifyInstance | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('auto-approves a submitted payment after autoApproveMs', async () => {
+    app = await buildSimulator({ fixtures: await loadFixtures(TEST_FIXTURES), autoApproveMs: 30 });
+    const running = app;
+    await running.inject({ method: 'POST', url: '/mof/api/payments', payload: { paymentId: 'auto', invoiceNo: 'MOF-T002', amount: 300 } });
+    await vi.waitFor(async () => {
+      const payment = await running.inject({ method: 'GET', url: '/mof/api/payments/auto' });
+      expect(payment.json()).toMatchObject({ data: { state: 'APPROVED' } });
+    });
+    const invoice = await running.inject({ method: 'GET', url: '/mof/api/invoices/MOF-T002' });
+    expect(invoice.json()).toMatchObject({ data: { paymentStatus: 'PAID' } });
+  });
+
+  it('closes while a timeout fault holds a request, and the held client is cut off', async () => {
+    app = await buildSimulator({ fixtures: await loadFixtures(TEST_FIXTURES), autoApproveMs: 60_000 });
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    await app.inject({ method: 'POST', url: '/__control/faults', payload: { source: 'etax', mode: 'timeout' } });
+    await app.inject({ method: 'POST', url: '/mof/api/payments', payload: { paymentId: 't', invoiceNo: 'MOF-T002', amount: 300 } });
+    const held = fetch(`${url}/etax/v2/bills/ET9001`).then(
+      (response) => response.status,
+      () => 'cut off',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await app.close();
+    app = undefined;
+    expect(['cut off', 503, 504]).toContain(await held);
+  });
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { isoFromEpochMs, isoFromIso, isoFromMongolianLocal } from '../../src/ministry/date.mapping.js';
+import {
+  amountFromMongo,
+  amountFromNumber,
+  amountToFixed2,
+  amountToMongo,
+  amountToNumber,
+  canonicalAmount,
+} from '../../src/ministry/money.mapping.js';
+import { WireValueError } from '../../src/ministry/wire-value.error.js';
+
+describe('amount mapping', () => {
+  it.each([
+    ['12000.00', '12000'],
+    ['12000.50', '12000.5'],
+    ['12000.25', '12000.25'],
+    ['0012000', '12000'],
+    ['0.10', '0.1'],
+    ['0', '0'],
+  ])('canonicalAmount(%s) = %s', (input, expected) => {
+    expect(canonicalAmount(input)).toBe(expected);
+  });
+
+  it.each(['12000.125', '-5', '1e5', '', '12,000', ' 1'])('refuses %j', (input) => {
+    expect(() => canonicalAmount(input)).toThrow(WireValueError);
+  });
+
+  it('maps JSON numbers without float arithmetic', () => {
+    expect(amountFromNumber(12000)).toBe('12000');
+    expect(amountFromNumber(12000.5)).toBe('12000.5');
+    expect(amountFromNumber(0.3)).toBe('0.3');
+    expect(() => amountFromNumber(1e21)).toThrow(WireValueError);
+    expect(() => amountFromNumber(Number.NaN)).toThrow(WireValueError);
+  });
+
+  it('maps integer möngö', () => {
+    expect(amountFromMongo(1200050)).toBe('12000.5');
+    expect(amountFromMongo(1200000)).toBe('12000');
+    expect(amountFromMongo(1200025)).toBe('12000.25');
+    expect(amountFromMongo(5)).toBe('0.05');
+    expect(amountFromMongo(0)).toBe('0');
+    expect(() => amountFromMongo(12.5)).toThrow(WireValueError);
+    expect(() => amountFromMongo(-100)).toThrow(WireValueError);
+  });
+
+  it('encodes amounts for each wire format', () => {
+    expect(amountToMongo('12000.5')).toBe(1200050);
+    expect(amountToMongo('0.07')).toBe(7);
+    expect(amountToFixed2('12000')).toBe('12000.00');
+    expect(amountToFixed2('12000.5')).toBe('12000.50');
+    expect(JSON.stringify({ amount: amountToNumber('12000.25') })).toBe('{"amount":12000.25}');
+    expect(amountToMongo('123456789012.99')).toBe(12345678901299);
+  });
+});
+
+describe('date mapping', () => {
+  it('normalises ISO times with offsets to UTC', () => {
+    expect(isoFromIso('2025-11-01T09:30:00+08:00')).toBe('2025-11-01T01:30:00.000Z');
+    expect(isoFromIso('2025-11-01T01:30:00Z')).toBe('2025-11-01T01:30:00.000Z');
+    expect(() => isoFromIso('2025-11-01')).toThrow(WireValueError);
+    expect(() => isoFromIso('yesterday')).toThrow(WireValueError);
+  });
+
+  it('reads Mongolian local time as UTC+8, across midnight', () => {
+    expect(isoFromMongolianLocal('2025-11-01 09:30:00')).toBe('2025-11-01T01:30:00.000Z');
+    expect(isoFromMongolianLocal('2025-11-01 03:00:00')).toBe('2025-10-31T19:00:00.000Z');
+    expect(() => isoFromMongolianLocal('2025-11-01T09:30:00')).toThrow(WireValueError);
+  });
+
+  it('reads epoch milliseconds', () => {
+    expect(isoFromEpochMs(Date.UTC(2025, 10, 1, 1, 30))).toBe('2025-11-01T01:30:00.000Z');
+    expect(() => isoFromEpochMs(1.5)).toThrow(WireValueError);
+  });
+});
