@@ -63,10 +63,8 @@ export type ParsedFixtures = { ok: true; file: FixtureFile } | { ok: false; prob
 /** Validates one fixture document without checking that linked invoices exist. */
 export function parseFixtureFile(value: unknown): ParsedFixtures {
   if (!Value.Check(FixtureFileSchema, value)) {
-    const problems = Value.Errors(FixtureFileSchema, value)
-      .slice(0, 10)
-      .map((error) => `${error.instancePath || '/'}: ${error.message}`);
-    return { ok: false, problems };
+    const messages = Value.Errors(FixtureFileSchema, value).map((error) => `${error.instancePath || '/'}: ${error.message}`);
+    return { ok: false, problems: [...new Set(messages)].slice(0, 10) };
   }
   const problems = semanticProblems(value.invoices);
   return problems.length > 0 ? { ok: false, problems } : { ok: true, file: value };

@@ -249,7 +249,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     async cancel(partnerId: string, id: string): Promise<{ id: string; canceled: true }> {
       const payment = await deps.payments.findForPartner(partnerId, id);
       if (!payment) throw new NotFoundError('Payment');
-      if (payment.status === 'canceled') return { id, canceled: true };
       if (payment.status !== 'submitted' && payment.status !== 'confirmed') {
         throw new ConflictError(`Payment cannot be canceled in status ${payment.status}`);
       }
@@ -266,7 +265,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       });
       if (!moved) {
         const current = await deps.payments.findById(id);
-        if (current?.status !== 'canceled') throw new ConflictError(`Payment cannot be canceled in status ${current?.status ?? 'unknown'}`);
+        throw new ConflictError(`Payment cannot be canceled in status ${current?.status ?? 'unknown'}`);
       }
       return { id, canceled: true };
     },

@@ -17,6 +17,10 @@ export interface TestContext {
   admin: FastifyInstance;
   simulator: FastifyInstance;
   simulatorUrl: string;
+  /** Moves the service's clock forward (the database's own now() is not affected). */
+  advance(ms: number): void;
+  /** One pass of every background job, as the runner would do it. */
+  runJobs(): Promise<void>;
   partner(opts?: { qrStandard?: 'qrpay' | 'govstd'; active?: boolean; environment?: 'sandbox' | 'production' }): Promise<{ id: string; apiKey: string }>;
   api(apiKey: string, opts: InjectOptions): Promise<LightMyRequestResponse>;
   sim(path: string, body: unknown): Promise<LightMyRequestResponse>;
@@ -49,7 +53,9 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const config = testConfig({ ministryTimeoutMs: 1000, ...opts.config });
   const schema = config.databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
   const urls = Object.fromEntries(SOURCES.map((s) => [s, simulatorUrl])) as Record<Source, string>;
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema });
+  let offsetMs = 0;
+  const now = () => new Date(Date.now() + offsetMs);
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now });
   const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady });
   const admin = await buildAdminApp({ logger: deps.logger, adminToken: config.adminToken, partners: deps.services.partners });
 
@@ -60,6 +66,12 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     admin,
     simulator,
     simulatorUrl,
+    advance(ms) {
+      offsetMs += ms;
+    },
+    async runJobs() {
+      for (const job of deps.jobs) await job.run();
+    },
     async partner(p = {}) {
       const res = await admin.inject({
         method: 'POST',

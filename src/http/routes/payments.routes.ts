@@ -1,3 +1,4 @@
+import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorBody, IdParams, commonErrors } from '../schemas/common.schema.js';
 import {
@@ -22,7 +23,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         summary: 'Pay one invoice; returns the QR payload and bank deeplinks',
         headers: IdempotencyHeaders,
         body: CreatePaymentBody,
-        response: { 201: PaymentCreatedBody, 404: ErrorBody, 409: ErrorBody, 422: PaymentFailedBody, ...commonErrors },
+        response: { 201: PaymentCreatedBody, 404: ErrorBody, 409: ErrorBody, 422: Type.Union([PaymentFailedBody, ErrorBody]), ...commonErrors },
       },
     },
     async (request, reply) => {

@@ -1,0 +1,130 @@
+import jsQR from 'jsqr';
+import { PNG } from 'pngjs';
+import QRCode from 'qrcode';
+import { describe, expect, it } from 'vitest';
+import { buildQrMatrix, encodeQrPng, formatInfoBits, qrPngBase64 } from '../../src/domain/qr-png.js';
+
+const SHORT = '00020101021227340016A0000009990000010110GOV-MOF-01520493115303496540712000.55802MN5912Sangiin yaam6011ULAANBAATAR62300115MOF-2025-0001230507PAY00016304602E';
+const LONG_CYRILLIC =
+  '00020101021226430010mn.gov.pay0125MN-GOV-ETAX-0123456789012' +
+  '5204931153034965409123456.785802MN5925Mongol Ulsyn Sangiin yaam6011ULAANBAATAR' +
+  '62560123ETAX-2025-000012345678905250OMXODJQRL1QHCQ7AR0V9XH63' +
+  '64350002MN0125Монгол Улсын Сангийн яамн6304EE2C';
+
+function decodePng(png: Buffer): { width: number; height: number; text: string | undefined } {
+  const image = PNG.sync.read(png);
+  const rgba = new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length);
+  const result = jsQR(rgba, image.width, image.height);
+  return { width: image.width, height: image.height, text: result?.data };
+}
+
+/** Bitwise CRC-32 (IEEE), independent of node:zlib's. */
+function crc32(bytes: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const byte of bytes) {
+    crc ^= byte;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+interface Chunk {
+  type: string;
+  data: Buffer;
+  crc: number;
+  computedCrc: number;
+}
+
+function chunks(png: Buffer): Chunk[] {
+  const list: Chunk[] = [];
+  for (let at = 8; at < png.length; ) {
+    const length = png.readUInt32BE(at);
+    const typeAndData = png.subarray(at + 4, at + 8 + length);
+    list.push({
+      type: typeAndData.subarray(0, 4).toString('latin1'),
+      data: typeAndData.subarray(4),
+      crc: png.readUInt32BE(at + 8 + length),
+      computedCrc: crc32(typeAndData),
+    });
+    at += 12 + length;
+  }
+  return list;
+}
+
+describe('encodeQrPng', () => {
+  it.each([
+    ['short ASCII payload', SHORT],
+    ['long payload with Cyrillic', LONG_CYRILLIC],
+  ])('round-trips a %s through a QR decoder exactly', (_name, text) => {
+    expect(decodePng(encodeQrPng(text)).text).toBe(text);
+  });
+
+  it('writes a 1-bit grayscale PNG with IHDR, IDAT, IEND and valid chunk CRCs', () => {
+    const png = encodeQrPng(SHORT);
+    expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+    const list = chunks(png);
+    expect(list.map((c) => c.type)).toEqual(['IHDR', 'IDAT', 'IEND']);
+    for (const chunk of list) expect(chunk.crc).toBe(chunk.computedCrc);
+
+    const ihdr = list[0]?.data ?? Buffer.alloc(0);
+    const size = buildQrMatrix(SHORT).size;
+    const side = (size + 2 * 4) * 4;
+    expect(ihdr).toHaveLength(13);
+    expect(ihdr.readUInt32BE(0)).toBe(side);
+    expect(ihdr.readUInt32BE(4)).toBe(side);
+    expect([...ihdr.subarray(8)]).toEqual([1, 0, 0, 0, 0]); // depth 1, gray, deflate, filter 0, no interlace
+  });
+
+  it('draws each module as scale x scale pixels inside a white quiet zone', () => {
+    const scale = 3;
+    const margin = 2;
+    const { size, modules } = buildQrMatrix(SHORT);
+    const image = PNG.sync.read(encodeQrPng(SHORT, { scale, margin }));
+    expect(image.width).toBe((size + 2 * margin) * scale);
+    const pixel = (x: number, y: number): number => image.data[(y * image.width + x) * 4] ?? -1;
+    expect(pixel(0, 0)).toBe(255);
+    expect(pixel(image.width - 1, image.height - 1)).toBe(255);
+    for (let row = 0; row < size; row++) {
+      for (let col = 0; col < size; col++) {
+        const expected = modules[row * size + col] ? 0 : 255;
+        const x = (margin + col) * scale;
+        const y = (margin + row) * scale;
+        expect(pixel(x, y)).toBe(expected);
+        expect(pixel(x + scale - 1, y + scale - 1)).toBe(expected);
+      }
+    }
+  });
+
+  it('rejects unusable scale and margin values', () => {
+    expect(() => encodeQrPng(SHORT, { scale: 0 })).toThrow(RangeError);
+    expect(() => encodeQrPng(SHORT, { scale: 1.5 })).toThrow(RangeError);
+    expect(() => encodeQrPng(SHORT, { margin: -1 })).toThrow(RangeError);
+  });
+
+  it('qrPngBase64 is the base64 of the same PNG', () => {
+    expect(Buffer.from(qrPngBase64(SHORT), 'base64')).toEqual(encodeQrPng(SHORT));
+  });
+});
+
+describe('buildQrMatrix', () => {
+  it('is module-for-module what qrcode produces at level M, mask choice included', () => {
+    const texts = [SHORT, LONG_CYRILLIC, 'A', '1234567890', 'x'.repeat(700)];
+    for (let i = 1; i <= 40; i++) texts.push(`${SHORT.slice(0, i * 3)}Я${i}`);
+    const masks = new Set<number>();
+    for (const text of texts) {
+      const expected = QRCode.create(text, { errorCorrectionLevel: 'M' });
+      const actual = buildQrMatrix(text);
+      expect(actual.size).toBe(expected.modules.size);
+      expect(actual.maskPattern).toBe(expected.maskPattern);
+      expect(Buffer.from(actual.modules).equals(Buffer.from(expected.modules.data))).toBe(true);
+      masks.add(actual.maskPattern);
+    }
+    // The comparison only means something if several masks actually won.
+    expect(masks.size).toBeGreaterThan(3);
+  });
+
+  it('encodes format information as ISO/IEC 18004 table C.1 lists for level M', () => {
+    const table = [0x5412, 0x5125, 0x5e7c, 0x5b4b, 0x45f9, 0x40ce, 0x4f97, 0x4aa0];
+    expect(table.map((_, mask) => formatInfoBits(mask))).toEqual(table);
+  });
+});
