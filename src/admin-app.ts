@@ -6,11 +6,13 @@ import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js
 import { createValidatorCompiler } from './http/validation.js';
 import { adminRoutes } from './http/routes/admin.routes.js';
 import type { PartnerService } from './services/partner.service.js';
+import type { Metrics } from './services/metrics.js';
 
 export interface AdminAppOptions {
   logger: FastifyBaseLogger;
   adminToken: string;
   partners: PartnerService;
+  metrics?: Metrics;
 }
 
 /** The operator listener: partner management and metrics, bound to loopback by the entry point. */
@@ -20,5 +22,13 @@ export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInsta
   registerRequestId(app);
   registerErrorHandling(app);
   await app.register(adminRoutes, { partners: opts.partners, adminToken: opts.adminToken });
+  const metrics = opts.metrics;
+  if (metrics) {
+    // Scraped from loopback only (the admin listener), so no token is asked for.
+    app.get('/metrics', async (_request, reply) => {
+      reply.type(metrics.registry.contentType);
+      return metrics.registry.metrics();
+    });
+  }
   return app;
 }

@@ -5,17 +5,21 @@ import { registerErrorHandling } from './http/plugins/errors.plugin.js';
 import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { registerOpenApi } from './http/plugins/openapi.plugin.js';
 import { healthRoutes } from './http/routes/health.routes.js';
 import { invoiceRoutes } from './http/routes/invoices.routes.js';
 import { paymentRoutes } from './http/routes/payments.routes.js';
 import { reportRoutes } from './http/routes/reports.routes.js';
 import type { AppServices } from './deps.js';
+import type { Metrics } from './services/metrics.js';
+import { registerHttpMetrics } from './http/plugins/metrics.plugin.js';
 
 export interface AppOptions {
   logger: FastifyBaseLogger;
   bodyLimitBytes: number;
   services: AppServices;
   isDbReady: () => Promise<boolean>;
+  metrics?: Metrics;
 }
 
 export const API_PREFIX = '/api/v1';
@@ -31,6 +35,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(createValidatorCompiler());
   registerRequestId(app);
   registerErrorHandling(app);
+  if (opts.metrics) registerHttpMetrics(app, opts.metrics);
+  await registerOpenApi(app, API_PREFIX);
 
   await app.register(
     async (api) => {

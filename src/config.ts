@@ -32,6 +32,15 @@ const ConfigSchema = Type.Object({
   confirmPollMs: Int(2000, 10),
   webhookAllowPrivate: Type.Boolean(),
   webhookSecretKey: Type.String({ minLength: 16 }),
+  /** Delay before each attempt: the first entry is the initial delivery, the rest are retries. */
+  webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1 }),
+  webhookTimeoutMs: Int(5000, 1),
+  webhookPollMs: Int(1000, 10),
+  fcm: Type.Object({
+    projectId: Type.Union([Type.String(), Type.Null()]),
+    accessToken: Type.Union([Type.String(), Type.Null()]),
+    endpoint: Type.String(),
+  }),
   bodyLimitBytes: Int(64 * 1024, 1024),
   shortUrlBase: Type.String(),
   logLevel: Type.String(),
@@ -44,6 +53,10 @@ type Env = Record<string, string | undefined>;
 
 const LOCAL_ADMIN_TOKEN = 'local-admin-token';
 const LOCAL_WEBHOOK_KEY = 'local-webhook-secret-key-not-for-production';
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+/** DESIGN.md: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then failed. */
+const DEFAULT_WEBHOOK_SCHEDULE_MS = [0, 5000, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 
 function int(env: Env, name: string, dflt: number): number {
   const raw = env[name];
@@ -51,6 +64,14 @@ function int(env: Env, name: string, dflt: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${raw}"`);
   return n;
+}
+
+function intList(env: Env, name: string, dflt: number[]): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const values = raw.split(',').map((part) => Number(part.trim()));
+  if (values.some((n) => !Number.isInteger(n) || n < 0)) throw new Error(`${name} must be a comma list of non-negative integers, got "${raw}"`);
+  return values;
 }
 
 function bool(env: Env, name: string, dflt: boolean): boolean {
@@ -109,6 +130,14 @@ export function loadConfig(env: Env = process.env): Config {
     confirmPollMs: int(env, 'CONFIRM_POLL_MS', 2000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', appEnv === 'local'),
     webhookSecretKey: required(env, 'WEBHOOK_SECRET_KEY', appEnv, LOCAL_WEBHOOK_KEY),
+    webhookRetryScheduleMs: intList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', DEFAULT_WEBHOOK_SCHEDULE_MS),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000),
+    webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000),
+    fcm: {
+      projectId: str(env, 'FCM_PROJECT_ID'),
+      accessToken: str(env, 'FCM_ACCESS_TOKEN'),
+      endpoint: str(env, 'FCM_ENDPOINT') ?? 'https://fcm.googleapis.com',
+    },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 64 * 1024),
     shortUrlBase: str(env, 'SHORT_URL_BASE') ?? `http://${host}:${port}/q`,
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',

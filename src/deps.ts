@@ -6,6 +6,8 @@ import { createInvoiceRepository } from './db/repositories/invoice.repository.js
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
 import { createInvoiceService, type InvoiceService } from './services/invoice.service.js';
 import { createMinistryAdapters } from './ministry/ministry.factory.js';
+import { instrumentAdapters } from './ministry/instrumented-adapter.js';
+import { createMetrics, type Metrics } from './services/metrics.js';
 import { createPaymentRepository } from './db/repositories/payment.repository.js';
 import { createIdempotencyRepository } from './db/repositories/idempotency.repository.js';
 import { createEventRepository } from './db/repositories/event.repository.js';
@@ -29,6 +31,7 @@ export interface Deps {
   logger: PinoLogger;
   db: Db;
   ministries: MinistryAdapters;
+  metrics: Metrics;
   services: AppServices;
   isDbReady: () => Promise<boolean>;
   /** Background jobs (confirmation poller, webhook delivery); tests run their passes directly. */
@@ -61,7 +64,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const logger = opts.logger ?? createLogger(config);
   const db = await createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.dbSchema });
   await migrateToLatest(db, opts.dbSchema);
-  const ministries = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });
+  const metrics = createMetrics();
+  const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });
+  const ministries = instrumentAdapters(upstream, metrics);
   const qrConfig = await loadQrConfig();
   const partnerRepo = createPartnerRepository(db);
   const invoiceRepo = createInvoiceRepository(db);
@@ -85,6 +90,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     payments,
     reports: createReportService({ db, payments: paymentRepo, ministries, log: logger, now: opts.now }),
   };
+  metrics.observe({ paymentsByStatus: () => paymentRepo.countByStatus() });
   const jobs: Job[] = [
     createPaymentConfirmationJob({ payments: paymentRepo, service: payments, intervalMs: config.confirmPollMs, log: logger, now: opts.now }),
   ];
@@ -93,12 +99,13 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     logger,
     db,
     ministries,
+    metrics,
     services,
     isDbReady: () => pingDatabase(db),
     jobs,
     startJobs: () => startJobs(jobs, logger),
     async close() {
-      await ministries.close();
+      await upstream.close();
       await db.destroy();
     },
   };

@@ -34,8 +34,8 @@ async function main(): Promise<void> {
   const logger = createLogger(config);
   const { urls, simulator } = await resolveMinistries(config);
   const deps = await createDeps(config, { ministryUrls: urls, logger });
-  const app = await buildApp({ logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady });
-  const admin = await buildAdminApp({ logger, adminToken: config.adminToken, partners: deps.services.partners });
+  const app = await buildApp({ logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
+  const admin = await buildAdminApp({ logger, adminToken: config.adminToken, partners: deps.services.partners, metrics: deps.metrics });
   const jobs = deps.startJobs();
 
   let closing = false;

@@ -179,18 +179,22 @@ const CYRILLIC_TO_LATIN: Readonly<Record<string, string>> = {
 
 export function transliterateMongolian(text: string): string {
   const chars = Array.from(text.normalize('NFC'));
-  const latin = chars.map((char, i) => transliterateChar(char, chars[i - 1], chars[i + 1])).join('');
-  // NFKD then dropping what is left outside ASCII turns stray Latin diacritics (é) into plain letters.
-  const ascii = latin.normalize('NFKD').replace(/[^\x20-\x7E\s]/g, '');
+  const latin = chars.map((char, i) => transliterateChar(char, chars[i - 1], chars[i + 1]));
+  // NFKD, then dropping what is left outside ASCII, turns Latin diacritics (é) into plain letters.
+  const ascii = latin.join('').normalize('NFKD').replace(/[^\x20-\x7E\s]/g, '');
   return collapseSpaces(ascii);
 }
 
-function transliterateChar(char: string, prev: string | undefined, next: string | undefined): string {
+function transliterateChar(
+  char: string,
+  prev: string | undefined,
+  next: string | undefined,
+): string {
   const lower = char.toLowerCase();
   const latin = CYRILLIC_TO_LATIN[lower];
   if (latin === undefined) return char;
   if (lower === char) return latin;
-  // Inside an all-capitals word the digraphs stay capitals ("ХААН" -> "KHAAN"), else "Хаан" -> "Khaan".
+  // In an all-capitals word digraphs stay capitals ("ХААН" -> "KHAAN"), else "Хаан" -> "Khaan".
   const allCaps = isUpper(next) || (isUpper(prev) && !isLower(next));
   return allCaps ? latin.toUpperCase() : latin.charAt(0).toUpperCase() + latin.slice(1);
 }

@@ -56,21 +56,24 @@ export function buildQrMatrix(text: string): QrMatrix {
   let bestMask = 0;
   let bestPenalty = Infinity;
   for (let mask = 0; mask < 8; mask++) {
-    const dark = remask(data, remasks[mask], size, mask, candidate);
-    const score = linePenalty(candidate, size) + blockPenalty(candidate, size) + balancePenalty(dark, candidate.length);
+    const dark = remask(data, remasks[mask], candidate);
+    const score =
+      linePenalty(candidate, size) +
+      blockPenalty(candidate, size) +
+      balancePenalty(dark, candidate.length);
     if (score < bestPenalty) {
       bestPenalty = score;
       bestMask = mask;
     }
   }
-  remask(data, remasks[bestMask], size, bestMask, candidate);
+  remask(data, remasks[bestMask], candidate);
   return { size, modules: candidate, maskPattern: bestMask };
 }
 
 /**
- * Per symbol size, what to XOR onto the mask-0 symbol to get mask p instead. Function patterns
- * depend only on the version (hence the size), and the modulo-heavy mask formulas would
- * otherwise dominate remasking, so they are computed once per size.
+ * Per symbol size, what to XOR onto the mask-0 symbol to get mask p instead, format bits
+ * included. Function patterns depend only on the version (hence the size), and the modulo-heavy
+ * mask formulas would otherwise dominate remasking, so this is computed once per size.
  */
 const remaskCache = new Map<number, Uint8Array[]>();
 
@@ -85,28 +88,22 @@ function remaskTables(size: number, reserved: Uint8Array): Uint8Array[] {
         if (!reserved[i]) table[i] = maskBit(0, row, col) ^ maskBit(mask, row, col);
       }
     }
+    writeFormatInfo(table, size, formatInfoBits(0) ^ formatInfoBits(mask));
     tables.push(table);
   }
   remaskCache.set(size, tables);
   return tables;
 }
 
-/**
- * Writes into `out` the symbol masked with `mask` instead of mask 0, format bits included.
- * Returns the number of dark modules.
- */
-function remask(
-  masked0: Uint8Array,
-  table: Uint8Array | undefined,
-  size: number,
-  mask: number,
-  out: Uint8Array,
-): number {
-  if (table === undefined) throw new Error(`no remask table for mask ${mask}`);
-  for (let i = 0; i < out.length; i++) out[i] = (masked0[i] ?? 0) ^ (table[i] ?? 0);
-  writeFormatInfo(out, size, mask);
+/** Writes into `out` the symbol masked with `table`'s mask instead of mask 0; returns dark count. */
+function remask(masked0: Uint8Array, table: Uint8Array | undefined, out: Uint8Array): number {
+  if (table === undefined) throw new Error('no remask table');
   let dark = 0;
-  for (let i = 0; i < out.length; i++) dark += out[i] ?? 0;
+  for (let i = 0; i < out.length; i++) {
+    const module = (masked0[i] ?? 0) ^ (table[i] ?? 0);
+    out[i] = module;
+    dark += module;
+  }
   return dark;
 }
 
@@ -135,9 +132,8 @@ export function formatInfoBits(mask: number): number {
   return ((mask << 10) | remainder) ^ 0x5412;
 }
 
-/** Module positions as in ISO/IEC 18004 figure 25 (and `qrcode`'s setupFormatInfo). */
-function writeFormatInfo(modules: Uint8Array, size: number, mask: number): void {
-  const bits = formatInfoBits(mask);
+/** The 15 format bits at their two places (ISO/IEC 18004 figure 25, `qrcode`'s setupFormatInfo). */
+function writeFormatInfo(modules: Uint8Array, size: number, bits: number): void {
   for (let i = 0; i < 15; i++) {
     const bit = (bits >> i) & 1;
     const vRow = i < 6 ? i : i < 8 ? i + 1 : size - 15 + i;
@@ -145,7 +141,6 @@ function writeFormatInfo(modules: Uint8Array, size: number, mask: number): void 
     modules[vRow * size + 8] = bit;
     modules[8 * size + hCol] = bit;
   }
-  modules[(size - 8) * size + 8] = 1;
 }
 
 /*
@@ -237,7 +232,9 @@ function rasterize(matrix: QrMatrix, scale: number, margin: number, width: numbe
   for (let row = 0; row < size; row++) {
     const first = (margin + row) * scale * stride;
     drawModuleRow(raw, first + 1, modules, row * size, size, margin * scale, scale);
-    for (let copy = 1; copy < scale; copy++) raw.copy(raw, first + copy * stride, first, first + stride);
+    for (let copy = 1; copy < scale; copy++) {
+      raw.copy(raw, first + copy * stride, first, first + stride);
+    }
   }
   return raw;
 }

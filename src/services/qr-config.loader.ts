@@ -5,7 +5,9 @@ import { Value } from 'typebox/value';
 import { BanksFileSchema, type BankLinkConfig } from '../domain/bank-links.schema.js';
 import { QrSchemeConfigSchema, type QrSchemeConfig } from '../domain/emvco-qr.js';
 
-export const DEFAULT_BANKS_PATH = fileURLToPath(new URL('../../config/banks.json', import.meta.url));
+export const DEFAULT_BANKS_PATH = fileURLToPath(
+  new URL('../../config/banks.json', import.meta.url),
+);
 export const DEFAULT_QR_SCHEMES_PATH = fileURLToPath(
   new URL('../../config/qr-schemes.json', import.meta.url),
 );
@@ -45,7 +47,8 @@ async function readValidated<T extends TSchema>(path: string, schema: T): Promis
   try {
     value = JSON.parse(await readFile(path, 'utf8'));
   } catch (error) {
-    throw new QrConfigError(`${path}: cannot read JSON: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new QrConfigError(`${path}: cannot read JSON: ${reason}`, { cause: error });
   }
   if (!Value.Check(schema, value)) {
     const problems = Value.Errors(schema, value)

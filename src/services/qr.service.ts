@@ -17,7 +17,7 @@ export interface QrBuildInput {
   amount: string;
   payeeId: string;
   payeeName: string;
-  /** The invoice's ministry reference number (refNum). */
+  /** Bill number shown to the bank app; the service passes its own payment reference, never the ministry refNum. */
   billNumber: string;
 }
 

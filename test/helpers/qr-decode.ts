@@ -1,5 +1,8 @@
-import jsQR from 'jsqr';
+import { createRequire } from 'node:module';
 import { PNG } from 'pngjs';
+
+// jsqr's typings describe a CommonJS default export that NodeNext cannot call as an ESM default.
+const jsQR = createRequire(import.meta.url)('jsqr') as typeof import('jsqr').default;
 
 /** Decodes a base64 PNG QR image back to its text with libraries independent of the encoder. */
 export function decodeQrImage(base64: string): string | null {

@@ -56,8 +56,8 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
   const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now });
-  const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady });
-  const admin = await buildAdminApp({ logger: deps.logger, adminToken: config.adminToken, partners: deps.services.partners });
+  const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
+  const admin = await buildAdminApp({ logger: deps.logger, adminToken: config.adminToken, partners: deps.services.partners, metrics: deps.metrics });
 
   return {
     config,

@@ -1,8 +1,12 @@
-import jsQR from 'jsqr';
+import { createRequire } from 'node:module';
 import { PNG } from 'pngjs';
 import QRCode from 'qrcode';
 import { describe, expect, it } from 'vitest';
 import { buildQrMatrix, encodeQrPng, formatInfoBits, qrPngBase64 } from '../../src/domain/qr-png.js';
+
+// jsqr is a UMD bundle typed with an ES default export: under NodeNext the default import is
+// typed as the module object, while require() returns the decoder function itself.
+const jsQR = createRequire(import.meta.url)('jsqr') as typeof import('jsqr').default;
 
 const SHORT = '00020101021227340016A0000009990000010110GOV-MOF-01520493115303496540712000.55802MN5912Sangiin yaam6011ULAANBAATAR62300115MOF-2025-0001230507PAY00016304602E';
 const LONG_CYRILLIC =

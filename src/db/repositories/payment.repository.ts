@@ -151,6 +151,11 @@ export function createPaymentRepository(db: Db) {
       return { items, total: Number(count.n) };
     },
 
+    async countByStatus(): Promise<Record<string, number>> {
+      const rows = await db.selectFrom('payments').select(['status', sql<number>`count(*)::int`.as('n')]).groupBy('status').execute();
+      return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+    },
+
     /** (source, ref_num) of every invoice this partner has paid through the service. */
     async paidRefsForPartner(partnerId: string): Promise<Set<string>> {
       const rows = await db

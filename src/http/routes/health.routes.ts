@@ -7,12 +7,12 @@ const Ready = Type.Object({ status: Type.String(), db: Type.String(), timestamp:
 export const healthRoutes: FastifyPluginAsyncTypebox<{ isDbReady: () => Promise<boolean> }> = async (app, opts) => {
   app.get(
     '/health/live',
-    { schema: { tags: ['Health'], summary: 'Liveness (no key needed)', response: { 200: Live } } },
+    { schema: { tags: ['Health'], summary: 'Liveness (no key needed)', security: [], response: { 200: Live } } },
     async () => ({ status: 'ok', timestamp: new Date().toISOString() }),
   );
   app.get(
     '/health/ready',
-    { schema: { tags: ['Health'], summary: 'Readiness: database connectivity (no key needed)', response: { 200: Ready, 503: Ready } } },
+    { schema: { tags: ['Health'], summary: 'Readiness: database connectivity (no key needed)', security: [], response: { 200: Ready, 503: Ready } } },
     async (_request, reply) => {
       const ok = await opts.isDbReady();
       reply.code(ok ? 200 : 503);

@@ -1,0 +1,84 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface MetricsSources {
+  /** Counts of payments by status, read at scrape time. */
+  paymentsByStatus?: () => Promise<Record<string, number>>;
+  /** Rows still waiting in the outbox (undelivered webhook deliveries), read at scrape time. */
+  outboxBacklog?: () => Promise<number>;
+}
+
+/** One registry per process, created by createDeps: no module-level singletons. */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const metrics = {
+    registry,
+    httpRequests: new Counter({
+      name: 'http_requests_total',
+      help: 'Partner API requests by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Partner API latency by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: 'ministry_call_duration_seconds',
+      help: 'Ministry system call latency by source, operation and outcome',
+      labelNames: ['source', 'operation', 'outcome'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    upstreamErrors: new Counter({
+      name: 'ministry_call_errors_total',
+      help: 'Failed ministry system calls by source, operation and kind',
+      labelNames: ['source', 'operation', 'kind'] as const,
+      registers: [registry],
+    }),
+    rateLimitRejections: new Counter({
+      name: 'rate_limit_rejections_total',
+      help: 'Requests refused with 429',
+      registers: [registry],
+    }),
+    rateLimitStoreErrors: new Counter({
+      name: 'rate_limit_store_errors_total',
+      help: 'Rate-limit store failures (fail-open or fail-closed applied)',
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    /** Wires the gauges that read the database at scrape time. */
+    observe(sources: MetricsSources) {
+      new Gauge({
+        name: 'payments_by_status',
+        help: 'Payments by status',
+        labelNames: ['status'] as const,
+        registers: [registry],
+        async collect() {
+          const counts = (await sources.paymentsByStatus?.()) ?? {};
+          this.reset();
+          for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+        },
+      });
+      new Gauge({
+        name: 'webhook_outbox_backlog',
+        help: 'Webhook deliveries not yet delivered or failed for good',
+        registers: [registry],
+        async collect() {
+          this.set((await sources.outboxBacklog?.()) ?? 0);
+        },
+      });
+    },
+  };
+  return metrics;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

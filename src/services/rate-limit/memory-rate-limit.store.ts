@@ -1,0 +1,81 @@
+import { SlidingLog } from './sliding-log.js';
+import {
+  longestWindowMs,
+  toDecision,
+  type RateLimitDecision,
+  type RateLimitStore,
+  type RateLimitWindow,
+  type WindowCount,
+} from './rate-limiter.js';
+
+export interface MemoryStoreOptions {
+  windows: RateLimitWindow[];
+  /** Milliseconds since the epoch; injectable so tests cross windows without waiting. */
+  clock?: () => number;
+}
+
+const SWEEP_EVERY_MS = 60_000;
+
+/**
+ * A true sliding log per key in process memory: exact, but each instance counts only its own
+ * traffic, so it is the single-instance default (the Redis store shares state across instances).
+ */
+export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitStore {
+  const clock = opts.clock ?? Date.now;
+  const windows = opts.windows;
+  const longest = longestWindowMs(windows);
+  const capacity = Math.max(...windows.map((w) => w.limit));
+  const logs = new Map<string, SlidingLog>();
+  let lastSweepMs = clock();
+
+  /** Drops idle keys so memory follows the active keys, not every key ever seen. */
+  function sweep(nowMs: number): void {
+    if (nowMs - lastSweepMs < SWEEP_EVERY_MS) return;
+    lastSweepMs = nowMs;
+    for (const [key, log] of logs) {
+      const newest = log.newest();
+      if (newest === null || newest <= nowMs - longest) logs.delete(key);
+    }
+  }
+
+  function logFor(key: string): SlidingLog {
+    let log = logs.get(key);
+    if (!log) {
+      log = new SlidingLog(capacity);
+      logs.set(key, log);
+    }
+    return log;
+  }
+
+  function check(key: string): RateLimitDecision {
+    const nowMs = clock();
+    sweep(nowMs);
+    const log = logFor(key);
+    log.trim(nowMs - longest);
+    const firsts = windows.map((w) => log.firstAfter(nowMs - w.windowMs));
+    const allowed = windows.every((w, i) => log.size - (firsts[i] ?? 0) < w.limit);
+    let retryAfterMs = 0;
+    if (allowed) {
+      log.push(nowMs);
+    } else {
+      windows.forEach((w, i) => {
+        const first = firsts[i] ?? 0;
+        const over = log.size - first - w.limit;
+        if (over >= 0) retryAfterMs = Math.max(retryAfterMs, log.at(first + over) + w.windowMs - nowMs);
+      });
+    }
+    const counts: WindowCount[] = firsts.map((first) => ({
+      count: log.size - first,
+      oldestMs: first < log.size ? log.at(first) : null,
+    }));
+    return toDecision(windows, nowMs, allowed, retryAfterMs, counts);
+  }
+
+  return {
+    kind: 'memory',
+    check: async (key) => check(key),
+    async close() {
+      logs.clear();
+    },
+  };
+}

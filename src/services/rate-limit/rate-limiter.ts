@@ -1,0 +1,79 @@
+/** One sliding window: at most `limit` accepted requests in any `windowMs` span. */
+export interface RateLimitWindow {
+  /** Policy name sent in the RateLimit-Policy / RateLimit headers. */
+  name: string;
+  limit: number;
+  windowMs: number;
+}
+
+/** A window's state right after a check (the checked request included when it was allowed). */
+export interface WindowState extends RateLimitWindow {
+  remaining: number;
+  /** Until the oldest counted request leaves the window and frees one unit; 0 when none is counted. */
+  resetMs: number;
+}
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** How long until every exceeded window has room again; 0 when allowed. */
+  retryAfterMs: number;
+  windows: WindowState[];
+}
+
+/** Raw result of one atomic check in a store, before it is shaped into a decision. */
+export interface WindowCount {
+  /** Accepted requests in the window after the check. */
+  count: number;
+  /** Timestamp of the oldest of them, or null when the window is empty. */
+  oldestMs: number | null;
+}
+
+/**
+ * Per-key limiter state. `check` counts the request against every window at once and records it
+ * only when all windows have room, so a refused request never consumes quota.
+ */
+export interface RateLimitStore {
+  readonly kind: 'memory' | 'redis';
+  check(key: string): Promise<RateLimitDecision>;
+  close(): Promise<void>;
+}
+
+export interface RateLimitSettings {
+  perSecond: number;
+  perMinute: number;
+  perHour: number;
+}
+
+export function windowsFromSettings(s: RateLimitSettings): RateLimitWindow[] {
+  return [
+    { name: 'per-second', limit: s.perSecond, windowMs: 1000 },
+    { name: 'per-minute', limit: s.perMinute, windowMs: 60_000 },
+    { name: 'per-hour', limit: s.perHour, windowMs: 3_600_000 },
+  ];
+}
+
+export function longestWindowMs(windows: readonly RateLimitWindow[]): number {
+  return windows.reduce((max, w) => Math.max(max, w.windowMs), 0);
+}
+
+/** Shapes the counts any store produces into the decision the HTTP layer reports. */
+export function toDecision(
+  windows: readonly RateLimitWindow[],
+  nowMs: number,
+  allowed: boolean,
+  retryAfterMs: number,
+  counts: readonly WindowCount[],
+): RateLimitDecision {
+  return {
+    allowed,
+    retryAfterMs: allowed ? 0 : Math.max(retryAfterMs, 1),
+    windows: windows.map((w, i) => {
+      const c = counts[i] ?? { count: 0, oldestMs: null };
+      return {
+        ...w,
+        remaining: Math.max(0, w.limit - c.count),
+        resetMs: c.oldestMs === null ? 0 : Math.max(0, c.oldestMs + w.windowMs - nowMs),
+      };
+    }),
+  };
+}
