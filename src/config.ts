@@ -22,6 +22,7 @@ const ConfigSchema = Type.Object({
     police: Type.Union([Type.String(), Type.Null()]),
   }),
   ministryTimeoutMs: Int(3000, 1),
+  circuitBreaker: Type.Object({ failureThreshold: Int(5, 1), openMs: Int(10_000, 1) }),
   simulator: Type.Object({
     port: Int(3100),
     fixtures: Type.Union([Type.String(), Type.Null()]),
@@ -29,6 +30,7 @@ const ConfigSchema = Type.Object({
   }),
   rateLimit: Type.Object({ perSecond: Int(5, 1), perMinute: Int(60, 1), perHour: Int(1000, 1) }),
   rateLimitFailOpen: Type.Boolean(),
+  rateLimitRedisTimeoutMs: Int(200, 1),
   confirmPollMs: Int(2000, 10),
   webhookAllowPrivate: Type.Boolean(),
   webhookSecretKey: Type.String({ minLength: 16 }),
@@ -116,6 +118,10 @@ export function loadConfig(env: Env = process.env): Config {
       police: str(env, 'MINISTRY_POLICE_URL'),
     },
     ministryTimeoutMs: int(env, 'MINISTRY_TIMEOUT_MS', 3000),
+    circuitBreaker: {
+      failureThreshold: int(env, 'CIRCUIT_BREAKER_FAILURES', 5),
+      openMs: int(env, 'CIRCUIT_BREAKER_OPEN_MS', 10_000),
+    },
     simulator: {
       port: int(env, 'SIMULATOR_PORT', 3100),
       fixtures: str(env, 'SIMULATOR_FIXTURES'),
@@ -127,6 +133,7 @@ export function loadConfig(env: Env = process.env): Config {
       perHour: int(env, 'RATE_LIMIT_PER_HOUR', 1000),
     },
     rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN', true),
+    rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS', 200),
     confirmPollMs: int(env, 'CONFIRM_POLL_MS', 2000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', appEnv === 'local'),
     webhookSecretKey: required(env, 'WEBHOOK_SECRET_KEY', appEnv, LOCAL_WEBHOOK_KEY),
@@ -161,8 +168,13 @@ export function testConfig(overrides: Partial<Config> = {}, env: Env = process.e
     LOG_LEVEL: env.TEST_LOG_LEVEL ?? 'silent',
     DATABASE_URL: env.DATABASE_URL,
     REDIS_URL: env.REDIS_URL,
+    // High enough that suites bursting requests are never limited; rate-limit tests pass their own.
+    RATE_LIMIT_PER_SECOND: '1000000',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    RATE_LIMIT_PER_HOUR: '1000000',
   });
-  return { ...base, ...overrides };
+  // Suites that inject faults on purpose would otherwise trip the breaker for later tests.
+  return { ...base, circuitBreaker: { failureThreshold: 1000, openMs: 1000 }, ...overrides };
 }
 
 export interface CliConfig {

@@ -6,7 +6,10 @@ import { createInvoiceRepository } from './db/repositories/invoice.repository.js
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
 import { createInvoiceService, type InvoiceService } from './services/invoice.service.js';
 import { createMinistryAdapters } from './ministry/ministry.factory.js';
+import { createRateLimitServiceFromConfig } from './services/rate-limit/rate-limit.factory.js';
+import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
 import { instrumentAdapters } from './ministry/instrumented-adapter.js';
+import { guardAdapters } from './ministry/guarded-adapter.js';
 import { createMetrics, type Metrics } from './services/metrics.js';
 import { createPaymentRepository } from './db/repositories/payment.repository.js';
 import { createIdempotencyRepository } from './db/repositories/idempotency.repository.js';
@@ -24,6 +27,7 @@ export interface AppServices {
   invoices: InvoiceService;
   payments: PaymentService;
   reports: ReportService;
+  rateLimiter: RateLimitService;
 }
 
 export interface Deps {
@@ -47,6 +51,8 @@ export interface DepsOptions {
   /** PostgreSQL schema, for test isolation. */
   dbSchema?: string;
   now?: () => Date;
+  /** Rate-limiter clock in epoch ms; defaults to `now`, else Date.now (memory) or the Redis server clock. */
+  rateLimitClock?: () => number;
 }
 
 export function createLogger(config: Config): PinoLogger {
@@ -59,6 +65,10 @@ export function createLogger(config: Config): PinoLogger {
   });
 }
 
+function epochMs(now: (() => Date) | undefined): (() => number) | undefined {
+  return now ? () => now().getTime() : undefined;
+}
+
 /** Plain factories wired by hand: every dependency is explicit and replaceable in tests. */
 export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
   const logger = opts.logger ?? createLogger(config);
@@ -66,7 +76,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   await migrateToLatest(db, opts.dbSchema);
   const metrics = createMetrics();
   const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });
-  const ministries = instrumentAdapters(upstream, metrics);
+  const ministries = guardAdapters(instrumentAdapters(upstream, metrics), config.circuitBreaker, () => (opts.now?.() ?? new Date()).getTime());
   const qrConfig = await loadQrConfig();
   const partnerRepo = createPartnerRepository(db);
   const invoiceRepo = createInvoiceRepository(db);
@@ -84,11 +94,17 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     idempotencyTtlMs: config.idempotencyTtlMs,
     now: opts.now,
   });
+  const rateLimiter = await createRateLimitServiceFromConfig(config, {
+    log: logger,
+    clock: opts.rateLimitClock ?? epochMs(opts.now),
+    counters: { rejections: metrics.rateLimitRejections, storeErrors: metrics.rateLimitStoreErrors },
+  });
   const services: AppServices = {
     partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, now: opts.now }),
     invoices: createInvoiceService({ invoices: invoiceRepo, ministries, log: logger, now: opts.now }),
     payments,
     reports: createReportService({ db, payments: paymentRepo, ministries, log: logger, now: opts.now }),
+    rateLimiter,
   };
   metrics.observe({ paymentsByStatus: () => paymentRepo.countByStatus() });
   const jobs: Job[] = [
@@ -106,6 +122,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     startJobs: () => startJobs(jobs, logger),
     async close() {
       await upstream.close();
+      await rateLimiter.close();
       await db.destroy();
     },
   };
