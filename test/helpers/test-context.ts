@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse, InjectOptions } from 'fastify';
 import pg from 'pg';
 import { testConfig, type Config } from '../../src/config.js';
-import { createDeps, type Deps } from '../../src/deps.js';
+import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
 import { buildApp } from '../../src/app.js';
 import { buildAdminApp } from '../../src/admin-app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
@@ -31,6 +31,8 @@ export interface ContextOptions {
   config?: Partial<Config>;
   fixtures?: FixtureFile;
   autoApproveMs?: number;
+  /** Replaces the silent test logger, e.g. to capture log lines. */
+  logger?: DepsOptions['logger'];
 }
 
 async function dropSchema(url: string, schema: string): Promise<void> {
@@ -55,7 +57,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const urls = Object.fromEntries(SOURCES.map((s) => [s, simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now });
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger });
   const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
   const admin = await buildAdminApp({ logger: deps.logger, adminToken: config.adminToken, partners: deps.services.partners, metrics: deps.metrics });
 
