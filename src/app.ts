@@ -4,12 +4,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import { registerErrorHandling } from './http/plugins/errors.plugin.js';
 import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
+import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { registerOpenApi } from './http/plugins/openapi.plugin.js';
 import { healthRoutes } from './http/routes/health.routes.js';
 import { invoiceRoutes } from './http/routes/invoices.routes.js';
 import { paymentRoutes } from './http/routes/payments.routes.js';
 import { reportRoutes } from './http/routes/reports.routes.js';
+import { webhookRoutes } from './http/routes/webhooks.routes.js';
+import { deviceRoutes } from './http/routes/devices.routes.js';
+import { sandboxApiRoutes, sandboxPageRoutes } from './http/routes/sandbox.routes.js';
 import type { AppServices } from './deps.js';
 import type { Metrics } from './services/metrics.js';
 import { registerHttpMetrics } from './http/plugins/metrics.plugin.js';
@@ -41,11 +45,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       await api.register(healthRoutes, { isDbReady: opts.isDbReady });
+      // Sandbox page (no key; the key is typed into it): only when the sandbox service exists (never in production).
+      if (opts.services.sandbox) await api.register(sandboxPageRoutes);
       await api.register(async (secured) => {
         registerAuth(secured, opts.services.partners);
+        registerRateLimit(secured, opts.services.rateLimiter);
         await secured.register(invoiceRoutes, { invoices: opts.services.invoices });
         await secured.register(paymentRoutes, { payments: opts.services.payments, reports: opts.services.reports });
         await secured.register(reportRoutes, { reports: opts.services.reports });
+        await secured.register(webhookRoutes, { webhooks: opts.services.webhooks });
+        await secured.register(deviceRoutes, { devices: opts.services.devices });
+        if (opts.services.sandbox) await secured.register(sandboxApiRoutes, { sandbox: opts.services.sandbox });
       });
     },
     { prefix: API_PREFIX },

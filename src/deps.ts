@@ -16,9 +16,21 @@ import { createIdempotencyRepository } from './db/repositories/idempotency.repos
 import { createEventRepository } from './db/repositories/event.repository.js';
 import { createPaymentService, type PaymentService } from './services/payment.service.js';
 import { createReportService, type ReportService } from './services/report.service.js';
+import { createSandboxService, type SandboxService } from './services/sandbox.service.js';
 import { createQrService } from './services/qr.service.js';
 import { loadQrConfig } from './services/qr-config.loader.js';
 import { createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js';
+import { createWebhookDeliveryJob } from './jobs/webhook-delivery.job.js';
+import { createWebhookRepository } from './db/repositories/webhook.repository.js';
+import { createWebhookDeliveryRepository } from './db/repositories/webhook-delivery.repository.js';
+import { createDeviceRepository } from './db/repositories/device.repository.js';
+import { createSecretCipher } from './domain/secret-cipher.js';
+import { createWebhookService, type WebhookService } from './services/webhook.service.js';
+import { createWebhookDeliveryService } from './services/webhook-delivery.service.js';
+import { createWebhookHttpClient } from './services/webhook-http.client.js';
+import { createTargetGuard } from './services/webhook-target.guard.js';
+import { createDeviceService, type DeviceService } from './services/device.service.js';
+import { createPushSender } from './services/push-sender.js';
 import type { MinistryAdapters, Source } from './ministry/ministry.types.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
 
@@ -28,6 +40,10 @@ export interface AppServices {
   payments: PaymentService;
   reports: ReportService;
   rateLimiter: RateLimitService;
+  webhooks: WebhookService;
+  devices: DeviceService;
+  /** Sandbox-only helpers (the sandbox page's simulator approve); absent in production. */
+  sandbox?: SandboxService;
 }
 
 export interface Deps {
@@ -85,7 +101,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     payments: paymentRepo,
     invoices: invoiceRepo,
     idempotency: createIdempotencyRepository(db),
-    events: createEventRepository(),
+    events: createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] }),
     ministries,
     qr: createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase }),
     log: logger,
@@ -99,16 +115,48 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     clock: opts.rateLimitClock ?? epochMs(opts.now),
     counters: { rejections: metrics.rateLimitRejections, storeErrors: metrics.rateLimitStoreErrors },
   });
+  const cipher = createSecretCipher(config.webhookSecretKey);
+  const deliveryRepo = createWebhookDeliveryRepository(db);
+  const webhookHttp = createWebhookHttpClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+  const webhooks = createWebhookService({
+    webhooks: createWebhookRepository(db),
+    deliveries: deliveryRepo,
+    cipher,
+    guard: createTargetGuard({ allowHttp: config.appEnv === 'local', allowPrivate: config.webhookAllowPrivate }),
+    now: opts.now,
+  });
+  const deliveryService = createWebhookDeliveryService({
+    deliveries: deliveryRepo,
+    cipher,
+    http: webhookHttp,
+    retryScheduleMs: config.webhookRetryScheduleMs,
+    log: logger,
+    onResult: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    now: opts.now,
+  });
+  const push = createPushSender(config.fcm, logger, config.webhookTimeoutMs);
+  const devices = createDeviceService({ devices: createDeviceRepository(db), push, log: logger, now: opts.now });
   const services: AppServices = {
     partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, now: opts.now }),
     invoices: createInvoiceService({ invoices: invoiceRepo, ministries, log: logger, now: opts.now }),
     payments,
     reports: createReportService({ db, payments: paymentRepo, ministries, log: logger, now: opts.now }),
+    webhooks,
+    devices,
     rateLimiter,
   };
-  metrics.observe({ paymentsByStatus: () => paymentRepo.countByStatus() });
+  if (config.appEnv !== 'production') {
+    services.sandbox = createSandboxService({
+      payments: paymentRepo,
+      invoices: invoiceRepo,
+      simulatorUrl: opts.ministryUrls.mof,
+      timeoutMs: config.ministryTimeoutMs,
+    });
+  }
+  metrics.observe({ paymentsByStatus: () => paymentRepo.countByStatus(), outboxBacklog: () => deliveryRepo.countPending() });
   const jobs: Job[] = [
     createPaymentConfirmationJob({ payments: paymentRepo, service: payments, intervalMs: config.confirmPollMs, log: logger, now: opts.now }),
+    createWebhookDeliveryJob({ deliveries: deliveryRepo, service: deliveryService, intervalMs: config.webhookPollMs, timeoutMs: config.webhookTimeoutMs, now: opts.now }),
   ];
   return {
     config,
@@ -123,6 +171,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     async close() {
       await upstream.close();
       await rateLimiter.close();
+      await webhookHttp.close();
       await db.destroy();
     },
   };

@@ -5,6 +5,7 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Database } from './db.types.js';
 import * as m001 from './migrations/001-initial.migration.js';
+import * as m002 from './migrations/002-webhooks.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -18,6 +19,7 @@ export interface DatabaseOptions {
 
 const migrations: Record<string, Migration> = {
   '001-initial': m001,
+  '002-webhooks': m002,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { WebhookEvent } from '../domain/webhook-message.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -100,6 +101,55 @@ export interface EventsTable {
   created_at: CreatedAt;
 }
 
+export interface WebhooksTable {
+  id: Generated<string>;
+  partner_id: string;
+  url: string;
+  events: ColumnType<WebhookEvent[], string, never>;
+  /** AES-256-GCM; the plaintext secret never reaches the database. */
+  secret_ciphertext: string;
+  created_at: CreatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'canceled';
+
+export interface WebhookDeliveriesTable {
+  id: Generated<string>;
+  webhook_id: string;
+  event_id: string;
+  status: DeliveryStatus;
+  attempts: Generated<number>;
+  /** When the next attempt is due; while a worker holds the row it is the lease expiry. */
+  next_attempt_at: Timestamp;
+  delivered_at: Timestamp | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<string>;
+  delivery_id: string;
+  webhook_id: string;
+  attempt: number;
+  succeeded: boolean;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  next_retry_at: Timestamp | null;
+  created_at: CreatedAt;
+}
+
+export interface DevicesTable {
+  id: Generated<string>;
+  partner_id: string;
+  user_id: string;
+  fcm_token: string;
+  platform: 'ios' | 'android';
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
 export interface Database {
   partners: PartnersTable;
   api_keys: ApiKeysTable;
@@ -109,4 +159,8 @@ export interface Database {
   payment_invoices: PaymentInvoicesTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  devices: DevicesTable;
 }

@@ -16,6 +16,8 @@ export interface AuthenticatedPartner {
   name: string;
   qrStandard: 'qrpay' | 'govstd';
   environment: KeyEnvironment;
+  /** Names the API key (not the partner): rate limits are per key. A hash prefix, never the key itself. */
+  keyId: string;
 }
 
 export interface CreatePartnerInput {
@@ -86,7 +88,7 @@ export function createPartnerService(deps: {
       if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) throw new AppError(401, UNAUTHORIZED);
       if (!row.partner.active) throw new AppError(403, 'Partner account is inactive');
       const { id, name, qrStandard, environment } = row.partner;
-      return { id, name, qrStandard, environment };
+      return { id, name, qrStandard, environment, keyId: hash.slice(0, 16) };
     },
   };
 }

@@ -188,7 +188,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       key,
       requestHash: requestHash(invoiceId, amount),
       now: at,
-      lockUntil: new Date(at.getTime() + pendingGraceMs + 10_000),
+      // Long enough for one request to finish; short enough that a crashed holder's key frees up soon.
+      lockUntil: new Date(at.getTime() + 2 * deps.ministryTimeoutMs + 2000),
       expiresAt: new Date(at.getTime() + deps.idempotencyTtlMs),
     });
     if (claim.kind === 'mismatch') throw new UnprocessableError('Idempotency key was already used with a different request');

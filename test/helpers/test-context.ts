@@ -19,6 +19,8 @@ export interface TestContext {
   simulatorUrl: string;
   /** Moves the service's clock forward (the database's own now() is not affected). */
   advance(ms: number): void;
+  /** The services' clock (real time plus every advance). */
+  now(): Date;
   /** One pass of every background job, as the runner would do it. */
   runJobs(): Promise<void>;
   partner(opts?: { qrStandard?: 'qrpay' | 'govstd'; active?: boolean; environment?: 'sandbox' | 'production' }): Promise<{ id: string; apiKey: string }>;
@@ -28,14 +30,21 @@ export interface TestContext {
 }
 
 export interface ContextOptions {
+  /**
+   * Reuse a database across contexts (a restart): on PostgreSQL this schema is used and kept on
+   * close; on PGlite pass `config.dataDir` instead.
+   */
+  reuseSchema?: string;
   config?: Partial<Config>;
   fixtures?: FixtureFile;
   autoApproveMs?: number;
+  /** Rate-limiter clock in epoch ms; by default it follows `now()` (real time plus advances). */
+  rateLimitClock?: () => number;
   /** Replaces the silent test logger, e.g. to capture log lines. */
   logger?: DepsOptions['logger'];
 }
 
-async function dropSchema(url: string, schema: string): Promise<void> {
+export async function dropSchema(url: string, schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -53,11 +62,11 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const port = typeof address === 'object' && address ? address.port : 0;
   const simulatorUrl = `http://127.0.0.1:${port}`;
   const config = testConfig({ ministryTimeoutMs: 1000, ...opts.config });
-  const schema = config.databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
+  const schema = config.databaseUrl ? (opts.reuseSchema ?? `t_${randomBytes(6).toString('hex')}`) : undefined;
   const urls = Object.fromEntries(SOURCES.map((s) => [s, simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger });
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock });
   const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
   const admin = await buildAdminApp({ logger: deps.logger, adminToken: config.adminToken, partners: deps.services.partners, metrics: deps.metrics });
 
@@ -68,6 +77,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     admin,
     simulator,
     simulatorUrl,
+    now,
     advance(ms) {
       offsetMs += ms;
     },
@@ -95,7 +105,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
       // Each step runs even if an earlier one fails (a test may have closed the database itself).
       const steps = [() => app.close(), () => admin.close(), () => deps.close(), () => simulator.close()];
       for (const step of steps) await step().catch(() => undefined);
-      if (config.databaseUrl && schema) await dropSchema(config.databaseUrl, schema);
+      if (config.databaseUrl && schema && !opts.reuseSchema) await dropSchema(config.databaseUrl, schema);
     },
   };
 }

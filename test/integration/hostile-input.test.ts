@@ -37,7 +37,7 @@ const weirdString = fc.oneof(
   fc.string({ minLength: 1000, maxLength: 5000 }),
 );
 const anyJson = fc.jsonValue({ maxDepth: 6 });
-const deep = fc.nat({ max: 400 }).map((n) => JSON.parse('['.repeat(n) + ']'.repeat(n)) as unknown);
+const deep = fc.integer({ min: 1, max: 400 }).map((n) => JSON.parse('['.repeat(n) + ']'.repeat(n)) as unknown);
 
 /** A valid payment body, then mutated: a field replaced, dropped, or an extra one added. */
 const paymentBody = fc.oneof(

@@ -67,12 +67,16 @@ export function toDecision(
   return {
     allowed,
     retryAfterMs: allowed ? 0 : Math.max(retryAfterMs, 1),
+    // Explicit properties rather than a spread: this runs on every request and spread is several times slower.
     windows: windows.map((w, i) => {
-      const c = counts[i] ?? { count: 0, oldestMs: null };
+      const count = counts[i]?.count ?? 0;
+      const oldestMs = counts[i]?.oldestMs ?? null;
       return {
-        ...w,
-        remaining: Math.max(0, w.limit - c.count),
-        resetMs: c.oldestMs === null ? 0 : Math.max(0, c.oldestMs + w.windowMs - nowMs),
+        name: w.name,
+        limit: w.limit,
+        windowMs: w.windowMs,
+        remaining: Math.max(0, w.limit - count),
+        resetMs: oldestMs === null ? 0 : Math.max(0, oldestMs + w.windowMs - nowMs),
       };
     }),
   };

@@ -6,11 +6,15 @@ const INITIAL_CAPACITY = 8;
  * allocation once the buffer has grown.
  */
 export class SlidingLog {
-  private times = new Float64Array(INITIAL_CAPACITY);
+  private times: Float64Array;
   private head = 0;
   private count = 0;
+  private readonly maxCapacity: number;
 
-  constructor(private readonly maxCapacity: number) {}
+  constructor(maxCapacity: number) {
+    this.maxCapacity = Math.max(1, maxCapacity);
+    this.times = new Float64Array(Math.min(INITIAL_CAPACITY, this.maxCapacity));
+  }
 
   get size(): number {
     return this.count;

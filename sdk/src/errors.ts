@@ -1,0 +1,137 @@
+/** Any non-2xx answer of the API. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  /** HTTP status code. */
+  readonly status: number;
+  /** Parsed JSON body when the answer was JSON, otherwise its text (or undefined when empty). */
+  readonly body: unknown;
+  /** The `X-Request-Id` of the answer; quote it to the operator when reporting a problem. */
+  readonly requestId: string | undefined;
+
+  constructor(status: number, body: unknown, requestId: string | undefined, message?: string) {
+    super(message ?? describe(status, body));
+    this.status = status;
+    this.body = body;
+    this.requestId = requestId;
+  }
+}
+
+/** 400: one entry in `messages` per violation (unknown or wrongly typed field, bad UUID, ...). */
+export class BadRequestError extends ApiError {
+  override name = 'BadRequestError';
+  readonly messages: string[];
+
+  constructor(body: unknown, requestId: string | undefined) {
+    const raw = messageOf(body);
+    const messages = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? [raw] : [];
+    super(400, body, requestId, messages.length > 0 ? `Bad request: ${messages.join('; ')}` : undefined);
+    this.messages = messages;
+  }
+}
+
+/** 401: missing or wrong API key, or a key of the other environment. */
+export class AuthenticationError extends ApiError {
+  override name = 'AuthenticationError';
+}
+
+/** 403: the partner is inactive. */
+export class ForbiddenError extends ApiError {
+  override name = 'ForbiddenError';
+}
+
+/** 404: invoice, payment or refNum not found. */
+export class NotFoundError extends ApiError {
+  override name = 'NotFoundError';
+}
+
+/**
+ * 409: the move is not allowed in the current state (for example canceling a failed payment), or
+ * the same idempotency key is still being processed.
+ */
+export class ConflictError extends ApiError {
+  override name = 'ConflictError';
+}
+
+/** 422 without a failed-payment body, for example an idempotency key reused with another body. */
+export class UnprocessableEntityError extends ApiError {
+  override name = 'UnprocessableEntityError';
+}
+
+/** 422 `{ success: false, refNum, message }`: the ministry did not process the payment. */
+export class PaymentFailedError extends UnprocessableEntityError {
+  override name = 'PaymentFailedError';
+  /** The ministry-side reference number of the invoice. */
+  readonly refNum: string;
+
+  constructor(body: { refNum: string; message?: unknown }, requestId: string | undefined) {
+    super(422, body, requestId, `Payment failed for ${body.refNum}: ${typeof body.message === 'string' ? body.message : 'rejected'}`);
+    this.refNum = body.refNum;
+  }
+}
+
+/** 429: a rate limit was exceeded; the request did not reach the business logic. */
+export class RateLimitError extends ApiError {
+  override name = 'RateLimitError';
+  /** Seconds to wait, from `Retry-After`, when the answer carried it. */
+  readonly retryAfter: number | undefined;
+
+  constructor(body: unknown, requestId: string | undefined, retryAfter: number | undefined) {
+    super(429, body, requestId);
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** 5xx: server or upstream (ministry) failure; the message is generic by design. */
+export class ServerError extends ApiError {
+  override name = 'ServerError';
+}
+
+/** No HTTP answer at all: connection refused or reset, DNS failure, or the client-side timeout. */
+export class NetworkError extends Error {
+  override name = 'NetworkError';
+  /** True when the SDK's own `timeoutMs` expired. */
+  readonly timedOut: boolean;
+
+  constructor(message: string, options: { cause?: unknown; timedOut?: boolean } = {}) {
+    super(message, { cause: options.cause });
+    this.timedOut = options.timedOut ?? false;
+  }
+}
+
+/** Builds the typed error for a non-2xx answer. */
+export function errorFromResponse(status: number, body: unknown, requestId: string | undefined, retryAfter: number | undefined): ApiError {
+  switch (status) {
+    case 400:
+      return new BadRequestError(body, requestId);
+    case 401:
+      return new AuthenticationError(status, body, requestId);
+    case 403:
+      return new ForbiddenError(status, body, requestId);
+    case 404:
+      return new NotFoundError(status, body, requestId);
+    case 409:
+      return new ConflictError(status, body, requestId);
+    case 422:
+      return isFailedPayment(body) ? new PaymentFailedError(body, requestId) : new UnprocessableEntityError(status, body, requestId);
+    case 429:
+      return new RateLimitError(body, requestId, retryAfter);
+    default:
+      return status >= 500 ? new ServerError(status, body, requestId) : new ApiError(status, body, requestId);
+  }
+}
+
+function isFailedPayment(body: unknown): body is { refNum: string; message?: unknown } {
+  return typeof body === 'object' && body !== null && typeof (body as { refNum?: unknown }).refNum === 'string';
+}
+
+function messageOf(body: unknown): unknown {
+  return typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : undefined;
+}
+
+function describe(status: number, body: unknown): string {
+  const message = messageOf(body);
+  if (typeof message === 'string' && message !== '') return `HTTP ${status}: ${message}`;
+  if (Array.isArray(message) && message.length > 0) return `HTTP ${status}: ${message.map(String).join('; ')}`;
+  if (typeof body === 'string' && body !== '') return `HTTP ${status}: ${body.slice(0, 200)}`;
+  return `HTTP ${status}`;
+}

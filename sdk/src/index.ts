@@ -1,0 +1,17 @@
+export { createClient, parseRetryAfter, SDK_VERSION } from './client.js';
+export type { ClientOptions, FetchLike, PaymentChannelClient } from './client.js';
+export {
+  ApiError,
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  NetworkError,
+  NotFoundError,
+  PaymentFailedError,
+  RateLimitError,
+  ServerError,
+  UnprocessableEntityError,
+} from './errors.js';
+export { verifyWebhook, parseWebhook, WebhookVerificationError } from './webhook.js';
+export type * from './types.js';

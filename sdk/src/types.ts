@@ -1,0 +1,239 @@
+/**
+ * Response and request shapes of the payment channel API, written by hand from SPEC.md.
+ * Amounts are tugrik as plain numbers; dates are ISO 8601 strings.
+ */
+
+export type InvoiceStatus = 'open' | 'paid' | 'overdue' | 'canceled';
+export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
+export type QrStandard = 'qrpay' | 'govstd';
+export type WebhookEventName = 'payment.submitted' | 'payment.confirmed';
+export type DevicePlatform = 'ios' | 'android';
+
+/** An invoice in the service's uniform shape. The ministry `refNum` is never part of it. */
+export interface Invoice {
+  /** The service's invoice id (UUID): use it in paths and as `invoiceId`. */
+  id: string;
+  description: string;
+  amount: number;
+  status: InvoiceStatus;
+  dueDate: string | null;
+  issuedAt: string | null;
+  vehicleNo: string | null;
+  /** `register` is the taxpayer number (ТТД). */
+  payer: { register: string; name: string } | null;
+  payee: { id: string; name: string };
+  /** Only on some invoices (for example vehicle tax); a number in some places, a string in others. */
+  year?: number | string;
+}
+
+/** GET /invoices. `total` is the SUM of the amounts, not a count: use `invoices.length` for that. */
+export interface InvoiceList {
+  invoices: Invoice[];
+  total: number;
+}
+
+/** Exactly one filter: taxpayer number, vehicle plate or tax reference. */
+export type InvoiceSearch =
+  | { ttd: string; vehicle?: never; taxRef?: never }
+  | { vehicle: string; ttd?: never; taxRef?: never }
+  | { taxRef: string; ttd?: never; vehicle?: never };
+
+export interface BankLink {
+  name: string;
+  description: string;
+  logo: string;
+  link: string;
+}
+
+/** QR payload; identical for both QR standards. */
+export interface QrPay {
+  /** Raw EMVCo QR text. */
+  qrText: string;
+  /** Base64 PNG; show it as `data:image/png;base64,<qrImage>`. */
+  qrImage: string;
+  shortUrl?: string;
+  urls: BankLink[];
+}
+
+export interface CreatePaymentInput {
+  /** The service's invoice id (UUID), not the ministry refNum. */
+  invoiceId: string;
+  /** Omit to pay the full invoice amount. */
+  amount?: number;
+}
+
+export interface CreatePaymentOptions {
+  /**
+   * Sent as `X-Idempotency-Key`. When omitted the SDK generates a random UUID once per call and
+   * reuses it on every retry of that call. Pass your own (and persist it) to make a payment safe
+   * to repeat across process restarts.
+   */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+/** 201 answer of POST /payments (also its idempotent replay, with `message: 'idempotent'`). */
+export interface PaymentCreated {
+  success: boolean;
+  /** The payment id (UUID); not the refNum. */
+  id: string;
+  status: PaymentStatus;
+  amount: number;
+  invoiceId: string;
+  /** Every invoice the payment covers; may hold more than one. */
+  invoiceIds: string[];
+  qrpay?: QrPay;
+  /** `'idempotent'` marks a replayed cached response. */
+  message?: string;
+}
+
+/** GET /payments/{id}, after a live confirmation with the ministry. */
+export interface Payment {
+  id: string;
+  status: PaymentStatus;
+  amount: number;
+  invoiceId: string;
+  invoiceIds: string[];
+  /** Time of confirmation; absent until `confirmed`. */
+  paidAt?: string;
+}
+
+export interface PaymentCanceled {
+  id: string;
+  canceled: true;
+}
+
+/** 422 body of POST /payments. */
+export interface PaymentFailedBody {
+  success: false;
+  refNum: string;
+  message: string;
+}
+
+export interface SettlementEntry {
+  refNum: string;
+  amount: number;
+  payerReg: string;
+  payerName: string;
+  description: string;
+  date: string;
+}
+
+export interface SettlementReport {
+  /** YYYY-MM-DD */
+  financeDay: string;
+  success: boolean;
+  entries: SettlementEntry[];
+}
+
+/** All five fields are numbers; `totalAmountDue` is an amount, the others are counts. */
+export interface Summary {
+  total: number;
+  open: number;
+  overdue: number;
+  paid: number;
+  totalAmountDue: number;
+}
+
+export interface PaymentListItem {
+  id: string;
+  refNum: string;
+  status: PaymentStatus;
+  amount: number;
+  /** The originating ministry system. */
+  source: string;
+  partnerId: string;
+  createdAt: string;
+}
+
+export interface PaymentList {
+  items: PaymentListItem[];
+  total: number;
+  page: number;
+  limit: number;
+}
+
+export interface PaymentListQuery {
+  page?: number;
+  /** At most 100. */
+  limit?: number;
+}
+
+export interface CreateWebhookInput {
+  /** https URL of your receiver (plain http only against a local development service). */
+  url: string;
+  /** HMAC-SHA256 key for `X-Service-Signature`; this service wants 16 to 256 characters. */
+  secret: string;
+  events: WebhookEventName[];
+}
+
+/** A webhook record as listed: never with its secret. */
+export interface Webhook {
+  id: string;
+  url: string;
+  events: WebhookEventName[];
+  createdAt: string;
+}
+
+/** POST /webhooks answer: the only one that carries the secret. */
+export interface WebhookCreated extends Webhook {
+  secret: string;
+}
+
+export interface WebhookDeleted {
+  id: string;
+  deleted: true;
+}
+
+/** One delivery attempt from a webhook's delivery log. */
+export interface WebhookDeliveryAttempt {
+  event: WebhookEventName;
+  /** Same across the retries of one delivery (also sent as `X-Service-Delivery`). */
+  deliveryId: string;
+  status: 'succeeded' | 'failed';
+  /** Your receiver's HTTP status; null when it could not be reached. */
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** When the next attempt is due; null when delivered or given up. */
+  nextRetryAt: string | null;
+  createdAt: string;
+}
+
+/** GET /webhooks/{id}/deliveries: recent attempts, newest first. */
+export interface WebhookDeliveryList {
+  items: WebhookDeliveryAttempt[];
+}
+
+export interface RegisterDeviceInput {
+  /** The partner's end-user id. */
+  userId: string;
+  /** Firebase Cloud Messaging push token. */
+  fcmToken: string;
+  platform: DevicePlatform;
+}
+
+export interface Device {
+  id: string;
+  platform: DevicePlatform;
+  createdAt: string;
+}
+
+export interface HealthLive {
+  status: string;
+  timestamp: string;
+}
+
+export interface HealthReady {
+  status: string;
+  /** Database connectivity. */
+  db: string;
+  timestamp: string;
+}
+
+/** Body of a webhook delivery (`X-Service-Event` names the event too). */
+export type WebhookMessage =
+  | { event: 'payment.submitted'; deliveryId: string; createdAt: string; data: { id: string; invoiceId: string } }
+  | { event: 'payment.confirmed'; deliveryId: string; createdAt: string; data: { id: string; amount: number } };

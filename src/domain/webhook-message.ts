@@ -1,0 +1,46 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export interface DeliveryMessage {
+  event: WebhookEvent;
+  deliveryId: string;
+  createdAt: Date;
+  data: Record<string, unknown>;
+}
+
+/** The exact bytes sent; built from stored rows only, so every retry carries the same body. */
+export function deliveryBody(m: DeliveryMessage): string {
+  return JSON.stringify({ event: m.event, deliveryId: m.deliveryId, createdAt: m.createdAt.toISOString(), data: m.data });
+}
+
+/** Lowercase hex HMAC-SHA256 of the body bytes, keyed with the partner's webhook secret. */
+export function signBody(secret: string, body: string): string {
+  return createHmac('sha256', secret).update(body, 'utf8').digest('hex');
+}
+
+export function verifySignature(secret: string, body: string, signature: string): boolean {
+  const expected = Buffer.from(signBody(secret, body), 'hex');
+  const given = Buffer.from(signature, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+export function deliveryHeaders(m: DeliveryMessage, body: string, secret: string, sentAt: Date): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'gov-payment-channel-webhooks/1',
+    'x-service-event': m.event,
+    'x-service-delivery': m.deliveryId,
+    'x-service-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+    'x-service-signature': signBody(secret, body),
+  };
+}
+
+/**
+ * Delay before the next attempt once `attemptsMade` attempts have failed, or null when the
+ * schedule is used up. schedule[0] is the delay of the first attempt itself.
+ */
+export function nextAttemptDelay(scheduleMs: readonly number[], attemptsMade: number): number | null {
+  return attemptsMade < scheduleMs.length ? (scheduleMs[attemptsMade] ?? null) : null;
+}

@@ -1,0 +1,48 @@
+import ipaddr from 'ipaddr.js';
+
+export interface TargetPolicy {
+  /** Plain http is accepted only in local development. */
+  allowHttp: boolean;
+  /** Loopback, private, link-local and reserved addresses are accepted only when this is set. */
+  allowPrivate: boolean;
+}
+
+/**
+ * True only for globally routable unicast addresses. IPv4-mapped IPv6 is unwrapped first, so
+ * ::ffff:127.0.0.1 is judged as 127.0.0.1; NAT64, 6to4 and Teredo ranges can embed private IPv4
+ * targets and are refused as a whole.
+ */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  return ipaddr.process(address).range() === 'unicast';
+}
+
+/** The host of a URL as an IP literal (IPv6 brackets removed), or null for a DNS name. */
+export function ipLiteral(hostname: string): string | null {
+  const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  return ipaddr.isValid(bare) ? bare : null;
+}
+
+function isLocalName(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+/** Checks that need no DNS: scheme, credentials, and a literal or well-known local host. */
+export function urlViolations(raw: string, policy: TargetPolicy): string[] {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return ['url must be an absolute URL'];
+  }
+  const schemes = policy.allowHttp ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(url.protocol)) return [policy.allowHttp ? 'url must use http or https' : 'url must use https'];
+  if (url.username || url.password) return ['url must not contain credentials'];
+  if (policy.allowPrivate) return [];
+  const literal = ipLiteral(url.hostname);
+  if ((literal !== null && !isPublicAddress(literal)) || isLocalName(url.hostname)) {
+    return ['url must not point to a loopback, private, link-local or reserved address'];
+  }
+  return [];
+}

@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ErrorBody, Uuid, commonErrors } from '../schemas/common.schema.js';
+import type { SandboxService } from '../../services/sandbox.service.js';
+
+/** Read once at start-up: one self-contained page (inline CSS and JS, no external resources). */
+const PAGE_HTML = readFileSync(new URL('../sandbox/sandbox.page.html', import.meta.url), 'utf8');
+
+/** The sandbox page itself; registered outside the authenticated scope (the key is typed into the page). */
+export const sandboxPageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/sandbox', { schema: { hide: true } }, async (_request, reply) => {
+    return reply
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-frame-options', 'DENY')
+      .header('referrer-policy', 'no-referrer')
+      .send(PAGE_HTML);
+  });
+};
+
+const ApproveBody = Type.Object({ paymentId: Uuid }, { additionalProperties: false });
+const ApprovedBody = Type.Object({ id: Uuid, approved: Type.Literal(true) });
+
+/** Sandbox-only helpers behind the API key; registered inside the authenticated, rate-limited scope. */
+export const sandboxApiRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, opts) => {
+  app.post(
+    '/sandbox/approve',
+    {
+      schema: {
+        tags: ['Sandbox'],
+        summary: 'Sandbox only: make the simulated ministry approve a submitted payment',
+        description:
+          'Available only in the local and sandbox environments (absent in production). Approves this ' +
+          "partner's own `submitted` payment in the simulated ministry system; the payment becomes " +
+          '`confirmed` on the next `GET /payments/{id}`. 409 when the payment is not `submitted`.',
+        body: ApproveBody,
+        response: { 200: ApprovedBody, 404: ErrorBody, 409: ErrorBody, ...commonErrors },
+      },
+    },
+    async (request) => opts.sandbox.approve(request.partner.id, request.body.paymentId),
+  );
+};

@@ -1,0 +1,55 @@
+import { Type } from 'typebox';
+import { IsoDateTime, Uuid } from './common.schema.js';
+import { WEBHOOK_EVENTS } from '../../domain/webhook-message.js';
+
+const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted or payment.confirmed' });
+
+export const CreateWebhookBody = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'https URL (http is accepted in local development only)' }),
+    secret: Type.String({ minLength: 16, maxLength: 256, description: 'HMAC-SHA256 key for X-Service-Signature' }),
+    events: Type.Array(EventName, { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true }),
+  },
+  { additionalProperties: false },
+);
+
+export const WebhookBody = Type.Object({
+  id: Uuid,
+  url: Type.String(),
+  events: Type.Array(EventName),
+  createdAt: IsoDateTime,
+});
+
+export const WebhookCreatedBody = Type.Object({
+  id: Uuid,
+  url: Type.String(),
+  events: Type.Array(EventName),
+  createdAt: IsoDateTime,
+  secret: Type.String({ description: 'Returned only in this response' }),
+});
+
+export const WebhookListBody = Type.Array(WebhookBody, { description: 'Webhook records, never with their secret' });
+
+export const WebhookDeletedBody = Type.Object({ id: Uuid, deleted: Type.Literal(true) });
+
+export const DeliveryListQuery = Type.Object(
+  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })) },
+  { additionalProperties: false },
+);
+
+export const DeliveryListBody = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      event: EventName,
+      deliveryId: Uuid,
+      status: Type.Enum(['succeeded', 'failed']),
+      statusCode: Type.Union([Type.Integer(), Type.Null()]),
+      durationMs: Type.Integer(),
+      error: Type.Union([Type.String(), Type.Null()]),
+      attempt: Type.Integer({ minimum: 1 }),
+      nextRetryAt: Type.Union([IsoDateTime, Type.Null()], { description: 'null when delivered or given up' }),
+      createdAt: IsoDateTime,
+    }),
+    { description: 'Recent delivery attempts, newest first' },
+  ),
+});

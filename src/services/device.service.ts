@@ -1,0 +1,31 @@
+import type { DeviceRepository } from '../db/repositories/device.repository.js';
+import type { PushMessage, PushSender } from './push-sender.js';
+import type { Logger } from './logger.js';
+
+export interface DeviceView {
+  id: string;
+  platform: 'ios' | 'android';
+  createdAt: string;
+}
+
+export function createDeviceService(deps: { devices: DeviceRepository; push: PushSender; log: Logger; now?: () => Date }) {
+  const now = deps.now ?? (() => new Date());
+  return {
+    /** Upsert on (partner, userId, fcmToken): 201 when the device is new, 200 when it was known. */
+    async register(partnerId: string, input: { userId: string; fcmToken: string; platform: 'ios' | 'android' }): Promise<{ statusCode: 200 | 201; body: DeviceView }> {
+      const row = await deps.devices.upsert({ partnerId, ...input, at: now() });
+      return { statusCode: row.created ? 201 : 200, body: { id: row.id, platform: row.platform, createdAt: row.created_at.toISOString() } };
+    },
+
+    /** Sends to every device of one end user; a failing token does not stop the others. */
+    async notifyUser(partnerId: string, userId: string, message: PushMessage): Promise<{ sent: number; failed: number }> {
+      const devices = await deps.devices.tokensOfUser(partnerId, userId);
+      const results = await Promise.allSettled(devices.map((d) => deps.push.send(d.fcm_token, message)));
+      const failed = results.filter((r) => r.status === 'rejected');
+      for (const f of failed) deps.log.warn({ err: (f as PromiseRejectedResult).reason, partnerId }, 'push send failed');
+      return { sent: results.length - failed.length, failed: failed.length };
+    },
+  };
+}
+
+export type DeviceService = ReturnType<typeof createDeviceService>;

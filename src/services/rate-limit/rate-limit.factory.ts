@@ -1,0 +1,60 @@
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import type { Config } from '../../config.js';
+import { createMemoryRateLimitStore } from './memory-rate-limit.store.js';
+import { createRedisRateLimitStore } from './redis-rate-limit.store.js';
+import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from './rate-limiter.js';
+import { createRateLimitService, type IncCounter, type RateLimitLog, type RateLimitService } from './rate-limit.service.js';
+
+export interface RateLimitFactoryOptions {
+  log: RateLimitLog & { info(obj: object, msg: string): void };
+  /** Milliseconds since the epoch; unset means Date.now in memory and the Redis server clock in Redis. */
+  clock?: () => number;
+  counters?: { rejections?: IncCounter; storeErrors?: IncCounter };
+}
+
+/**
+ * A limiter must never hang a request: commands time out quickly, and with no offline queue a
+ * command issued while disconnected fails at once (then fail-open/closed applies) instead of waiting.
+ */
+export function createRateLimitRedisClient(url: string, commandTimeoutMs: number, log: RateLimitLog): Redis {
+  const client = new Redis(url, {
+    commandTimeout: commandTimeoutMs,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 2000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  });
+  let lastErrorMs = 0;
+  client.on('error', (err: Error) => {
+    // Reconnection errors repeat every retry; once per interval is enough to see the outage.
+    if (Date.now() - lastErrorMs < 10_000) return;
+    lastErrorMs = Date.now();
+    log.warn({ err: err.message }, 'rate-limit Redis connection error');
+  });
+  return client;
+}
+
+/** Waits briefly for the first connection so the first requests are counted, without blocking start-up on an outage. */
+async function waitUntilReady(client: Redis, timeoutMs: number, log: RateLimitFactoryOptions['log']): Promise<void> {
+  if (client.status === 'ready') return;
+  try {
+    await once(client, 'ready', { signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'rate-limit Redis not ready at start; failing open/closed until it connects');
+  }
+}
+
+async function createStore(config: Config, windows: RateLimitWindow[], opts: RateLimitFactoryOptions): Promise<RateLimitStore> {
+  if (!config.redisUrl) return createMemoryRateLimitStore({ windows, clock: opts.clock });
+  const client = createRateLimitRedisClient(config.redisUrl, config.rateLimitRedisTimeoutMs, opts.log);
+  await waitUntilReady(client, 2000, opts.log);
+  return createRedisRateLimitStore({ client, windows, clock: opts.clock, ownsClient: true });
+}
+
+export async function createRateLimitServiceFromConfig(config: Config, opts: RateLimitFactoryOptions): Promise<RateLimitService> {
+  const windows = windowsFromSettings(config.rateLimit);
+  const store = await createStore(config, windows, opts);
+  opts.log.info({ store: store.kind, limits: config.rateLimit, failOpen: config.rateLimitFailOpen }, 'rate limiter ready');
+  return createRateLimitService({ store, windows, failOpen: config.rateLimitFailOpen, log: opts.log, counters: opts.counters });
+}

@@ -1,0 +1,70 @@
+import type { RateLimitDecision, RateLimitStore, RateLimitWindow } from './rate-limiter.js';
+
+/**
+ * `decided`: the store answered. `bypassed`: it failed and the limiter fails open (request goes on
+ * unlimited). `unavailable`: it failed and the limiter fails closed (request is refused).
+ */
+export type RateLimitOutcome =
+  | { kind: 'decided'; decision: RateLimitDecision }
+  | { kind: 'bypassed' }
+  | { kind: 'unavailable' };
+
+/** Structurally a prom-client Counter, so the metrics registry can be wired in without this module owning it. */
+export interface IncCounter {
+  inc(): void;
+}
+
+export interface RateLimitLog {
+  warn(obj: object, msg: string): void;
+}
+
+export interface RateLimitServiceOptions {
+  store: RateLimitStore;
+  windows: RateLimitWindow[];
+  failOpen: boolean;
+  log: RateLimitLog;
+  counters?: { rejections?: IncCounter; storeErrors?: IncCounter };
+}
+
+const LOG_EVERY_MS = 10_000;
+
+export function createRateLimitService(opts: RateLimitServiceOptions) {
+  let lastLogMs = 0;
+  let suppressed = 0;
+
+  /** An outage fails every request; one line per interval (with the count) keeps the log readable. */
+  function logStoreError(err: unknown): void {
+    const nowMs = Date.now();
+    if (nowMs - lastLogMs < LOG_EVERY_MS) {
+      suppressed++;
+      return;
+    }
+    opts.log.warn(
+      { err, store: opts.store.kind, failOpen: opts.failOpen, suppressedSinceLast: suppressed },
+      opts.failOpen ? 'rate-limit store failed; request allowed (fail-open)' : 'rate-limit store failed; request refused (fail-closed)',
+    );
+    lastLogMs = nowMs;
+    suppressed = 0;
+  }
+
+  return {
+    windows: opts.windows,
+    storeKind: opts.store.kind,
+
+    async check(key: string): Promise<RateLimitOutcome> {
+      try {
+        const decision = await opts.store.check(key);
+        if (!decision.allowed) opts.counters?.rejections?.inc();
+        return { kind: 'decided', decision };
+      } catch (err) {
+        opts.counters?.storeErrors?.inc();
+        logStoreError(err);
+        return opts.failOpen ? { kind: 'bypassed' } : { kind: 'unavailable' };
+      }
+    },
+
+    close: () => opts.store.close(),
+  };
+}
+
+export type RateLimitService = ReturnType<typeof createRateLimitService>;

@@ -1,0 +1,62 @@
+import { ConflictError, NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
+import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
+import type { PaymentRepository } from '../db/repositories/payment.repository.js';
+
+/**
+ * Sandbox-only helpers (APP_ENV local/sandbox; never created in production). The partner API never
+ * reveals an invoice's ministry ref_num, so the sandbox page cannot drive the simulator's control
+ * API itself: this service approves a partner's own submitted payment there on its behalf.
+ */
+export interface SandboxServiceDeps {
+  payments: Pick<PaymentRepository, 'findForPartner'>;
+  invoices: Pick<InvoiceRepository, 'findById'>;
+  /** Base URL of the simulated ministry systems (the control API lives under `/__control`). */
+  simulatorUrl: string;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export interface SandboxApproval {
+  id: string;
+  approved: true;
+}
+
+export function createSandboxService(deps: SandboxServiceDeps) {
+  const doFetch = deps.fetch ?? fetch;
+  const approveUrl = new URL('/__control/approve', deps.simulatorUrl).toString();
+  const timeoutMs = deps.timeoutMs ?? 3000;
+
+  return {
+    /** Asks the simulator to approve the ministry-side payment; the status moves on the next GET /payments/{id}. */
+    async approve(partnerId: string, paymentId: string): Promise<SandboxApproval> {
+      const payment = await deps.payments.findForPartner(partnerId, paymentId);
+      if (!payment) throw new NotFoundError('Payment');
+      if (payment.status !== 'submitted') {
+        throw new ConflictError(`Only a submitted payment can be approved; this one is ${payment.status}`);
+      }
+      const invoice = await deps.invoices.findById(payment.invoice_id);
+      if (!invoice) throw new NotFoundError('Invoice');
+
+      let res: Response;
+      try {
+        res = await doFetch(approveUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ refNum: invoice.ref_num, source: invoice.source }),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (err) {
+        throw new UpstreamUnavailableError(`simulator approve failed: ${String(err)}`, { cause: err });
+      }
+      const text = await res.text().catch(() => '');
+      if (res.status === 404) {
+        // The simulator has no submitted payment for the invoice: approved already (e.g. automatically) or canceled.
+        throw new ConflictError('The simulator has no submitted payment for this invoice; it may be approved already');
+      }
+      if (!res.ok) throw new UpstreamUnavailableError(`simulator approve answered ${res.status}: ${text.slice(0, 200)}`);
+      return { id: payment.id, approved: true };
+    },
+  };
+}
+
+export type SandboxService = ReturnType<typeof createSandboxService>;

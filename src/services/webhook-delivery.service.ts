@@ -1,0 +1,54 @@
+import type { SecretCipher } from '../domain/secret-cipher.js';
+import { deliveryBody, deliveryHeaders, nextAttemptDelay, type DeliveryMessage } from '../domain/webhook-message.js';
+import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import type { WebhookHttpClient } from './webhook-http.client.js';
+import type { Logger } from './logger.js';
+
+export type DeliveryResult = 'delivered' | 'retry' | 'failed';
+
+/** Sends one claimed delivery and records what happened; never throws for a receiver's fault. */
+export function createWebhookDeliveryService(deps: {
+  deliveries: WebhookDeliveryRepository;
+  cipher: SecretCipher;
+  http: WebhookHttpClient;
+  retryScheduleMs: readonly number[];
+  log: Logger;
+  onResult?: (result: DeliveryResult) => void;
+  now?: () => Date;
+}) {
+  const now = deps.now ?? (() => new Date());
+
+  function failure(claim: ClaimedDelivery, statusCode: number | null, durationMs: number, error: string): AttemptOutcome {
+    const delay = nextAttemptDelay(deps.retryScheduleMs, claim.attempt);
+    const nextAttemptAt = delay === null ? null : new Date(now().getTime() + delay);
+    return { succeeded: false, statusCode, durationMs, error, nextAttemptAt };
+  }
+
+  async function send(claim: ClaimedDelivery): Promise<AttemptOutcome> {
+    const message: DeliveryMessage = { event: claim.event, deliveryId: claim.id, createdAt: claim.eventCreatedAt, data: claim.data };
+    const body = deliveryBody(message);
+    const headers = deliveryHeaders(message, body, deps.cipher.decrypt(claim.secretCiphertext), now());
+    const result = await deps.http.post(claim.url, body, headers);
+    if (result.ok) return { succeeded: true, statusCode: result.statusCode, durationMs: result.durationMs };
+    return failure(claim, result.statusCode, result.durationMs, result.error);
+  }
+
+  return {
+    async attempt(claim: ClaimedDelivery): Promise<DeliveryResult> {
+      let outcome: AttemptOutcome;
+      try {
+        outcome = await send(claim);
+      } catch (err) {
+        deps.log.error({ err, deliveryId: claim.id }, 'webhook delivery could not be prepared');
+        outcome = failure(claim, null, 0, 'internal error preparing the delivery');
+      }
+      await deps.deliveries.finish(claim, outcome, now());
+      const result: DeliveryResult = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
+      if (!outcome.succeeded) deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result }, 'webhook delivery failed');
+      deps.onResult?.(result);
+      return result;
+    },
+  };
+}
+
+export type WebhookDeliveryService = ReturnType<typeof createWebhookDeliveryService>;

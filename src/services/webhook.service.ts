@@ -1,0 +1,87 @@
+import { BadRequestError, NotFoundError } from '../domain/errors.js';
+import type { SecretCipher } from '../domain/secret-cipher.js';
+import type { WebhookEvent } from '../domain/webhook-message.js';
+import type { WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
+import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import type { TargetGuard } from './webhook-target.guard.js';
+
+export interface WebhookView {
+  id: string;
+  url: string;
+  events: WebhookEvent[];
+  createdAt: string;
+}
+
+export interface DeliveryAttemptView {
+  event: WebhookEvent;
+  deliveryId: string;
+  status: 'succeeded' | 'failed';
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  attempt: number;
+  nextRetryAt: string | null;
+  createdAt: string;
+}
+
+function toView(row: WebhookRow): WebhookView {
+  return { id: row.id, url: row.url, events: row.events, createdAt: row.created_at.toISOString() };
+}
+
+export function createWebhookService(deps: {
+  webhooks: WebhookRepository;
+  deliveries: WebhookDeliveryRepository;
+  cipher: SecretCipher;
+  guard: TargetGuard;
+  now?: () => Date;
+}) {
+  const now = deps.now ?? (() => new Date());
+
+  async function requireOwned(partnerId: string, id: string): Promise<void> {
+    if (!(await deps.webhooks.existsForPartner(partnerId, id))) throw new NotFoundError('Webhook');
+  }
+
+  return {
+    /** The secret is echoed once, here; only its ciphertext is stored. */
+    async register(partnerId: string, input: { url: string; secret: string; events: WebhookEvent[] }): Promise<WebhookView & { secret: string }> {
+      const violations = await deps.guard.violations(input.url);
+      if (violations.length > 0) throw new BadRequestError(violations);
+      const row = await deps.webhooks.create({
+        partnerId,
+        url: input.url,
+        events: [...new Set(input.events)],
+        secretCiphertext: deps.cipher.encrypt(input.secret),
+      });
+      return { ...toView(row), secret: input.secret };
+    },
+
+    async list(partnerId: string): Promise<WebhookView[]> {
+      return (await deps.webhooks.listForPartner(partnerId)).map(toView);
+    },
+
+    async remove(partnerId: string, id: string): Promise<{ id: string; deleted: true }> {
+      if (!(await deps.webhooks.deleteForPartner(partnerId, id, now()))) throw new NotFoundError('Webhook');
+      return { id, deleted: true };
+    },
+
+    async deliveries(partnerId: string, id: string, limit: number): Promise<{ items: DeliveryAttemptView[] }> {
+      await requireOwned(partnerId, id);
+      const rows = await deps.deliveries.listAttempts(id, limit);
+      return {
+        items: rows.map((r) => ({
+          event: r.event,
+          deliveryId: r.delivery_id,
+          status: r.succeeded ? 'succeeded' : 'failed',
+          statusCode: r.status_code,
+          durationMs: r.duration_ms,
+          error: r.error,
+          attempt: r.attempt,
+          nextRetryAt: r.next_retry_at ? r.next_retry_at.toISOString() : null,
+          createdAt: r.created_at.toISOString(),
+        })),
+      };
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;

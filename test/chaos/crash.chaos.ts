@@ -1,0 +1,261 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSimulator } from '../../simulator/simulator.app.js';
+import type { FixtureFile } from '../../simulator/fixtures.schema.js';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * Kills the API with SIGKILL while payments, confirmations and webhook deliveries are in flight,
+ * restarts it on the same PostgreSQL, and checks that nothing the client saw was lost or doubled.
+ */
+const DATABASE_URL = process.env.DATABASE_URL;
+const ROUNDS = 4;
+const PER_ROUND = 12;
+const INVOICES = ROUNDS * PER_ROUND;
+
+const ADMIN_TOKEN = 'chaos-admin-token';
+let dbName: string;
+let dbUrl: string;
+let simulator: FastifyInstance;
+let simulatorUrl: string;
+let receiver: Server;
+let receiverUrl: string;
+const received: { event: string; id: string }[] = [];
+let child: ChildProcess | null = null;
+let apiPort: number;
+let adminPort: number;
+mkdirSync('artifacts', { recursive: true });
+const childLog = createWriteStream('artifacts/chaos-api.log');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createNetServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function fixtures(): FixtureFile {
+  return {
+    invoices: Array.from({ length: INVOICES }, (_, i) => ({
+      source: (['mof', 'etax', 'police'] as const)[i % 3] as 'mof' | 'etax' | 'police',
+      refNum: `CH-${i}`,
+      description: 'chaos',
+      amount: 1000 + i,
+      status: 'open' as const,
+      dueDate: '2099-01-01T00:00:00.000Z',
+      issuedAt: null,
+      payer: { register: '9900990', name: 'Chaos' },
+      payee: { id: 'ORG-1', name: 'Org' },
+    })),
+  };
+}
+
+async function startApi(): Promise<void> {
+  child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
+    env: {
+      ...process.env,
+      APP_ENV: 'local',
+      DATABASE_URL: dbUrl,
+      PORT: String(apiPort),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_TOKEN,
+      MINISTRY_MOF_URL: simulatorUrl,
+      MINISTRY_ETAX_URL: simulatorUrl,
+      MINISTRY_POLICE_URL: simulatorUrl,
+      CONFIRM_POLL_MS: '100',
+      WEBHOOK_POLL_MS: '100',
+      RATE_LIMIT_PER_SECOND: '100000',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      RATE_LIMIT_PER_HOUR: '10000000',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.pipe(childLog, { end: false });
+  child.stderr?.pipe(childLog, { end: false });
+  for (let i = 0; i < 200; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1/health/ready`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('API did not become ready');
+}
+
+async function killApi(): Promise<void> {
+  const proc = child;
+  if (!proc || proc.exitCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGKILL');
+  await exited;
+  child = null;
+}
+
+async function admin(method: string, path: string, body?: unknown) {
+  const res = await fetch(`http://127.0.0.1:${adminPort}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return res.json() as Promise<Record<string, unknown>>;
+}
+
+async function api(key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1${path}`, {
+    method,
+    headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+beforeAll(async () => {
+  if (!DATABASE_URL) return;
+  dbName = `chaos_${Date.now()}`;
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  await client.query(`CREATE DATABASE ${dbName}`);
+  await client.end();
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${dbName}`;
+  dbUrl = url.toString();
+
+  simulator = await buildSimulator({ fixtures: fixtures(), autoApproveMs: 150 });
+  await simulator.listen({ port: 0, host: '127.0.0.1' });
+  const sa = simulator.server.address();
+  simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+
+  receiver = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c: Buffer) => (data += c.toString()));
+    req.on('end', () => {
+      const parsed = JSON.parse(data) as { event: string; data: { id: string } };
+      received.push({ event: parsed.event, id: parsed.data.id });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const ra = receiver.address();
+  receiverUrl = `http://127.0.0.1:${typeof ra === 'object' && ra ? ra.port : 0}/hook`;
+
+  apiPort = await freePort();
+  adminPort = await freePort();
+}, 60_000);
+
+afterAll(async () => {
+  if (!DATABASE_URL) return;
+  await killApi();
+  await simulator?.close();
+  await new Promise((r) => receiver?.close(r));
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await client.end();
+});
+
+interface Attempt {
+  key: string;
+  invoiceId: string;
+  seenId: string | null;
+}
+
+describe.skipIf(!DATABASE_URL)('crash consistency (SIGKILL)', () => {
+  it('keeps every acknowledged payment, pays no invoice twice and delivers every confirmation', async () => {
+    await startApi();
+    const partner = await admin('POST', '/admin/partners', { name: 'Chaos Bank' });
+    const apiKey = partner.apiKey as string;
+    const hook = await api(apiKey, 'POST', '/webhooks', { url: receiverUrl, secret: 'chaos-secret-0123456789', events: ['payment.submitted', 'payment.confirmed'] });
+    expect(hook.status).toBe(201);
+    const search = await api(apiKey, 'GET', '/invoices?ttd=9900990');
+    const invoiceIds = (search.body.invoices as { id: string }[]).map((i) => i.id);
+    expect(invoiceIds).toHaveLength(INVOICES);
+
+    const attempts: Attempt[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const batch = invoiceIds.slice(round * PER_ROUND, (round + 1) * PER_ROUND).map((invoiceId) => ({ key: randomUUID(), invoiceId, seenId: null as string | null }));
+      attempts.push(...batch);
+      const inflight = batch.map(async (a) => {
+        try {
+          const res = await api(apiKey, 'POST', '/payments', { invoiceId: a.invoiceId }, { 'x-idempotency-key': a.key });
+          if (res.status === 201) a.seenId = res.body.id as string;
+        } catch {
+          // the server died under this request: the client saw nothing
+        }
+      });
+      await new Promise((r) => setTimeout(r, 20 + Math.floor(Math.random() * 300)));
+      await killApi();
+      await Promise.all(inflight);
+      await startApi();
+    }
+
+    for (const a of attempts) {
+      let retry = await api(apiKey, 'POST', '/payments', { invoiceId: a.invoiceId }, { 'x-idempotency-key': a.key });
+      // 409: the killed request still holds the key until its lock expires; a client backs off.
+      for (let i = 0; i < 40 && retry.status === 409; i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        retry = await api(apiKey, 'POST', '/payments', { invoiceId: a.invoiceId }, { 'x-idempotency-key': a.key });
+      }
+      if (a.seenId) {
+        expect(retry.status, JSON.stringify(retry.body)).toBe(201);
+        expect(retry.body.id).toBe(a.seenId);
+      } else {
+        expect([201, 422, 503]).toContain(retry.status);
+        if (retry.status === 201) a.seenId = retry.body.id as string;
+      }
+    }
+
+    const settled = await waitFor(async () => {
+      const list = await api(apiKey, 'GET', '/reports/payments?limit=100');
+      const items = list.body.items as { status: string }[];
+      return items.every((i) => i.status !== 'pending' && i.status !== 'submitted');
+    }, 60_000);
+    expect(settled).toBe(true);
+
+    for (const a of attempts.filter((x) => x.seenId)) {
+      const got = await api(apiKey, 'GET', `/payments/${a.seenId}`);
+      expect(got.status).toBe(200);
+      expect(got.body.status).toBe('confirmed');
+      expect(got.body.paidAt).toBeTruthy();
+    }
+
+    const client = new pg.Client({ connectionString: dbUrl });
+    await client.connect();
+    try {
+      const doubled = await client.query(
+        `SELECT invoice_id FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+          WHERE p.status = 'confirmed' GROUP BY invoice_id HAVING count(*) > 1`,
+      );
+      expect(doubled.rows).toEqual([]);
+      const confirmed = await client.query(`SELECT id FROM payments WHERE status = 'confirmed'`);
+      const delivered = await waitFor(async () => {
+        const ids = new Set(received.filter((r) => r.event === 'payment.confirmed').map((r) => r.id));
+        return confirmed.rows.every((r: { id: string }) => ids.has(r.id));
+      }, 60_000);
+      expect(delivered).toBe(true);
+    } finally {
+      await client.end();
+    }
+  }, 240_000);
+});

@@ -1,0 +1,51 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type ReceiverBehaviour = 'ok' | 'fail' | 'hang';
+
+export interface ReceivedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export interface WebhookReceiver {
+  url: string;
+  port: number;
+  received: ReceivedRequest[];
+  close(): Promise<void>;
+}
+
+/**
+ * A real HTTP receiver on 127.0.0.1. Each request takes the next behaviour from `script`
+ * (then `ok`): `fail` answers 500, `hang` never answers.
+ */
+export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { delayMs?: number } = {}): Promise<WebhookReceiver> {
+  const received: ReceivedRequest[] = [];
+  const queue = [...script];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const behaviour = queue.shift() ?? 'ok';
+      if (behaviour === 'hang') return;
+      setTimeout(() => {
+        res.writeHead(behaviour === 'ok' ? 200 : 500, { 'content-type': 'text/plain' });
+        res.end(behaviour);
+      }, opts.delayMs ?? 0);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    port,
+    received,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,166 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { testConfig } from '../../src/config.js';
+import { createMemoryRateLimitStore } from '../../src/services/rate-limit/memory-rate-limit.store.js';
+import { createRedisRateLimitStore } from '../../src/services/rate-limit/redis-rate-limit.store.js';
+import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from '../../src/services/rate-limit/rate-limiter.js';
+
+const redisUrl = testConfig().redisUrl;
+const LIMITS = { perSecond: 5, perMinute: 60, perHour: 1000 };
+const T0 = 1_750_000_000_000;
+
+interface Clocked {
+  store: RateLimitStore;
+  advance(ms: number): void;
+}
+
+type StoreFactory = (windows: RateLimitWindow[], clock: () => number) => RateLimitStore;
+
+let redis: Redis | null = null;
+beforeAll(() => {
+  if (redisUrl) redis = new Redis(redisUrl, { keyPrefix: `test-${randomBytes(4).toString('hex')}:` });
+});
+afterAll(async () => {
+  await redis?.quit();
+});
+
+const factories: [string, boolean, StoreFactory][] = [
+  ['memory', false, (windows, clock) => createMemoryRateLimitStore({ windows, clock })],
+  ['redis', !redisUrl, (windows, clock) => createRedisRateLimitStore({ client: redis as Redis, windows, clock })],
+];
+
+/** A fresh key per test, so one Redis serves every run without cleanup. */
+const newKey = () => randomBytes(8).toString('hex');
+
+describe.each(factories)('%s store', (_name, skip, factory) => {
+  function clocked(limits = LIMITS): Clocked {
+    let now = T0;
+    return { store: factory(windowsFromSettings(limits), () => now), advance: (ms) => (now += ms) };
+  }
+
+  async function run(store: RateLimitStore, key: string, n: number): Promise<boolean[]> {
+    const out: boolean[] = [];
+    for (let i = 0; i < n; i++) out.push((await store.check(key)).allowed);
+    return out;
+  }
+
+  it.skipIf(skip)('lets 5 of a burst of 8 through within one second', async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    const results: boolean[] = [];
+    for (let i = 0; i < 8; i++) {
+      results.push((await store.check(key)).allowed);
+      advance(100);
+    }
+    expect(results).toEqual([true, true, true, true, true, false, false, false]);
+  });
+
+  it.skipIf(skip)('reports remaining quota, reset and retry-after', async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    const first = await store.check(key);
+    expect(first.windows.map((w) => [w.name, w.remaining, w.resetMs])).toEqual([
+      ['per-second', 4, 1000],
+      ['per-minute', 59, 60_000],
+      ['per-hour', 999, 3_600_000],
+    ]);
+    advance(300);
+    await run(store, key, 4);
+    const refused = await store.check(key);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterMs).toBe(700);
+    expect(refused.windows[0]).toMatchObject({ remaining: 0, resetMs: 700 });
+    expect(refused.windows[1]).toMatchObject({ remaining: 55 });
+  });
+
+  it.skipIf(skip)('does not count refused requests', async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    await run(store, key, 5);
+    advance(500);
+    expect(await run(store, key, 20)).toEqual(Array(20).fill(false));
+    advance(500);
+    expect(await run(store, key, 6)).toEqual([true, true, true, true, true, false]);
+    const minute = (await store.check(key)).windows[1];
+    expect(minute?.remaining).toBe(50);
+  });
+
+  it.skipIf(skip)('slides instead of resetting at a boundary', async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    await run(store, key, 3);
+    advance(900);
+    expect(await run(store, key, 3)).toEqual([true, true, false]);
+    advance(100); // the first three leave the window; the two at +900 ms still count
+    expect(await run(store, key, 4)).toEqual([true, true, true, false]);
+  });
+
+  it.skipIf(skip)('trips the minute window at request 61', async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    for (let i = 0; i < 60; i++) {
+      expect((await store.check(key)).allowed).toBe(true);
+      advance(250);
+    }
+    const refused = await store.check(key);
+    expect(refused.allowed).toBe(false);
+    expect(refused.windows[1]?.remaining).toBe(0);
+    expect(refused.retryAfterMs).toBe(60_000 - 60 * 250);
+    advance(refused.retryAfterMs);
+    expect((await store.check(key)).allowed).toBe(true);
+  });
+
+  it.skipIf(skip)('trips the hour window at request 1001', async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    let allowed = 0;
+    for (let i = 0; i < 1000; i++) {
+      if ((await store.check(key)).allowed) allowed++;
+      advance(3500);
+    }
+    expect(allowed).toBe(1000);
+    const refused = await store.check(key);
+    expect(refused.allowed).toBe(false);
+    expect(refused.windows[2]?.remaining).toBe(0);
+    expect(refused.retryAfterMs).toBe(3_600_000 - 1000 * 3500);
+    advance(refused.retryAfterMs);
+    expect((await store.check(key)).allowed).toBe(true);
+  });
+
+  it.skipIf(skip)('keeps keys independent', async () => {
+    const { store } = clocked();
+    const a = newKey();
+    const b = newKey();
+    expect(await run(store, a, 6)).toEqual([true, true, true, true, true, false]);
+    expect(await run(store, b, 5)).toEqual([true, true, true, true, true]);
+    expect((await store.check(a)).allowed).toBe(false);
+  });
+
+  it.skipIf(skip)('honours configured limits', async () => {
+    const { store } = clocked({ perSecond: 2, perMinute: 3, perHour: 4 });
+    expect(await run(store, newKey(), 3)).toEqual([true, true, false]);
+  });
+});
+
+describe.skipIf(!redisUrl)('redis store on the server clock', () => {
+  it('serves a burst of 8 as 5 through and 3 refused', async () => {
+    const store = createRedisRateLimitStore({ client: redis as Redis, windows: windowsFromSettings(LIMITS) });
+    const key = newKey();
+    const results = await Promise.all(Array.from({ length: 8 }, () => store.check(key)));
+    expect(results.filter((r) => r.allowed)).toHaveLength(5);
+    const refused = results.filter((r) => !r.allowed);
+    expect(refused).toHaveLength(3);
+    for (const r of refused) expect(r.retryAfterMs).toBeGreaterThan(0);
+    for (const r of refused) expect(r.retryAfterMs).toBeLessThanOrEqual(1000);
+  });
+
+  it('sets an expiry so idle keys leave Redis', async () => {
+    const store = createRedisRateLimitStore({ client: redis as Redis, windows: windowsFromSettings(LIMITS), keyPrefix: 'ttl:' });
+    const key = newKey();
+    await store.check(key);
+    const ttl = await (redis as Redis).pttl(`ttl:${key}`);
+    expect(ttl).toBeGreaterThan(3_500_000);
+    expect(ttl).toBeLessThanOrEqual(3_600_000);
+  });
+});

@@ -1,0 +1,62 @@
+import { createHmac } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { deliveryBody, deliveryHeaders, nextAttemptDelay, signBody, verifySignature } from '../../src/domain/webhook-message.js';
+import { createSecretCipher } from '../../src/domain/secret-cipher.js';
+
+const message = {
+  event: 'payment.confirmed' as const,
+  deliveryId: '7f1c1a52-3c1e-4e57-9d7a-3a3b3f1f0a01',
+  createdAt: new Date('2025-03-01T10:00:00.000Z'),
+  data: { id: '0b6f3f43-2a5e-4a8c-9a53-0f9d1f7f3a11', amount: 12000.5 },
+};
+
+describe('webhook message', () => {
+  it('builds the documented envelope, the same bytes every time', () => {
+    const body = deliveryBody(message);
+    expect(JSON.parse(body)).toEqual({ event: 'payment.confirmed', deliveryId: message.deliveryId, createdAt: '2025-03-01T10:00:00.000Z', data: message.data });
+    expect(deliveryBody({ ...message })).toBe(body);
+  });
+
+  it('signs the exact body bytes with lowercase hex HMAC-SHA256', () => {
+    const body = deliveryBody(message);
+    const signature = signBody('s3cret-s3cret-s3cret', body);
+    expect(signature).toBe(createHmac('sha256', 's3cret-s3cret-s3cret').update(body).digest('hex'));
+    expect(signature).toMatch(/^[0-9a-f]{64}$/);
+    expect(verifySignature('s3cret-s3cret-s3cret', body, signature)).toBe(true);
+    expect(verifySignature('s3cret-s3cret-s3cret', body + ' ', signature)).toBe(false);
+    expect(verifySignature('s3cret-s3cret-s3cret', body, 'abc')).toBe(false);
+  });
+
+  it('sends the event, delivery id, timestamp and signature headers', () => {
+    const body = deliveryBody(message);
+    const headers = deliveryHeaders(message, body, 'k'.repeat(16), new Date('2025-03-01T10:00:05.000Z'));
+    expect(headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-service-event': 'payment.confirmed',
+      'x-service-delivery': message.deliveryId,
+      'x-service-timestamp': '1740823205',
+      'x-service-signature': signBody('k'.repeat(16), body),
+    });
+  });
+
+  it('follows the retry schedule and then gives up', () => {
+    const schedule = [0, 5000, 300_000];
+    expect(nextAttemptDelay(schedule, 1)).toBe(5000);
+    expect(nextAttemptDelay(schedule, 2)).toBe(300_000);
+    expect(nextAttemptDelay(schedule, 3)).toBeNull();
+  });
+});
+
+describe('secret cipher', () => {
+  it('round-trips, randomises and rejects tampering or another key', () => {
+    const cipher = createSecretCipher('a-configured-key-of-some-length');
+    const a = cipher.encrypt('whsec_0123456789abcdef');
+    expect(a).not.toBe(cipher.encrypt('whsec_0123456789abcdef'));
+    expect(a).not.toContain('whsec');
+    expect(cipher.decrypt(a)).toBe('whsec_0123456789abcdef');
+    const raw = Buffer.from(a.slice(3), 'base64');
+    raw[raw.length - 1] = (raw[raw.length - 1] ?? 0) ^ 1;
+    expect(() => cipher.decrypt(`v1:${raw.toString('base64')}`)).toThrow();
+    expect(() => createSecretCipher('another-configured-key-entirely').decrypt(a)).toThrow();
+  });
+});
