@@ -210,6 +210,7 @@ describe.skipIf(!DATABASE_URL)('crash consistency (SIGKILL)', () => {
       await startApi();
     }
 
+    console.log(`chaos: ${attempts.filter((a) => a.seenId).length} of ${attempts.length} payments acknowledged before the kills`);
     for (const a of attempts) {
       let retry = await api(apiKey, 'POST', '/payments', { invoiceId: a.invoiceId }, { 'x-idempotency-key': a.key });
       // 409: the killed request still holds the key until its lock expires; a client backs off.
@@ -244,8 +245,8 @@ describe.skipIf(!DATABASE_URL)('crash consistency (SIGKILL)', () => {
     await client.connect();
     try {
       const doubled = await client.query(
-        `SELECT invoice_id FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
-          WHERE p.status = 'confirmed' GROUP BY invoice_id HAVING count(*) > 1`,
+        `SELECT pi.invoice_id FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+          WHERE p.status = 'confirmed' GROUP BY pi.invoice_id HAVING count(*) > 1`,
       );
       expect(doubled.rows).toEqual([]);
       const confirmed = await client.query(`SELECT id FROM payments WHERE status = 'confirmed'`);
