@@ -47,6 +47,7 @@ const ConfigSchema = Type.Object({
   shortUrlBase: Type.String(),
   logLevel: Type.String(),
   keyRotationGraceMs: Int(24 * 3600 * 1000),
+  authCacheTtlMs: Int(2000),
   idempotencyTtlMs: Int(48 * 3600 * 1000, 24 * 3600 * 1000),
 });
 export type Config = Static<typeof ConfigSchema>;
@@ -149,6 +150,7 @@ export function loadConfig(env: Env = process.env): Config {
     shortUrlBase: str(env, 'SHORT_URL_BASE') ?? `http://${host}:${port}/q`,
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     keyRotationGraceMs: int(env, 'KEY_ROTATION_GRACE_MS', 24 * 3600 * 1000),
+    authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 2000),
     idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 48 * 3600 * 1000),
   };
   if (!Value.Check(ConfigSchema, config)) {

@@ -137,7 +137,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const push = createPushSender(config.fcm, logger, config.webhookTimeoutMs);
   const devices = createDeviceService({ devices: createDeviceRepository(db), push, log: logger, now: opts.now });
   const services: AppServices = {
-    partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, now: opts.now }),
+    partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, authCacheTtlMs: config.authCacheTtlMs, now: opts.now }),
     invoices: createInvoiceService({ invoices: invoiceRepo, ministries, log: logger, now: opts.now }),
     payments,
     reports: createReportService({ db, payments: paymentRepo, ministries, log: logger, now: opts.now }),

@@ -8,7 +8,7 @@ import {
   keyPrefix,
   type KeyEnvironment,
 } from '../domain/api-key.js';
-import type { PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
+import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
 import type { AppEnv } from '../config.js';
 
 export interface AuthenticatedPartner {
@@ -33,6 +33,8 @@ export function createPartnerService(deps: {
   partners: PartnerRepository;
   appEnv: AppEnv;
   keyRotationGraceMs: number;
+  /** How long a verified key is trusted without a database read; 0 disables the cache. */
+  authCacheTtlMs?: number;
   now?: () => Date;
 }) {
   const now = deps.now ?? (() => new Date());
@@ -41,6 +43,23 @@ export function createPartnerService(deps: {
   function newKey(environment: KeyEnvironment) {
     const apiKey = generateApiKey(environment);
     return { apiKey, stored: { hash: hashApiKey(apiKey), prefix: keyPrefix(apiKey) } };
+  }
+
+  // Known keys only, briefly: every request would otherwise cost a database round trip. Changes
+  // made through this instance clear it at once; other instances see them within the TTL.
+  const cache = new Map<string, { row: KeyLookupRow; at: number }>();
+  const CACHE_MAX = 10_000;
+
+  async function lookup(hash: string): Promise<KeyLookupRow | null> {
+    const ttl = deps.authCacheTtlMs ?? 0;
+    const hit = cache.get(hash);
+    if (hit && Date.now() - hit.at < ttl) return hit.row;
+    const row = await deps.partners.findByKeyHash(hash);
+    if (row && ttl > 0) {
+      if (cache.size >= CACHE_MAX) cache.clear();
+      cache.set(hash, { row, at: Date.now() });
+    }
+    return row;
   }
 
   async function requirePartner(id: string): Promise<PartnerRow> {
@@ -65,6 +84,7 @@ export function createPartnerService(deps: {
 
     async update(id: string, patch: { active?: boolean; qrStandard?: 'qrpay' | 'govstd' }): Promise<PartnerRow> {
       const partner = await deps.partners.update(id, patch);
+      cache.clear();
       if (!partner) throw new NotFoundError('Partner');
       return partner;
     },
@@ -74,6 +94,7 @@ export function createPartnerService(deps: {
       const { apiKey, stored } = newKey(partner.environment);
       const previousKeysExpireAt = new Date(now().getTime() + deps.keyRotationGraceMs);
       await deps.partners.rotateKey(id, partner.environment, stored, previousKeysExpireAt);
+      cache.clear();
       return { apiKey, previousKeysExpireAt };
     },
 
@@ -81,7 +102,7 @@ export function createPartnerService(deps: {
     async authenticate(key: string | undefined): Promise<AuthenticatedPartner> {
       if (!key || keyEnvironment(key) !== accepted) throw new AppError(401, UNAUTHORIZED);
       const hash = hashApiKey(key);
-      const row = await deps.partners.findByKeyHash(hash);
+      const row = await lookup(hash);
       if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) {
         throw new AppError(401, UNAUTHORIZED);
       }
