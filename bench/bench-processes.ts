@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import pg from 'pg';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -45,6 +46,32 @@ export async function startProcess(args: string[], env: Record<string, string>, 
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
       return Math.round(kb / 1024);
+    },
+  };
+}
+
+/** A fresh PostgreSQL database for one run, or null when PostgreSQL cannot be reached. */
+export async function freshDatabase(adminUrl: string, prefix: string): Promise<{ url: string; drop: () => Promise<void> } | null> {
+  const name = `${prefix}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+  } catch (err) {
+    console.log(`PostgreSQL unavailable (${(err as Error).message})`);
+    return null;
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
     },
   };
 }

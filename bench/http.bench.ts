@@ -2,8 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Request as AcRequest } from 'autocannon';
-import pg from 'pg';
-import { freePort, startProcess, type Proc } from './bench-processes.js';
+import { freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 
 /**
  * `npm run bench`: the service on PostgreSQL and on PGlite against a bare Fastify baseline, in
@@ -170,31 +169,6 @@ async function collectPayments(api: string, keys: string[]): Promise<{ key: stri
   return out;
 }
 
-async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> } | null> {
-  const name = `bench_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
-  try {
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-  } catch (err) {
-    console.log(`PostgreSQL unavailable (${(err as Error).message}); skipping the PostgreSQL run`);
-    return null;
-  } finally {
-    await admin.end().catch(() => undefined);
-  }
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
-
 async function withSimulator<T>(fixtures: string, fn: (url: string) => Promise<T>): Promise<T> {
   const port = await freePort();
   const sim: Proc = await startProcess(['simulator/bin/simulator.ts'], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '0' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`);
@@ -232,7 +206,7 @@ async function main(): Promise<void> {
   const fixtures = writeFixtures();
   const rows: Row[] = [];
   const rss: Record<string, number> = {};
-  const pgDb = await freshDatabase();
+  const pgDb = await freshDatabase(PG_URL, 'bench');
   if (pgDb) {
     try {
       const res = await withSimulator(fixtures, (sim) => benchStore('postgres', sim, baselinePeak, pgDb.url));

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { freePort, startProcess } from './bench-processes.js';
+import { freePort, freshDatabase, startProcess } from './bench-processes.js';
 
 /**
  * `npm run soak [-- --seconds=120]`: many partner keys send mixed traffic (searches, reads,
@@ -40,28 +39,10 @@ function fixtures(): string {
 }
 
 async function database(): Promise<{ url: string | null; drop: () => Promise<void> }> {
-  const name = `soak_${Date.now()}`;
-  const client = new pg.Client({ connectionString: PG_URL });
-  try {
-    await client.connect();
-    await client.query(`CREATE DATABASE ${name}`);
-    await client.end();
-  } catch {
-    await client.end().catch(() => undefined);
-    console.log('PostgreSQL unavailable: soaking on PGlite');
-    return { url: null, drop: async () => undefined };
-  }
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
+  const db = await freshDatabase(PG_URL, 'soak');
+  if (db) return db;
+  console.log('soaking on PGlite');
+  return { url: null, drop: async () => undefined };
 }
 
 interface Stats {
