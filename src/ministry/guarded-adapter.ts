@@ -1,21 +1,18 @@
 import { createCircuitBreaker, type CircuitBreakerOptions } from '../domain/circuit-breaker.js';
-import { UpstreamError, type MinistryAdapter, type MinistryAdapters } from './ministry.types.js';
-
-type Operation = Exclude<keyof MinistryAdapter, 'source'>;
-const OPERATIONS: Operation[] = ['search', 'getByRef', 'submitPayment', 'getPayment', 'cancelPayment', 'settlement'];
+import { UpstreamError, type MinistryAdapters } from './ministry.types.js';
+import { wrapAdapters } from './adapter-wrapper.js';
 
 /**
  * Fails fast while a ministry system keeps failing, so partners get an answer from the other
- * systems (or a quick 503) instead of every request waiting out the timeout.
- * Only upstream failures count; a clean "not found" or refusal is a healthy answer.
+ * systems (or a quick 503) instead of every request waiting out the timeout. One breaker per
+ * source, shared by all its operations. Only upstream failures count; a clean "not found" or
+ * refusal is a healthy answer.
  */
-function guard(adapter: MinistryAdapter, opts: CircuitBreakerOptions, now: () => number): MinistryAdapter {
-  const breaker = createCircuitBreaker(opts);
-  const guarded: Record<string, unknown> = { source: adapter.source };
-  for (const op of OPERATIONS) {
-    const call = adapter[op].bind(adapter) as (...args: unknown[]) => Promise<unknown>;
-    guarded[op] = async (...args: unknown[]) => {
-      if (!breaker.allow(now())) throw new UpstreamError(adapter.source, 'circuit-open', `${op} refused while the circuit is open`);
+export function guardAdapters(adapters: MinistryAdapters, opts: CircuitBreakerOptions, now: () => number = Date.now): MinistryAdapters {
+  return wrapAdapters(adapters, (source) => {
+    const breaker = createCircuitBreaker(opts);
+    return (op, call) => async (...args) => {
+      if (!breaker.allow(now())) throw new UpstreamError(source, 'circuit-open', `${op} refused while the circuit is open`);
       try {
         const result = await call(...args);
         breaker.success();
@@ -26,10 +23,5 @@ function guard(adapter: MinistryAdapter, opts: CircuitBreakerOptions, now: () =>
         throw err;
       }
     };
-  }
-  return guarded as unknown as MinistryAdapter;
-}
-
-export function guardAdapters(adapters: MinistryAdapters, opts: CircuitBreakerOptions, now: () => number = Date.now): MinistryAdapters {
-  return { mof: guard(adapters.mof, opts, now), etax: guard(adapters.etax, opts, now), police: guard(adapters.police, opts, now) };
+  });
 }
