@@ -75,3 +75,21 @@ export async function freshDatabase(adminUrl: string, prefix: string): Promise<{
     },
   };
 }
+
+/** Environment for an API child process wired to a simulator, on PGlite unless a database is given. */
+export function apiEnv(opts: { port: number; adminPort: number; adminToken: string; simulatorUrl: string; databaseUrl: string | null; extra?: Record<string, string> }): Record<string, string> {
+  const env: Record<string, string> = {
+    APP_ENV: 'local',
+    PORT: String(opts.port),
+    ADMIN_PORT: String(opts.adminPort),
+    ADMIN_TOKEN: opts.adminToken,
+    MINISTRY_MOF_URL: opts.simulatorUrl,
+    MINISTRY_ETAX_URL: opts.simulatorUrl,
+    MINISTRY_POLICE_URL: opts.simulatorUrl,
+    LOG_LEVEL: 'warn',
+    DATA_DIR: 'memory://',
+    ...opts.extra,
+  };
+  if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
+  return env;
+}

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Request as AcRequest } from 'autocannon';
-import { freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
+import { apiEnv, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 
 /**
  * `npm run bench`: the service on PostgreSQL and on PGlite against a bare Fastify baseline, in
@@ -112,22 +112,14 @@ async function prepare(api: string, adminUrl: string) {
 
 async function benchStore(store: string, simUrl: string, baselinePeak: number, databaseUrl: string | null): Promise<{ rows: Row[]; rssMb: number }> {
   const [port, adminPort] = [await freePort(), await freePort()];
-  const env: Record<string, string> = {
-    APP_ENV: 'local',
-    PORT: String(port),
-    ADMIN_PORT: String(adminPort),
-    ADMIN_TOKEN,
-    MINISTRY_MOF_URL: simUrl,
-    MINISTRY_ETAX_URL: simUrl,
-    MINISTRY_POLICE_URL: simUrl,
-    RATE_LIMIT_PER_SECOND: '1000000',
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    RATE_LIMIT_PER_HOUR: '100000000',
-    CONFIRM_POLL_MS: '60000',
-    LOG_LEVEL: 'warn',
-    DATA_DIR: 'memory://',
-  };
-  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  const env = apiEnv({
+    port,
+    adminPort,
+    adminToken: ADMIN_TOKEN,
+    simulatorUrl: simUrl,
+    databaseUrl,
+    extra: { RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_HOUR: '100000000', CONFIRM_POLL_MS: '60000' },
+  });
   const api = `http://127.0.0.1:${port}/api/v1`;
   const proc = await startProcess(['src/bin/api.ts'], env, `${api}/health/ready`);
   try {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, freshDatabase, startProcess } from './bench-processes.js';
+import { apiEnv, freePort, freshDatabase, startProcess } from './bench-processes.js';
 
 /**
  * `npm run soak [-- --seconds=120]`: many partner keys send mixed traffic (searches, reads,
@@ -116,18 +116,7 @@ async function main(): Promise<void> {
   const [simPort, port, adminPort] = [await freePort(), await freePort(), await freePort()];
   const sim = await startProcess(['simulator/bin/simulator.ts'], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: fixtures(), SIMULATOR_AUTO_APPROVE_MS: '0' }, `http://127.0.0.1:${simPort}/`);
   const simUrl = `http://127.0.0.1:${simPort}`;
-  const env: Record<string, string> = {
-    APP_ENV: 'local',
-    PORT: String(port),
-    ADMIN_PORT: String(adminPort),
-    ADMIN_TOKEN,
-    MINISTRY_MOF_URL: simUrl,
-    MINISTRY_ETAX_URL: simUrl,
-    MINISTRY_POLICE_URL: simUrl,
-    LOG_LEVEL: 'warn',
-    DATA_DIR: 'memory://',
-  };
-  if (db.url) env.DATABASE_URL = db.url;
+  const env = apiEnv({ port, adminPort, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url });
   const api = `http://127.0.0.1:${port}/api/v1`;
   const proc = await startProcess(['src/bin/api.ts'], env, `${api}/health/ready`);
   const stats: Stats = { byStatus: new Map(), unexpected: [] };
