@@ -27,8 +27,9 @@ export function hashesEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** The environment tag plus 4 random characters; the random part may itself contain `_`. */
 export function keyPrefix(key: string): string {
-  return key.slice(0, key.lastIndexOf('_') + 5);
+  return key.slice(0, key.indexOf('_', 'gpk_'.length) + 5);
 }
 
 /** `local` and `sandbox` deployments take sandbox keys; `production` only live ones. */
