@@ -1,0 +1,64 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * `tsx bench/profile-summary.ts <file.cpuprofile> [top]`: self time by function and by package
+ * (or by our own source file) from a V8 CPU profile written by `npm run bench -- --cpu-prof`.
+ */
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function owner(url: string): string {
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1] as string;
+  const own = /\/(src|simulator)\/(.+)$/.exec(url);
+  if (own) return `${own[1]}/${own[2]}`;
+  return url.startsWith('node:') ? url : url === '' ? '(native/v8)' : 'other';
+}
+
+function topOf(map: Map<string, number>, total: number, n: number): string[] {
+  return [...map.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+}
+
+function main(): void {
+  const [file, topArg] = process.argv.slice(2);
+  if (!file) throw new Error('usage: tsx bench/profile-summary.ts <file.cpuprofile> [top]');
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfUs = new Map<number, number>();
+  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const byFunction = new Map<string, number>();
+  const byOwner = new Map<string, number>();
+  let total = 0;
+  let idle = 0;
+  for (const [id, us] of selfUs) {
+    const node = byId.get(id);
+    if (!node) continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    if (functionName === '(idle)') {
+      idle += us;
+      continue;
+    }
+    total += us;
+    const name = `${functionName || '(anonymous)'} ${owner(url)}:${lineNumber + 1}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + us);
+    byOwner.set(owner(url), (byOwner.get(owner(url)) ?? 0) + us);
+  }
+  const n = Number(topArg ?? 40);
+  console.log(`busy ${(total / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms\n\nself time by package or source file:`);
+  console.log(topOf(byOwner, total, n).join('\n'));
+  console.log('\nself time by function:');
+  console.log(topOf(byFunction, total, n).join('\n'));
+}
+
+main();
