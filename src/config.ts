@@ -48,6 +48,7 @@ const ConfigSchema = Type.Object({
   logLevel: Type.String(),
   keyRotationGraceMs: Int(24 * 3600 * 1000),
   authCacheTtlMs: Int(2000),
+  invoiceCache: Type.Object({ ttlMs: Int(2000), maxEntries: Int(50_000) }),
   idempotencyTtlMs: Int(48 * 3600 * 1000, 24 * 3600 * 1000),
 });
 export type Config = Static<typeof ConfigSchema>;
@@ -151,6 +152,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     keyRotationGraceMs: int(env, 'KEY_ROTATION_GRACE_MS', 24 * 3600 * 1000),
     authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 2000),
+    invoiceCache: {
+      ttlMs: int(env, 'INVOICE_CACHE_TTL_MS', 2000),
+      maxEntries: int(env, 'INVOICE_CACHE_MAX_ENTRIES', 50_000),
+    },
     idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 48 * 3600 * 1000),
   };
   if (!Value.Check(ConfigSchema, config)) {

@@ -5,6 +5,7 @@ import { createPartnerRepository } from './db/repositories/partner.repository.js
 import { createInvoiceRepository } from './db/repositories/invoice.repository.js';
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
 import { createInvoiceService, type InvoiceService } from './services/invoice.service.js';
+import { createInvoiceCache } from './services/invoice-cache.js';
 import { createMinistryAdapters } from './ministry/ministry.factory.js';
 import { createRateLimitServiceFromConfig } from './services/rate-limit/rate-limit.factory.js';
 import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
@@ -97,9 +98,11 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const partnerRepo = createPartnerRepository(db);
   const invoiceRepo = createInvoiceRepository(db);
   const paymentRepo = createPaymentRepository(db);
+  const invoiceCache = createInvoiceCache(config.invoiceCache);
   const payments = createPaymentService({
     payments: paymentRepo,
     invoices: invoiceRepo,
+    invoiceCache,
     idempotency: createIdempotencyRepository(db),
     events: createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] }),
     ministries,
@@ -138,7 +141,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const devices = createDeviceService({ devices: createDeviceRepository(db), push, log: logger, now: opts.now });
   const services: AppServices = {
     partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, authCacheTtlMs: config.authCacheTtlMs, now: opts.now }),
-    invoices: createInvoiceService({ invoices: invoiceRepo, ministries, log: logger, now: opts.now }),
+    invoices: createInvoiceService({ invoices: invoiceRepo, ministries, cache: invoiceCache, log: logger, now: opts.now }),
     payments,
     reports: createReportService({ db, payments: paymentRepo, ministries, log: logger, now: opts.now }),
     webhooks,

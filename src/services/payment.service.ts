@@ -11,6 +11,7 @@ import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody, QrPayBody } from '../http/schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from './logger.js';
+import type { InvoiceCache } from './invoice-cache.js';
 
 export interface QrBuilder {
   build(input: { standard: 'qrpay' | 'govstd'; paymentId: string; amount: string; payeeId: string; payeeName: string; billNumber: string }): QrPayBody;
@@ -23,6 +24,8 @@ export type CreateOutcome =
 export interface PaymentServiceDeps {
   payments: PaymentRepository;
   invoices: InvoiceRepository;
+  /** Told about every invoice row a payment changes, so cached reads never outlive the change here. */
+  invoiceCache: InvoiceCache;
   idempotency: IdempotencyRepository;
   events: EventRepository;
   ministries: MinistryAdapters;
@@ -104,6 +107,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       ),
     );
     const stored = await deps.invoices.upsert(fetched.filter((f) => f !== null));
+    deps.invoiceCache.forget(stored.map((r) => r.id));
     const ids = [...known, ...stored].map((r) => r.id);
     await deps.invoices.recordAccess(partnerId, ids);
     return ids;
@@ -222,12 +226,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     }
     if (payment.status === 'submitted' && state.status === 'confirmed') {
       const paidAt = state.confirmedAt ? new Date(state.confirmedAt) : now();
-      await deps.payments.transaction(async (trx) => {
+      const paid = await deps.payments.transaction(async (trx) => {
         const moved = await deps.payments.transition(trx, payment.id, ['submitted'], 'confirmed', { paidAt, nextCheckAt: null });
-        if (!moved) return;
-        await deps.payments.markInvoicesPaid(trx, payment.id);
+        if (!moved) return [];
+        const ids = await deps.payments.markInvoicesPaid(trx, payment.id);
         await deps.events.append(trx, payment.partner_id, { event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
+        return ids;
       });
+      deps.invoiceCache.forget(paid);
     }
   }
 
@@ -261,9 +267,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       }
       const moved = await deps.payments.transaction(async (trx) => {
         const row = await deps.payments.transition(trx, id, ['submitted', 'confirmed'], 'canceled', { canceledAt: now(), nextCheckAt: null });
-        if (row) await deps.payments.releaseInvoices(trx, id, 'open');
-        return row;
+        return row ? { released: await deps.payments.releaseInvoices(trx, id, 'open') } : null;
       });
+      // After the commit: a read between a forget and the commit would cache the old row again.
+      if (moved) deps.invoiceCache.forget(moved.released);
       if (!moved) {
         const current = await deps.payments.findById(id);
         throw new ConflictError(`Payment cannot be canceled in status ${current?.status ?? 'unknown'}`);

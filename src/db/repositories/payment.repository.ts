@@ -73,8 +73,8 @@ export function createPaymentRepository(db: Db) {
       return row ?? null;
     },
 
-    /** Releases the payment's hold on its invoices and sets their stored status. */
-    async releaseInvoices(trx: Trx, paymentId: string, invoiceStatus: 'open' | null): Promise<void> {
+    /** Releases the payment's hold on its invoices and sets their stored status; returns the released ids. */
+    async releaseInvoices(trx: Trx, paymentId: string, invoiceStatus: 'open' | null): Promise<string[]> {
       const held = await trx
         .updateTable('payment_invoices')
         .set({ active: false })
@@ -82,21 +82,22 @@ export function createPaymentRepository(db: Db) {
         .where('active', '=', true)
         .returning('invoice_id')
         .execute();
-      if (invoiceStatus && held.length > 0) {
-        await trx
-          .updateTable('invoices')
-          .set({ status: invoiceStatus, updated_at: new Date() })
-          .where('id', 'in', held.map((h) => h.invoice_id))
-          .execute();
+      const ids = held.map((h) => h.invoice_id);
+      if (invoiceStatus && ids.length > 0) {
+        await trx.updateTable('invoices').set({ status: invoiceStatus, updated_at: new Date() }).where('id', 'in', ids).execute();
       }
+      return ids;
     },
 
-    async markInvoicesPaid(trx: Trx, paymentId: string): Promise<void> {
-      await trx
+    /** Marks the invoices the payment holds as paid; returns their ids. */
+    async markInvoicesPaid(trx: Trx, paymentId: string): Promise<string[]> {
+      const rows = await trx
         .updateTable('invoices')
         .set({ status: 'paid', updated_at: new Date() })
         .where('id', 'in', (eb) => eb.selectFrom('payment_invoices').select('invoice_id').where('payment_id', '=', paymentId).where('active', '=', true))
+        .returning('id')
         .execute();
+      return rows.map((r) => r.id);
     },
 
     async findForPartner(partnerId: string, id: string): Promise<PaymentDetail | null> {
