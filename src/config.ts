@@ -48,7 +48,7 @@ const ConfigSchema = Type.Object({
   logLevel: Type.String(),
   keyRotationGraceMs: Int(24 * 3600 * 1000),
   authCacheTtlMs: Int(2000),
-  invoiceCache: Type.Object({ ttlMs: Int(2000), maxEntries: Int(50_000) }),
+  invoiceCache: Type.Object({ ttlMs: Int(30_000), maxEntries: Int(50_000) }),
   idempotencyTtlMs: Int(48 * 3600 * 1000, 24 * 3600 * 1000),
 });
 export type Config = Static<typeof ConfigSchema>;
@@ -153,7 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     keyRotationGraceMs: int(env, 'KEY_ROTATION_GRACE_MS', 24 * 3600 * 1000),
     authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 2000),
     invoiceCache: {
-      ttlMs: int(env, 'INVOICE_CACHE_TTL_MS', 2000),
+      ttlMs: int(env, 'INVOICE_CACHE_TTL_MS', 30_000),
       maxEntries: int(env, 'INVOICE_CACHE_MAX_ENTRIES', 50_000),
     },
     idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 48 * 3600 * 1000),

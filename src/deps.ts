@@ -6,6 +6,7 @@ import { createInvoiceRepository } from './db/repositories/invoice.repository.js
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
 import { createInvoiceService, type InvoiceService } from './services/invoice.service.js';
 import { createInvoiceCache } from './services/invoice-cache.js';
+import { withInvoiceCacheBus } from './services/invoice-cache.bus.js';
 import { createMinistryAdapters } from './ministry/ministry.factory.js';
 import { createRateLimitServiceFromConfig } from './services/rate-limit/rate-limit.factory.js';
 import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
@@ -98,7 +99,10 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const partnerRepo = createPartnerRepository(db);
   const invoiceRepo = createInvoiceRepository(db);
   const paymentRepo = createPaymentRepository(db);
-  const invoiceCache = createInvoiceCache(config.invoiceCache);
+  const localInvoiceCache = createInvoiceCache(config.invoiceCache);
+  // Instances that share Redis (for rate limits) also share invoice-cache invalidations.
+  const invoiceCacheBus = config.redisUrl ? await withInvoiceCacheBus(localInvoiceCache, config.redisUrl, logger) : null;
+  const invoiceCache = invoiceCacheBus ?? localInvoiceCache;
   const payments = createPaymentService({
     payments: paymentRepo,
     invoices: invoiceRepo,
@@ -174,6 +178,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     async close() {
       await upstream.close();
       await rateLimiter.close();
+      await invoiceCacheBus?.close();
       await webhookHttp.close();
       await db.destroy();
     },

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export type KeyEnvironment = 'sandbox' | 'production';
 
@@ -18,7 +18,8 @@ export function keyEnvironment(key: string): KeyEnvironment | null {
 
 /** Keys carry 192 random bits, so a fast hash is enough; no salt needed for lookup by hash. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // One-shot crypto.hash: every request hashes its key, and it skips the Hash object createHash builds.
+  return hash('sha256', key, 'hex');
 }
 
 export function hashesEqual(a: string, b: string): boolean {

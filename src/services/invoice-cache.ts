@@ -2,9 +2,9 @@ import { LRUCache } from 'lru-cache';
 import type { InvoiceRow } from '../db/repositories/invoice.repository.js';
 
 /**
- * Stored invoice rows, and which partner may read which, kept in process for GET /invoices/{id}.
- * Every write through this instance forgets the rows it touched; other instances' writes show
- * within `ttlMs`, which bounds the staleness of a copy that is itself a ministry snapshot.
+ * Stored invoice rows, and which partners may read each, kept in process for GET /invoices/{id}.
+ * Every write through this instance forgets the rows it touched, and so does every write another
+ * instance announces (see invoice-cache.bus.ts); `ttlMs` bounds what a lost announcement can cost.
  */
 export interface InvoiceCache {
   get(partnerId: string, id: string): InvoiceRow | undefined;
@@ -13,36 +13,55 @@ export interface InvoiceCache {
   /** Caches rows read since `mark`, skipping any forgotten meanwhile (their read may be stale). */
   remember(partnerId: string, rows: readonly InvoiceRow[], mark: number): void;
   forget(ids: Iterable<string>): void;
+  clear(): void;
 }
 
-const NO_CACHE: InvoiceCache = { get: () => undefined, mark: () => 0, remember: () => undefined, forget: () => undefined };
+interface Entry {
+  row: InvoiceRow;
+  /** Partners known to have retrieved it: access is only ever granted, never revoked. */
+  partners: Set<string>;
+}
+
+const NO_CACHE: InvoiceCache = { get: () => undefined, mark: () => 0, remember: () => undefined, forget: () => undefined, clear: () => undefined };
 
 export function createInvoiceCache(opts: { ttlMs: number; maxEntries: number }): InvoiceCache {
   if (opts.ttlMs <= 0 || opts.maxEntries <= 0) return NO_CACHE;
-  const rows = new LRUCache<string, InvoiceRow>({ max: opts.maxEntries, ttl: opts.ttlMs });
-  // Access is never revoked (partner_invoices rows are only added), so it outlives row changes.
-  const access = new LRUCache<string, true>({ max: opts.maxEntries, ttl: opts.ttlMs });
+  const entries = new LRUCache<string, Entry>({ max: opts.maxEntries, ttl: opts.ttlMs });
   const forgottenAt = new LRUCache<string, number>({ max: opts.maxEntries, ttl: opts.ttlMs });
   let clock = 0;
+  let clearedAt = -1;
 
   return {
     get(partnerId, id) {
-      return access.has(`${partnerId}:${id}`) ? rows.get(id) : undefined;
+      const entry = entries.get(id);
+      return entry?.partners.has(partnerId) ? entry.row : undefined;
     },
     mark: () => clock,
-    remember(partnerId, list, mark) {
-      for (const row of list) {
-        if ((forgottenAt.get(row.id) ?? -1) > mark) continue;
-        rows.set(row.id, row);
-        access.set(`${partnerId}:${row.id}`, true);
+    remember(partnerId, rows, mark) {
+      for (const row of rows) {
+        if (clearedAt > mark || (forgottenAt.get(row.id) ?? -1) > mark) continue;
+        const entry = entries.get(row.id);
+        if (entry && entry.row.updated_at.getTime() <= row.updated_at.getTime()) {
+          entry.row = row;
+          entry.partners.add(partnerId);
+        } else if (!entry) {
+          entries.set(row.id, { row, partners: new Set([partnerId]) });
+        }
       }
     },
     forget(ids) {
       clock += 1;
       for (const id of ids) {
-        rows.delete(id);
+        entries.delete(id);
         forgottenAt.set(id, clock);
       }
+    },
+    clear() {
+      // Everything read before now counts as forgotten, so in-flight reads are not remembered either.
+      clock += 1;
+      entries.clear();
+      forgottenAt.clear();
+      clearedAt = clock;
     },
   };
 }

@@ -29,6 +29,11 @@ export interface CreatePartnerInput {
 
 const UNAUTHORIZED = 'Invalid or missing API key';
 
+interface VerifiedKey {
+  row: KeyLookupRow;
+  partner: Readonly<AuthenticatedPartner>;
+}
+
 export function createPartnerService(deps: {
   partners: PartnerRepository;
   appEnv: AppEnv;
@@ -47,19 +52,23 @@ export function createPartnerService(deps: {
 
   // Known keys only, briefly: every request would otherwise cost a database round trip. Changes
   // made through this instance clear it at once; other instances see them within the TTL.
-  const cache = new Map<string, { row: KeyLookupRow; at: number }>();
+  const cache = new Map<string, { entry: VerifiedKey; at: number }>();
   const CACHE_MAX = 10_000;
 
-  async function lookup(hash: string): Promise<KeyLookupRow | null> {
+  /** The key's row, checked against the hash and environment once, with the partner it names. */
+  async function lookup(hash: string): Promise<VerifiedKey | null> {
     const ttl = deps.authCacheTtlMs ?? 0;
     const hit = cache.get(hash);
-    if (hit && Date.now() - hit.at < ttl) return hit.row;
+    if (hit && Date.now() - hit.at < ttl) return hit.entry;
     const row = await deps.partners.findByKeyHash(hash);
-    if (row && ttl > 0) {
+    if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) return null;
+    const { id, name, qrStandard, environment } = row.partner;
+    const entry: VerifiedKey = { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16) }) };
+    if (ttl > 0) {
       if (cache.size >= CACHE_MAX) cache.clear();
-      cache.set(hash, { row, at: Date.now() });
+      cache.set(hash, { entry, at: Date.now() });
     }
-    return row;
+    return entry;
   }
 
   async function requirePartner(id: string): Promise<PartnerRow> {
@@ -101,15 +110,12 @@ export function createPartnerService(deps: {
     /** 401 for a missing, unknown, expired or other-environment key; 403 for an inactive partner. */
     async authenticate(key: string | undefined): Promise<AuthenticatedPartner> {
       if (!key || keyEnvironment(key) !== accepted) throw new AppError(401, UNAUTHORIZED);
-      const hash = hashApiKey(key);
-      const row = await lookup(hash);
-      if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) {
-        throw new AppError(401, UNAUTHORIZED);
-      }
+      const verified = await lookup(hashApiKey(key));
+      if (!verified) throw new AppError(401, UNAUTHORIZED);
+      const { row, partner } = verified;
       if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) throw new AppError(401, UNAUTHORIZED);
       if (!row.partner.active) throw new AppError(403, 'Partner account is inactive');
-      const { id, name, qrStandard, environment } = row.partner;
-      return { id, name, qrStandard, environment, keyId: hash.slice(0, 16) };
+      return partner;
     },
   };
 }

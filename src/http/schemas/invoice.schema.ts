@@ -1,20 +1,18 @@
 import { Type, type Static } from 'typebox';
-import { Uuid } from './common.schema.js';
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+import { Nullable, StringEnum, Uuid } from './common.schema.js';
 
 export const InvoiceBody = Type.Object(
   {
     id: Uuid,
     description: Type.String(),
     amount: Type.Number(),
-    status: Type.Union([Type.Literal('open'), Type.Literal('paid'), Type.Literal('overdue'), Type.Literal('canceled')]),
+    status: StringEnum(['open', 'paid', 'overdue', 'canceled']),
     dueDate: Nullable(Type.String({ format: 'date-time' })),
     issuedAt: Nullable(Type.String({ format: 'date-time' })),
     vehicleNo: Nullable(Type.String()),
     payer: Nullable(Type.Object({ register: Type.String(), name: Type.String() }, { additionalProperties: false })),
     payee: Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false }),
-    year: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+    year: Type.Optional(Type.Unsafe<number | string>({ type: ['number', 'string'] })),
   },
   { additionalProperties: false },
 );

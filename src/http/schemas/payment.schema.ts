@@ -1,13 +1,7 @@
 import { Type, type Static } from 'typebox';
-import { Uuid } from './common.schema.js';
+import { StringEnum, Uuid } from './common.schema.js';
 
-export const PaymentStatus = Type.Union([
-  Type.Literal('pending'),
-  Type.Literal('submitted'),
-  Type.Literal('confirmed'),
-  Type.Literal('failed'),
-  Type.Literal('canceled'),
-]);
+export const PaymentStatus = StringEnum(['pending', 'submitted', 'confirmed', 'failed', 'canceled']);
 
 export const CreatePaymentBody = Type.Object(
   {

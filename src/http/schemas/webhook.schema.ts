@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { IsoDateTime, Uuid } from './common.schema.js';
+import { IsoDateTime, Nullable, Uuid } from './common.schema.js';
 import { WEBHOOK_EVENTS } from '../../domain/webhook-message.js';
 
 const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted or payment.confirmed' });
@@ -43,11 +43,11 @@ export const DeliveryListBody = Type.Object({
       event: EventName,
       deliveryId: Uuid,
       status: Type.Enum(['succeeded', 'failed']),
-      statusCode: Type.Union([Type.Integer(), Type.Null()]),
+      statusCode: Nullable(Type.Integer()),
       durationMs: Type.Integer(),
-      error: Type.Union([Type.String(), Type.Null()]),
+      error: Nullable(Type.String()),
       attempt: Type.Integer({ minimum: 1 }),
-      nextRetryAt: Type.Union([IsoDateTime, Type.Null()], { description: 'null when delivered or given up' }),
+      nextRetryAt: Nullable(IsoDateTime, { description: 'null when delivered or given up' }),
       createdAt: IsoDateTime,
     }),
     { description: 'Recent delivery attempts, newest first' },
