@@ -77,15 +77,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined): Promise<PaymentRow> {
     try {
-      return await deps.payments.transaction(async (trx) => {
-        const payment = await deps.payments.insertPending(trx, {
-          partnerId,
-          invoiceId: invoice.id,
-          amount,
-          nextCheckAt: new Date(now().getTime() + pendingGraceMs),
-        });
-        if (idemKey) await deps.idempotency.attachPayment(trx, partnerId, idemKey, payment.id);
-        return payment;
+      return await deps.payments.insertPending({
+        partnerId,
+        invoiceId: invoice.id,
+        amount,
+        nextCheckAt: new Date(now().getTime() + pendingGraceMs),
+        idempotencyKey: idemKey,
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
@@ -132,15 +129,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     });
   }
 
-  async function markSubmitted(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[]): Promise<void> {
+  /** The submitted payment, or null when another actor settled it first. */
+  async function markSubmitted(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[]): Promise<PaymentDetail | null> {
     const linked = await linkedInvoiceIds(invoice.source as Source, linkedRefNums.filter((r) => r !== invoice.ref_num), payment.partner_id);
-    await deps.payments.transaction(async (trx) => {
-      const moved = await deps.payments.transition(trx, payment.id, ['pending'], 'submitted', {
-        nextCheckAt: new Date(now().getTime() + deps.confirmPollMs),
-      });
-      if (!moved) return;
-      await deps.payments.addLinkedInvoices(trx, payment.id, linked);
-      await deps.events.append(trx, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
+    return deps.payments.markSubmitted({
+      id: payment.id,
+      nextCheckAt: new Date(now().getTime() + deps.confirmPollMs),
+      linkedInvoiceIds: linked,
+      outbox: deps.events.outbox({ event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } }),
     });
   }
 
@@ -148,19 +144,21 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * Asks the ministry to accept a pending payment. The payment id makes the call idempotent at
    * the ministry, so a retry after a timeout cannot create a second upstream payment.
    */
-  async function submit(payment: PaymentRow, invoice: InvoiceRow): Promise<void> {
+  async function submit(payment: PaymentRow, invoice: InvoiceRow): Promise<PaymentDetail | null> {
     let result;
     try {
       result = await deps.ministries[invoice.source as Source].submitPayment({ paymentId: payment.id, refNum: invoice.ref_num, amount: payment.amount });
     } catch (err) {
       throw new UpstreamUnavailableError(`submit of payment ${payment.id} failed`, { cause: err });
     }
-    if (result.accepted) await markSubmitted(payment, invoice, result.linkedRefNums);
-    else await markFailed(payment, result.reason);
+    if (result.accepted) return markSubmitted(payment, invoice, result.linkedRefNums);
+    await markFailed(payment, result.reason);
+    return null;
   }
 
-  async function outcomeOf(paymentId: string, invoice: InvoiceRow, standard: 'qrpay' | 'govstd'): Promise<CreateOutcome> {
-    const payment = await deps.payments.findById(paymentId);
+  /** `submitted` is the row submit() just wrote, when it did; otherwise the payment is read again. */
+  async function outcomeOf(paymentId: string, invoice: InvoiceRow, standard: 'qrpay' | 'govstd', submitted: PaymentDetail | null): Promise<CreateOutcome> {
+    const payment = submitted ?? (await deps.payments.findById(paymentId));
     if (!payment) throw new NotFoundError('Payment');
     if (payment.status === 'failed') {
       return { statusCode: 422, body: { success: false, refNum: invoice.ref_num, message: payment.failure_reason ?? 'Payment was not accepted' }, replayed: false };
@@ -173,16 +171,15 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (resumeId) {
       const existing = await deps.payments.findById(resumeId);
       const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
-      if (existing?.status === 'pending') await submit(existing, invoice);
-      return outcomeOf(resumeId, invoice, partner.qrStandard);
+      const submitted = existing?.status === 'pending' ? await submit(existing, invoice) : null;
+      return outcomeOf(resumeId, invoice, partner.qrStandard, submitted);
     }
     const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
     const status = effectiveInvoiceStatus(invoice.status, invoice.due_date, now());
     if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
     const amount = resolveAmount(invoice, requested);
     const payment = await createPending(partner.id, invoice, amount, idemKey);
-    await submit(payment, invoice);
-    return outcomeOf(payment.id, invoice, partner.qrStandard);
+    return outcomeOf(payment.id, invoice, partner.qrStandard, await submit(payment, invoice));
   }
 
   async function withIdempotency(partner: AuthenticatedPartner, key: string, invoiceId: string, amount: number | undefined): Promise<CreateOutcome> {

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db.types.js';
 
 export type PaymentEvent =
@@ -12,37 +12,48 @@ export interface EventRepositoryOptions {
 }
 
 /**
- * Outbox rows: always written in the transaction that changes the payment's state, together with
- * one delivery row per webhook of the partner subscribed to the event, so a crash after commit
- * cannot lose a notification.
+ * An outbox write that rides along in another statement: CTEs `ev` (one event row per row of the
+ * CTE named `source`, which must yield `partner_id`) and `deliveries` (one pending delivery per
+ * webhook of that partner subscribed to the event). Being part of the statement that changes the
+ * payment, it commits or fails with the change itself.
+ */
+export interface OutboxWrite {
+  ctes(source: string): RawBuilder<unknown>;
+}
+
+/**
+ * Outbox rows: always written in the statement or transaction that changes the payment's state,
+ * so a crash after commit cannot lose a notification.
  */
 export function createEventRepository(opts: EventRepositoryOptions = {}) {
   const now = opts.now ?? (() => new Date());
+
+  function outbox(e: PaymentEvent): OutboxWrite {
+    const dueAt = new Date(now().getTime() + (opts.firstAttemptDelayMs ?? 0));
+    return {
+      ctes: (source) => sql`ev AS (
+          INSERT INTO events (partner_id, event, payload)
+          SELECT partner_id, ${e.event}, ${JSON.stringify(e.data)}::jsonb FROM ${sql.table(source)}
+          RETURNING id, partner_id
+        ), deliveries AS (
+          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
+          SELECT w.id, ev.id, 'pending', ${dueAt}::timestamptz
+          FROM webhooks w JOIN ev ON w.partner_id = ev.partner_id
+          WHERE w.deleted_at IS NULL AND w.events @> ${JSON.stringify([e.event])}::jsonb
+        )`,
+    };
+  }
+
   return {
-    async append(trx: Transaction<Database>, partnerId: string, e: PaymentEvent): Promise<string> {
-      const row = await trx
-        .insertInto('events')
-        .values({ partner_id: partnerId, event: e.event, payload: JSON.stringify(e.data) })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      const dueAt = new Date(now().getTime() + (opts.firstAttemptDelayMs ?? 0));
-      await trx
-        .insertInto('webhook_deliveries')
-        .columns(['webhook_id', 'event_id', 'status', 'next_attempt_at'])
-        .expression((eb) =>
-          eb
-            .selectFrom('webhooks')
-            .select([
-              'id',
-              sql<string>`${row.id}::uuid`.as('event_id'),
-              sql<'pending'>`'pending'`.as('status'),
-              sql<Date>`${dueAt}::timestamptz`.as('next_attempt_at'),
-            ])
-            .where('partner_id', '=', partnerId)
-            .where('deleted_at', 'is', null)
-            .where(sql<boolean>`events @> ${JSON.stringify([e.event])}::jsonb`),
-        )
-        .execute();
+    outbox,
+
+    /** Appends an event for a partner in the caller's transaction; returns the event id. */
+    async append(trx: Kysely<Database>, partnerId: string, e: PaymentEvent): Promise<string> {
+      const { rows } = await sql<{ id: string }>`
+        WITH src AS (SELECT ${partnerId}::uuid AS partner_id), ${outbox(e).ctes('src')}
+        SELECT id FROM ev`.execute(trx);
+      const row = rows[0];
+      if (!row) throw new Error('event insert returned no row');
       return row.id;
     },
   };

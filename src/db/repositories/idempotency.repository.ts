@@ -1,6 +1,4 @@
-import type { Transaction } from 'kysely';
 import type { Db } from '../database.js';
-import type { Database } from '../db.types.js';
 
 export type IdempotencyClaim =
   | { kind: 'claimed'; paymentId: string | null }
@@ -50,10 +48,6 @@ export function createIdempotencyRepository(db: Db) {
         .returning('payment_id')
         .executeTakeFirst();
       return taken ? { kind: 'claimed', paymentId: taken.payment_id } : { kind: 'in_flight' };
-    },
-
-    async attachPayment(trx: Transaction<Database>, partnerId: string, key: string, paymentId: string): Promise<void> {
-      await trx.updateTable('idempotency_keys').set({ payment_id: paymentId }).where('partner_id', '=', partnerId).where('key', '=', key).execute();
     },
 
     async complete(partnerId: string, key: string, status: number, body: unknown): Promise<void> {

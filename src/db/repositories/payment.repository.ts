@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Db } from '../database.js';
 import type { Database, PaymentsTable, PaymentStatus } from '../db.types.js';
+import type { OutboxWrite } from './event.repository.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 type Trx = Transaction<Database>;
@@ -27,25 +28,54 @@ export function createPaymentRepository(db: Db) {
   return {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => db.transaction().execute(fn),
 
-    /** Inserts a pending payment holding its invoice; the partial unique index refuses a second holder. */
-    async insertPending(trx: Trx, input: { partnerId: string; invoiceId: string; amount: string; nextCheckAt: Date }): Promise<PaymentRow> {
-      const row = await trx
-        .insertInto('payments')
-        .values({ partner_id: input.partnerId, invoice_id: input.invoiceId, amount: input.amount, status: 'pending', next_check_at: input.nextCheckAt })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await trx.insertInto('payment_invoices').values({ payment_id: row.id, invoice_id: input.invoiceId, position: 0, active: true }).execute();
+    /**
+     * Inserts a pending payment holding its invoice, and ties it to the caller's idempotency key,
+     * in one statement: the partial unique index refuses a second holder and nothing is written.
+     */
+    async insertPending(input: { partnerId: string; invoiceId: string; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow> {
+      const { rows } = await sql<PaymentRow>`
+        WITH p AS (
+          INSERT INTO payments (partner_id, invoice_id, amount, status, next_check_at)
+          VALUES (${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz)
+          RETURNING *
+        ), held AS (
+          INSERT INTO payment_invoices (payment_id, invoice_id, position, active)
+          SELECT id, invoice_id, 0, true FROM p
+        )${input.idempotencyKey === undefined ? sql`` : sql`, attached AS (
+          UPDATE idempotency_keys SET payment_id = (SELECT id FROM p)
+          WHERE partner_id = ${input.partnerId}::uuid AND key = ${input.idempotencyKey}
+        )`}
+        SELECT * FROM p`.execute(db);
+      const row = rows[0];
+      if (!row) throw new Error('payment insert returned no row');
       return row;
     },
 
-    /** Linked invoices the ministry settles together; one already held by another payment is skipped. */
-    async addLinkedInvoices(trx: Trx, paymentId: string, invoiceIds: string[]): Promise<void> {
-      if (invoiceIds.length === 0) return;
-      await trx
-        .insertInto('payment_invoices')
-        .values(invoiceIds.map((invoice_id, i) => ({ payment_id: paymentId, invoice_id, position: i + 1, active: true })))
-        .onConflict((oc) => oc.doNothing())
-        .execute();
+    /**
+     * pending -> submitted, with the linked invoices the ministry settles together (one already held
+     * by another payment is skipped) and the outbox event, in one statement. Null when another actor
+     * moved the payment first.
+     */
+    async markSubmitted(input: { id: string; nextCheckAt: Date; linkedInvoiceIds: string[]; outbox: OutboxWrite }): Promise<PaymentDetail | null> {
+      const linked = input.linkedInvoiceIds.map((invoiceId, i) => sql`(${invoiceId}::uuid, ${i + 1}::int)`);
+      const { rows } = await sql<PaymentRow & { linked_ids: string[] }>`
+        WITH moved AS (
+          UPDATE payments SET status = 'submitted', updated_at = ${new Date()}::timestamptz, next_check_at = ${input.nextCheckAt}::timestamptz
+          WHERE id = ${input.id}::uuid AND status = 'pending'
+          RETURNING *
+        ), linked AS (
+          ${linked.length === 0 ? sql`SELECT NULL::uuid AS invoice_id, 0 AS position WHERE false` : sql`
+          INSERT INTO payment_invoices (payment_id, invoice_id, position, active)
+          SELECT moved.id, l.invoice_id, l.position, true FROM moved, (VALUES ${sql.join(linked)}) AS l(invoice_id, position)
+          ON CONFLICT DO NOTHING
+          RETURNING invoice_id, position`}
+        ), ${input.outbox.ctes('moved')}
+        SELECT moved.*, (SELECT coalesce(jsonb_agg(invoice_id ORDER BY position), '[]'::jsonb) FROM linked) AS linked_ids
+        FROM moved`.execute(db);
+      const row = rows[0];
+      if (!row) return null;
+      const { linked_ids: linkedIds, ...payment } = row;
+      return { ...payment, invoiceIds: [payment.invoice_id, ...linkedIds] };
     },
 
     /** Moves a payment only if it is still in one of `from`; returns null when another actor moved it first. */
