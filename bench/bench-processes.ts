@@ -21,8 +21,8 @@ export interface Proc {
   peakRssMb(): number;
 }
 
-export async function startProcess(args: string[], env: Record<string, string>, readyUrl: string, nodeArgs: string[] = []): Promise<Proc> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+export async function startProcess(args: string[], env: Record<string, string>, readyUrl: string, nodeArgs: string[] = [], stdout: 'ignore' | 'inherit' = 'ignore'): Promise<Proc> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
     try {

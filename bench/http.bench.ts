@@ -21,6 +21,8 @@ const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
 const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status').split(',');
 /** `--cpu-prof`: the API writes a V8 CPU profile per store to bench/results/profiles/. */
 const CPU_PROF = process.argv.includes('--cpu-prof');
+/** `--trace-gc`: the API prints V8's GC trace (to find pauses behind a latency tail). */
+const TRACE_GC = process.argv.includes('--trace-gc');
 const ADMIN_TOKEN = 'bench-admin-token';
 
 interface Row {
@@ -128,8 +130,8 @@ async function benchStore(store: string, simUrl: string, baselinePeak: number, d
   const api = `http://127.0.0.1:${port}/api/v1`;
   const profileDir = 'bench/results/profiles';
   if (CPU_PROF) mkdirSync(profileDir, { recursive: true });
-  const nodeArgs = CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}/${store}`] : [];
-  const proc = await startProcess(['src/bin/api.ts'], env, `${api}/health/ready`, nodeArgs);
+  const nodeArgs = [...(CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}/${store}`] : []), ...(TRACE_GC ? ['--trace-gc'] : [])];
+  const proc = await startProcess(['src/bin/api.ts'], env, `${api}/health/ready`, nodeArgs, TRACE_GC ? 'inherit' : 'ignore');
   try {
     const { owned } = await prepare(api, `http://127.0.0.1:${adminPort}`);
     const all = owned.flat();
@@ -183,7 +185,9 @@ async function collectPayments(api: string, keys: string[], nextInvoice: () => {
 
 async function withSimulator<T>(fixtures: string, fn: (url: string) => Promise<T>): Promise<T> {
   const port = await freePort();
-  const sim: Proc = await startProcess(['simulator/bin/simulator.ts'], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '0' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`);
+  // The ministry confirms each payment 1 ms after it is submitted (0 would mean never), so the
+  // first status read confirms it live and later reads answer from the database.
+  const sim: Proc = await startProcess(['simulator/bin/simulator.ts'], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '1' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`);
   try {
     return await fn(`http://127.0.0.1:${port}`);
   } finally {
@@ -237,7 +241,7 @@ async function main(): Promise<void> {
   const md = table(baselinePeak, rows, rss);
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
-  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF;
+  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
   writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, baselinePeak, rows, rssMb: rss }, null, 2));

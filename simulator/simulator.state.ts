@@ -80,6 +80,7 @@ export function invoiceFromFixture(fixture: InvoiceFixture): SimInvoice {
 }
 
 const keyOf = (source: SimSource, id: string): string => `${source}:${id}`;
+const searchKey = (source: SimSource, field: SearchField, value: string): string => `${source}\u0000${field}\u0000${value}`;
 
 /** In-memory ministry state shared by the three simulated systems. */
 export class SimulatorState {
@@ -89,6 +90,14 @@ export class SimulatorState {
   private readonly answers = new Map<string, SubmitOutcome>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly faults = new Map<SimSource, Fault>();
+  /*
+   * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
+   * still answers at once: invoices by search field value, and the submitted payment holding each
+   * invoice (by its own or a linked refNum).
+   */
+  private readonly bySearch = new Map<string, SimInvoice[]>();
+  private readonly holders = new Map<string, SimPayment>();
+  private readonly insertedAt = new Map<string, number>();
 
   constructor(
     private readonly fixtures: FixtureFile,
@@ -102,6 +111,9 @@ export class SimulatorState {
     this.invoices.clear();
     this.payments.clear();
     this.answers.clear();
+    this.bySearch.clear();
+    this.holders.clear();
+    this.insertedAt.clear();
     this.faults.clear();
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
@@ -114,15 +126,45 @@ export class SimulatorState {
 
   upsertInvoice(fixture: InvoiceFixture): SimInvoice {
     const invoice = invoiceFromFixture(fixture);
-    this.invoices.set(keyOf(invoice.source, invoice.refNum), invoice);
+    const key = keyOf(invoice.source, invoice.refNum);
+    const previous = this.invoices.get(key);
+    if (previous) this.unindex(previous);
+    else this.insertedAt.set(key, this.insertedAt.size);
+    this.invoices.set(key, invoice);
+    this.index(invoice);
     return invoice;
   }
 
   search(source: SimSource, field: SearchField, value: string): SimInvoice[] {
-    return [...this.invoices.values()].filter((invoice) => {
-      if (invoice.source !== source) return false;
-      return field === 'register' ? invoice.payer?.register === value : invoice[field] === value;
-    });
+    const found = this.bySearch.get(searchKey(source, field, value)) ?? [];
+    // Insertion order, as a scan of the invoice map gives it (a replaced invoice keeps its place).
+    const seq = (i: SimInvoice) => this.insertedAt.get(keyOf(i.source, i.refNum)) ?? 0;
+    return [...found].sort((a, b) => seq(a) - seq(b));
+  }
+
+  private searchKeys(invoice: SimInvoice): string[] {
+    const values: [SearchField, string | null | undefined][] = [
+      ['register', invoice.payer?.register],
+      ['vehicleNo', invoice.vehicleNo],
+      ['taxRef', invoice.taxRef],
+    ];
+    return values.flatMap(([field, value]) => (value ? [searchKey(invoice.source, field, value)] : []));
+  }
+
+  private index(invoice: SimInvoice): void {
+    for (const key of this.searchKeys(invoice)) {
+      const list = this.bySearch.get(key);
+      if (list) list.push(invoice);
+      else this.bySearch.set(key, [invoice]);
+    }
+  }
+
+  private unindex(invoice: SimInvoice): void {
+    for (const key of this.searchKeys(invoice)) {
+      const list = this.bySearch.get(key)?.filter((i) => i !== invoice) ?? [];
+      if (list.length > 0) this.bySearch.set(key, list);
+      else this.bySearch.delete(key);
+    }
   }
 
   getInvoice(source: SimSource, refNum: string): SimInvoice | undefined {
@@ -161,12 +203,18 @@ export class SimulatorState {
   }
 
   private inProgress(source: SimSource, refNum: string): boolean {
-    return this.listPayments().some(
-      (payment) =>
-        payment.source === source &&
-        payment.status === 'submitted' &&
-        (payment.refNum === refNum || payment.linkedRefNums.includes(refNum)),
-    );
+    return this.holders.has(keyOf(source, refNum));
+  }
+
+  private hold(payment: SimPayment): void {
+    for (const refNum of [payment.refNum, ...payment.linkedRefNums]) this.holders.set(keyOf(payment.source, refNum), payment);
+  }
+
+  private release(payment: SimPayment): void {
+    for (const refNum of [payment.refNum, ...payment.linkedRefNums]) {
+      const key = keyOf(payment.source, refNum);
+      if (this.holders.get(key) === payment) this.holders.delete(key);
+    }
   }
 
   private accept(source: SimSource, command: SubmitCommand): SimPayment {
@@ -184,6 +232,7 @@ export class SimulatorState {
     };
     const key = keyOf(source, payment.paymentId);
     this.payments.set(key, payment);
+    this.hold(payment);
     if (this.autoApproveMs > 0) {
       const timer = setTimeout(() => this.confirm(payment), this.autoApproveMs);
       timer.unref();
@@ -194,10 +243,10 @@ export class SimulatorState {
 
   /** Approves the submitted payment of an invoice; undefined when there is none. */
   approve(refNum: string, source?: SimSource): SimPayment | undefined {
-    const payment = this.listPayments().find(
-      (candidate) =>
-        candidate.status === 'submitted' && candidate.refNum === refNum && (!source || candidate.source === source),
-    );
+    const sources: SimSource[] = source ? [source] : ['mof', 'etax', 'police'];
+    const payment = sources
+      .map((s) => this.holders.get(keyOf(s, refNum)))
+      .find((candidate) => candidate?.status === 'submitted' && candidate.refNum === refNum);
     if (payment) this.confirm(payment);
     return payment;
   }
@@ -205,6 +254,7 @@ export class SimulatorState {
   private confirm(payment: SimPayment): void {
     this.stopTimer(payment);
     if (payment.status !== 'submitted') return;
+    this.release(payment);
     payment.status = 'confirmed';
     payment.confirmedAt = new Date();
     this.setInvoiceStatus(payment, 'paid');
@@ -214,6 +264,7 @@ export class SimulatorState {
     const payment = this.getPayment(source, paymentId);
     if (!payment || payment.status === 'canceled') return payment;
     this.stopTimer(payment);
+    this.release(payment);
     payment.status = 'canceled';
     payment.canceledAt = new Date();
     this.setInvoiceStatus(payment, 'open');
