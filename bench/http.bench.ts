@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Request as AcRequest } from 'autocannon';
 import { apiEnv, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
+import { pacedLoad } from './paced-load.js';
 
 /**
  * `npm run bench`: the service on PostgreSQL and on PGlite against a bare Fastify baseline, in
@@ -73,18 +74,22 @@ interface Target {
   next: () => { path: string; key: string; body?: string };
 }
 
-async function measure(baseUrl: string, target: Target): Promise<{ peak: number; p50: number; p99: number; rate: number; errors: number }> {
+async function measure(baseUrl: string, target: Target): Promise<{ peak: number; p50: number; p99: number; sendLagP99: number; rate: number; errors: number }> {
   const setupRequest = (req: AcRequest) => {
     const n = target.next();
     return { ...req, method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
   };
   const peak = await run({ url: baseUrl, connections: CONNECTIONS, duration: DURATION_S, requests: [{ setupRequest }] });
   const rate = Math.max(1, Math.floor(peak.requests.average * 0.5));
-  const half = await run({ url: baseUrl, connections: CONNECTIONS, duration: DURATION_S, overallRate: rate, requests: [{ setupRequest }] });
+  const half = await pacedLoad(new URL(baseUrl).origin, rate, DURATION_S, () => {
+    const n = target.next();
+    return { method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
+  });
   return {
     peak: Math.round(peak.requests.average),
-    p50: half.latency.p50,
-    p99: half.latency.p99,
+    p50: half.p50,
+    p99: half.p99,
+    sendLagP99: half.sendLagP99,
     rate,
     errors: peak.non2xx + peak.errors + half.non2xx + half.errors,
   };
@@ -95,17 +100,23 @@ async function json(url: string, init: RequestInit = {}) {
   return (await res.json()) as Record<string, unknown>;
 }
 
-async function prepare(api: string, adminUrl: string) {
+async function createPartners(adminUrl: string): Promise<string[]> {
   const keys: string[] = [];
-  const owned: { key: string; id: string }[][] = [];
   for (let p = 0; p < PARTNERS; p++) {
     const partner = await json(`${adminUrl}/admin/partners`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: `Bench ${p}` }),
     });
-    const key = partner.apiKey as string;
-    keys.push(key);
+    keys.push(partner.apiKey as string);
+  }
+  return keys;
+}
+
+/** Each partner looks up its own registers: this stores the invoices and grants the partner access. */
+async function lookUpAll(api: string, keys: string[]): Promise<{ key: string; id: string }[][]> {
+  const owned: { key: string; id: string }[][] = [];
+  for (const [p, key] of keys.entries()) {
     const mine: { key: string; id: string }[] = [];
     for (let r = 0; r < REGISTERS_PER_PARTNER; r++) {
       const found = await json(`${api}/invoices?ttd=BR${p * REGISTERS_PER_PARTNER + r}`, { headers: { 'x-api-key': key } });
@@ -114,7 +125,7 @@ async function prepare(api: string, adminUrl: string) {
     await json(`${api}/invoices?ttd=SMALL1`, { headers: { 'x-api-key': key } });
     owned.push(mine);
   }
-  return { keys, owned };
+  return owned;
 }
 
 async function benchStore(store: string, simUrl: string, baselinePeak: number, databaseUrl: string | null): Promise<{ rows: Row[]; rssMb: number }> {
@@ -133,7 +144,8 @@ async function benchStore(store: string, simUrl: string, baselinePeak: number, d
   const nodeArgs = [...(CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}/${store}`] : []), ...(TRACE_GC ? ['--trace-gc'] : [])];
   const proc = await startProcess(['src/bin/api.ts'], env, `${api}/health/ready`, nodeArgs, TRACE_GC ? 'inherit' : 'ignore');
   try {
-    const { owned } = await prepare(api, `http://127.0.0.1:${adminPort}`);
+    const keys = await createPartners(`http://127.0.0.1:${adminPort}`);
+    const owned = await lookUpAll(api, keys);
     const all = owned.flat();
     let i = 0;
     let payCursor = 0;
@@ -141,7 +153,12 @@ async function benchStore(store: string, simUrl: string, baselinePeak: number, d
     const pick = <T>(list: T[]) => list[i++ % list.length] as T;
     const nextInvoiceToPay = () => all[payCursor++ % all.length] as { key: string; id: string };
     const targets: Record<string, Target & { label: string; before?: () => Promise<void> }> = {
-      read: { label: 'GET /invoices/{id}', method: 'GET', next: () => { const o = pick(all); return { path: `/api/v1/invoices/${o.id}`, key: o.key }; } },
+      read: {
+        label: 'GET /invoices/{id}',
+        method: 'GET',
+        // Reads follow a fresh lookup, as a partner's do: the cache then holds what it just stored.
+        before: async () => void (await lookUpAll(api, keys)),
+        next: () => { const o = pick(all); return { path: `/api/v1/invoices/${o.id}`, key: o.key }; } },
       search: { label: 'GET /invoices?ttd=', method: 'GET', next: () => ({ path: '/api/v1/invoices?ttd=SMALL1', key: pick(all).key }) },
       pay: {
         label: 'POST /payments',
@@ -154,10 +171,11 @@ async function benchStore(store: string, simUrl: string, baselinePeak: number, d
     for (const name of ENDPOINTS) {
       const target = targets[name];
       if (!target) throw new Error(`unknown endpoint ${name}; known: ${Object.keys(targets).join(', ')}`);
-      if (name === 'status') payments = await collectPayments(api, owned.map((o) => o[0]?.key as string), nextInvoiceToPay);
+      if (name === 'status') payments = await collectPayments(api, keys, nextInvoiceToPay);
+      await target.before?.();
       const m = await measure(api, target);
       rows.push({ store, endpoint: target.label, peakRps: m.peak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors });
-      console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s  non-2xx ${m.errors}`);
+      console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}`);
     }
     return { rows, rssMb: proc.peakRssMb() };
   } finally {

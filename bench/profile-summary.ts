@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * `tsx bench/profile-summary.ts <file.cpuprofile> [top]`: self time by function and by package
- * (or by our own source file) from a V8 CPU profile written by `npm run bench -- --cpu-prof`.
+ * `tsx bench/profile-summary.ts <file.cpuprofile> [top] [--last-s=N]`: self time by function and
+ * by package (or by our own source file) from a V8 CPU profile written by `npm run bench --
+ * --cpu-prof`. `--last-s` keeps only the profile's last N seconds, leaving out start-up and setup.
  */
 interface ProfileNode {
   id: number;
@@ -31,12 +32,21 @@ function topOf(map: Map<string, number>, total: number, n: number): string[] {
 }
 
 function main(): void {
-  const [file, topArg] = process.argv.slice(2);
+  const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const lastS = Number(process.argv.find((a) => a.startsWith('--last-s='))?.slice(9) ?? Infinity);
+  const [file, topArg] = args;
   if (!file) throw new Error('usage: tsx bench/profile-summary.ts <file.cpuprofile> [top]');
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const span = profile.timeDeltas.reduce((a, b) => a + b, 0);
+  const from = span - lastS * 1e6;
   const selfUs = new Map<number, number>();
-  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (at >= from) selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
+  });
   const byFunction = new Map<string, number>();
   const byOwner = new Map<string, number>();
   let total = 0;
