@@ -22,7 +22,9 @@ export interface Proc {
 }
 
 export async function startProcess(args: string[], env: Record<string, string>, readyUrl: string, nodeArgs: string[] = [], stdout: 'ignore' | 'inherit' = 'ignore'): Promise<Proc> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
+  // TypeScript runs through tsx; the compiled build (dist/*.js) runs on plain Node, as in production.
+  const loader = args[0]?.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
     try {

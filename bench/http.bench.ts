@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Request as AcRequest } from 'autocannon';
@@ -22,6 +23,20 @@ const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
 const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status').split(',');
 /** `--cpu-prof`: the API writes a V8 CPU profile per store to bench/results/profiles/. */
 const CPU_PROF = process.argv.includes('--cpu-prof');
+/**
+ * The service and simulator run from the production build (`npm run build`, made at the start of
+ * the run) on plain Node, as `npm run start:prod` runs them; `--source` runs the TypeScript through
+ * tsx instead, whose loader thread adds its own heap to the RSS.
+ */
+const FROM_SOURCE = process.argv.includes('--source');
+const API_ENTRY = FROM_SOURCE ? 'src/bin/api.ts' : 'dist/src/bin/api.js';
+/** The Node flags `npm run start:prod` gives the service (its heap budget), so the bench measures that process. */
+const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
+  ?.split(' ')
+  .filter((word) => word.startsWith('--')) ?? [];
+const SIMULATOR_ENTRY = FROM_SOURCE ? 'simulator/bin/simulator.ts' : 'dist/simulator/bin/simulator.js';
+/** `--memory`: after each endpoint, the API's heap, external memory and RSS from its /metrics. */
+const MEMORY = process.argv.includes('--memory');
 /** `--trace-gc`: the API prints V8's GC trace (to find pauses behind a latency tail). */
 const TRACE_GC = process.argv.includes('--trace-gc');
 const ADMIN_TOKEN = 'bench-admin-token';
@@ -100,6 +115,12 @@ async function json(url: string, init: RequestInit = {}) {
   return (await res.json()) as Record<string, unknown>;
 }
 
+async function memoryLine(adminUrl: string): Promise<string> {
+  const text = await (await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+  const mb = (name: string) => Math.round(Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 2 ** 20);
+  return `          memory: heap used ${mb('nodejs_heap_size_used_bytes')} MB of ${mb('nodejs_heap_size_total_bytes')} MB, external ${mb('nodejs_external_memory_bytes')} MB, RSS ${mb('process_resident_memory_bytes')} MB`;
+}
+
 async function createPartners(adminUrl: string): Promise<string[]> {
   const keys: string[] = [];
   for (let p = 0; p < PARTNERS; p++) {
@@ -141,8 +162,8 @@ async function benchStore(store: string, simUrl: string, baselinePeak: number, d
   const api = `http://127.0.0.1:${port}/api/v1`;
   const profileDir = 'bench/results/profiles';
   if (CPU_PROF) mkdirSync(profileDir, { recursive: true });
-  const nodeArgs = [...(CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}/${store}`] : []), ...(TRACE_GC ? ['--trace-gc'] : [])];
-  const proc = await startProcess(['src/bin/api.ts'], env, `${api}/health/ready`, nodeArgs, TRACE_GC ? 'inherit' : 'ignore');
+  const nodeArgs = [...API_NODE_FLAGS, ...(CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}/${store}`] : []), ...(TRACE_GC ? ['--trace-gc'] : [])];
+  const proc = await startProcess([API_ENTRY], env, `${api}/health/ready`, nodeArgs, TRACE_GC ? 'inherit' : 'ignore');
   try {
     const keys = await createPartners(`http://127.0.0.1:${adminPort}`);
     const owned = await lookUpAll(api, keys);
@@ -175,6 +196,7 @@ async function benchStore(store: string, simUrl: string, baselinePeak: number, d
       await target.before?.();
       const m = await measure(api, target);
       rows.push({ store, endpoint: target.label, peakRps: m.peak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors });
+      if (MEMORY) console.log(await memoryLine(`http://127.0.0.1:${adminPort}`));
       console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}`);
     }
     return { rows, rssMb: proc.peakRssMb() };
@@ -205,7 +227,7 @@ async function withSimulator<T>(fixtures: string, fn: (url: string) => Promise<T
   const port = await freePort();
   // The ministry confirms each payment 1 ms after it is submitted (0 would mean never), so the
   // first status read confirms it live and later reads answer from the database.
-  const sim: Proc = await startProcess(['simulator/bin/simulator.ts'], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '1' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`);
+  const sim: Proc = await startProcess([SIMULATOR_ENTRY], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '1' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`);
   try {
     return await fn(`http://127.0.0.1:${port}`);
   } finally {
@@ -227,6 +249,7 @@ function table(baseline: number, rows: Row[], rss: Record<string, number>): stri
 
 async function main(): Promise<void> {
   const started = Date.now();
+  if (!FROM_SOURCE) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
   const basePort = await freePort();
   const baseline = await startProcess(['bench/baseline-server.ts', String(basePort)], {}, `http://127.0.0.1:${basePort}/hello`);
   let baselinePeak: number;
@@ -259,7 +282,7 @@ async function main(): Promise<void> {
   const md = table(baselinePeak, rows, rss);
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
-  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC;
+  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
   writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, baselinePeak, rows, rssMb: rss }, null, 2));
