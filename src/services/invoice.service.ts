@@ -8,7 +8,7 @@ import {
   type UpstreamInvoice,
 } from '../ministry/ministry.types.js';
 import type { InvoiceBody, InvoiceListBody } from '../http/schemas/invoice.schema.js';
-import { sumAmounts, toInvoiceView } from './invoice.view.js';
+import { sharedInvoiceView, sumAmounts, toInvoiceView } from './invoice.view.js';
 import type { Logger } from './logger.js';
 import type { InvoiceCache } from './invoice-cache.js';
 
@@ -86,7 +86,7 @@ export function createInvoiceService(deps: {
     },
 
     async getStored(partnerId: string, id: string): Promise<InvoiceBody> {
-      return toInvoiceView(await requireForPartner(partnerId, id), now());
+      return sharedInvoiceView(await requireForPartner(partnerId, id), now());
     },
 
     async refresh(partnerId: string, id: string): Promise<InvoiceBody> {

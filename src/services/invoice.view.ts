@@ -20,6 +20,22 @@ export function toInvoiceView(row: InvoiceRow, now: Date): InvoiceBody {
   return view;
 }
 
+const views = new WeakMap<InvoiceRow, Readonly<InvoiceBody>>();
+
+/**
+ * The view of a row that is served again and again (the cache hands out the same row object): built
+ * once per row, and copied only when the status derived from the due date has moved on since.
+ */
+export function sharedInvoiceView(row: InvoiceRow, now: Date): Readonly<InvoiceBody> {
+  let view = views.get(row);
+  if (!view) {
+    view = Object.freeze(toInvoiceView(row, now));
+    views.set(row, view);
+  }
+  const status = effectiveInvoiceStatus(row.status, row.due_date, now);
+  return status === view.status ? view : { ...view, status };
+}
+
 /** Sum of amounts computed exactly in möngö, returned as a JSON number. */
 export function sumAmounts(rows: InvoiceRow[]): number {
   const total = rows.reduce((acc, r) => acc + toMongo(r.amount), 0n);

@@ -73,9 +73,13 @@ describe('metrics', () => {
   it('exposes request, upstream and payment metrics on the admin listener', async () => {
     const p = await ctx.partner();
     await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/invoices?ttd=7000001' });
+    await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/invoices/00000000-0000-4000-8000-000000000000' });
+    await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/no-such-route' });
     const res = await ctx.admin.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/invoices",status="200"\} 1/);
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/invoices\/:id",status="404"\} 1/);
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="unmatched",status="404"\} 1/);
     expect(res.body).toMatch(/ministry_call_duration_seconds_count\{source="etax",operation="search",outcome="ok"\} 1/);
     expect(res.body).toContain('payments_by_status');
     expect(res.body).toContain('http_request_duration_seconds_bucket');

@@ -1,11 +1,36 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler, RouteOptions } from 'fastify';
 import type { Metrics } from '../../services/metrics.js';
 
-/** Request count and latency per route template (never the raw URL, which would explode labels). */
+type Labels = { method: string; route: string; status: string };
+
+/**
+ * Request count and latency per route template (never the raw URL, which would explode labels).
+ * Each route gets its own hook with its template and label objects prepared at registration:
+ * `request.routeOptions` builds a fresh object on every read, too dear for every request.
+ */
 export function registerHttpMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onResponse', async (request, reply) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    metrics.httpRequests.inc(labels);
-    metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+  function recorder(route: string) {
+    const labels = new Map<string, Labels>();
+    return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      const key = `${request.method} ${reply.statusCode}`;
+      let l = labels.get(key);
+      if (!l) {
+        l = { method: request.method, route, status: String(reply.statusCode) };
+        labels.set(key, l);
+      }
+      metrics.httpRequests.inc(l);
+      metrics.httpDuration.observe(l, reply.elapsedTime / 1000);
+      done();
+    };
+  }
+
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const own = recorder(route.url) as onResponseHookHandler;
+    const existing = route.onResponse;
+    route.onResponse = existing === undefined ? [own] : Array.isArray(existing) ? [...existing, own] : [existing, own];
   });
+
+  // Requests that match no route never reach a route's hook.
+  const unmatched = recorder('unmatched');
+  app.addHook('onResponse', (request, reply, done) => (request.is404 ? unmatched(request, reply, done) : done()));
 }
