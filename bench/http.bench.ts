@@ -14,6 +14,8 @@ import { pacedLoad } from './paced-load.js';
 const DURATION_S = Number(process.argv.find((a) => a.startsWith('--duration='))?.slice(11) ?? 6);
 const CONNECTIONS = 32;
 const WARMUP_S = 2;
+const MINISTRY_TIMEOUT_MS = 1000;
+const FANOUT_DELAY_MS = 600;
 const PARTNERS = 8;
 const REGISTERS_PER_PARTNER = 2;
 const INVOICES_PER_REGISTER = 1500;
@@ -126,6 +128,42 @@ async function memoryLine(adminUrl: string): Promise<string> {
   return `          memory: heap used ${mb('nodejs_heap_size_used_bytes')} MB of ${mb('nodejs_heap_size_total_bytes')} MB, external ${mb('nodejs_external_memory_bytes')} MB, RSS ${mb('process_resident_memory_bytes')} MB`;
 }
 
+interface FanOut {
+  case: string;
+  ms: number;
+  sumMs: number;
+}
+
+/**
+ * The search asks the three ministry systems at once: with every source slowed the answer takes
+ * about one delay, not three, and a source that never answers costs the timeout once.
+ */
+async function fanOutCheck(api: string, simUrl: string, key: string): Promise<FanOut[]> {
+  const fault = (source: string, mode: string, delayMs?: number) =>
+    fetch(`${simUrl}/__control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source, mode, delayMs }) });
+  const timeSearch = async () => {
+    const t0 = performance.now();
+    await json(`${api}/invoices?ttd=SMALL1`, { headers: { 'x-api-key': key } });
+    return Math.round(performance.now() - t0);
+  };
+  const sources = ['mof', 'etax', 'police'];
+  const out: FanOut[] = [];
+  try {
+    for (const s of sources) await fault(s, 'slow', FANOUT_DELAY_MS);
+    out.push({ case: `all three sources ${FANOUT_DELAY_MS} ms slow`, ms: await timeSearch(), sumMs: 3 * FANOUT_DELAY_MS });
+    await fault('police', 'timeout');
+    out.push({
+      case: `two ${FANOUT_DELAY_MS} ms slow, one never answers (timeout ${MINISTRY_TIMEOUT_MS} ms)`,
+      ms: await timeSearch(),
+      sumMs: 2 * FANOUT_DELAY_MS + MINISTRY_TIMEOUT_MS,
+    });
+  } finally {
+    for (const s of sources) await fault(s, 'none');
+  }
+  for (const f of out) console.log(`fan-out   ${f.case}: search took ${f.ms} ms (the sum would be ${f.sumMs} ms)`);
+  return out;
+}
+
 async function createPartners(adminUrl: string): Promise<string[]> {
   const keys: string[] = [];
   for (let p = 0; p < PARTNERS; p++) {
@@ -154,7 +192,7 @@ async function lookUpAll(api: string, keys: string[]): Promise<{ key: string; id
   return owned;
 }
 
-async function benchStore(store: string, simUrl: string, measureBaseline: () => Promise<number>, databaseUrl: string | null): Promise<{ rows: Row[]; rssMb: number }> {
+async function benchStore(store: string, simUrl: string, measureBaseline: () => Promise<number>, databaseUrl: string | null): Promise<{ rows: Row[]; rssMb: number; fanOut: FanOut[] }> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const env = apiEnv({
     port,
@@ -167,6 +205,7 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       RATE_LIMIT_PER_MINUTE: '10000000',
       RATE_LIMIT_PER_HOUR: '100000000',
       CONFIRM_POLL_MS: '60000',
+      MINISTRY_TIMEOUT_MS: String(MINISTRY_TIMEOUT_MS),
       // The read phase measures cache hits: the lookups that fill the cache and the reads after them
       // take longer than the default 30 s TTL on PGlite, and a miss is a database read (measured
       // separately: the same endpoint before the cache existed).
@@ -216,7 +255,10 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       if (MEMORY) console.log(await memoryLine(`http://127.0.0.1:${adminPort}`));
       console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}`);
     }
-    return { rows, rssMb: proc.peakRssMb() };
+    const rssMb = proc.peakRssMb();
+    // Last: its timeouts count as failures towards the circuit breaker.
+    const fanOut = await fanOutCheck(api, simUrl, keys[0] as string);
+    return { rows, rssMb, fanOut };
   } finally {
     await proc.stop();
   }
@@ -257,7 +299,7 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
-function table(baselines: number[], rows: Row[], rss: Record<string, number>): string {
+function table(baselines: number[], rows: Row[], rss: Record<string, number>, fanOut: FanOut[]): string {
   const lines = [
     `| store | endpoint | peak req/s | baseline req/s (just before) | vs baseline | p50 ms @50% | p99 ms @50% | non-2xx |`,
     `|---|---|---|---|---|---|---|---|`,
@@ -265,6 +307,8 @@ function table(baselines: number[], rows: Row[], rss: Record<string, number>): s
     ...rows.map((r) => `| ${r.store} | ${r.endpoint} | ${r.peakRps} | ${r.baselineRps} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.errors} |`),
     '',
     ...Object.entries(rss).map(([store, mb]) => `Peak RSS of the API on ${store}: ${mb} MB`),
+    '',
+    ...fanOut.map((f) => `Search fan-out, ${f.case}: ${f.ms} ms (one after another would take ${f.sumMs} ms)`),
   ];
   return lines.join('\n');
 }
@@ -285,6 +329,7 @@ async function main(): Promise<void> {
   const fixtures = writeFixtures();
   const rows: Row[] = [];
   const rss: Record<string, number> = {};
+  let fanOut: FanOut[] = [];
   try {
     const pgDb = STORES.includes('postgres') ? await freshDatabase(PG_URL, 'bench') : null;
     if (pgDb) {
@@ -292,6 +337,7 @@ async function main(): Promise<void> {
         const res = await withSimulator(fixtures, (sim) => benchStore('postgres', sim, measureBaseline, pgDb.url));
         rows.push(...res.rows);
         rss.postgres = res.rssMb;
+        fanOut = res.fanOut;
       } finally {
         await pgDb.drop();
       }
@@ -300,18 +346,19 @@ async function main(): Promise<void> {
       const lite = await withSimulator(fixtures, (sim) => benchStore('pglite', sim, measureBaseline, null));
       rows.push(...lite.rows);
       rss.pglite = lite.rssMb;
+      if (fanOut.length === 0) fanOut = lite.fanOut;
     }
   } finally {
     await baseline.stop();
   }
 
-  const md = table(baselines, rows, rss);
+  const md = table(baselines, rows, rss, fanOut);
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
   const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, rows, rssMb: rss }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, rows, rssMb: rss, fanOut }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
