@@ -64,11 +64,28 @@ function main(): void {
     byFunction.set(name, (byFunction.get(name) ?? 0) + us);
     byOwner.set(owner(url), (byOwner.get(owner(url)) ?? 0) + us);
   }
+  // Inclusive time of our own functions: self time plus everything they called.
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const inclusive = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)?.callFrame;
+      if (!frame || !/\/(src|simulator)\//.test(frame.url) || frame.url.includes('node_modules')) continue;
+      const name = `${frame.functionName || '(anonymous)'} ${owner(frame.url)}:${frame.lineNumber + 1}`;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      inclusive.set(name, (inclusive.get(name) ?? 0) + us);
+    }
+  }
   const n = Number(topArg ?? 40);
   console.log(`busy ${(total / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms\n\nself time by package or source file:`);
   console.log(topOf(byOwner, total, n).join('\n'));
   console.log('\nself time by function:');
   console.log(topOf(byFunction, total, n).join('\n'));
+  console.log('\ninclusive time of our own functions:');
+  console.log(topOf(inclusive, total, n).join('\n'));
 }
 
 main();

@@ -1,5 +1,6 @@
 import QRCode from 'qrcode';
 import { crc32, deflateSync } from 'node:zlib';
+import { qrSegments } from './qr-segments.js';
 
 /**
  * QR code as a 1-bit grayscale PNG. `qrcode` builds the module matrix; everything after that is
@@ -44,12 +45,12 @@ function checkedInteger(name: string, value: number, min: number, max: number): 
 // ---- matrix and mask selection ----------------------------------------------------------
 
 /**
- * Same matrix as `QRCode.create(text, { errorCorrectionLevel: 'M' })`, mask choice included,
- * at a fraction of the cost: the library builds it once with mask 0, then we score the 8 masks
- * with the library's own penalty rules on flat typed arrays.
+ * Same matrix as `QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M' })`, mask choice
+ * included, at a fraction of the cost: the library builds it once with mask 0, then we score the
+ * 8 masks with the library's own penalty rules on flat typed arrays.
  */
 export function buildQrMatrix(text: string): QrMatrix {
-  const symbol = QRCode.create(text, { errorCorrectionLevel: 'M', maskPattern: 0 });
+  const symbol = QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M', maskPattern: 0 });
   const { size, data, reservedBit } = symbol.modules;
   const remasks = remaskTables(size, reservedBit);
   const candidate = new Uint8Array(size * size);

@@ -3,6 +3,8 @@ import { PNG } from 'pngjs';
 import QRCode from 'qrcode';
 import { describe, expect, it } from 'vitest';
 import { buildQrMatrix, encodeQrPng, formatInfoBits, qrPngBase64 } from '../../src/domain/qr-png.js';
+import { qrSegments } from '../../src/domain/qr-segments.js';
+import { decodeQrImage } from '../helpers/qr-decode.js';
 
 // jsqr is a UMD bundle typed with an ES default export: under NodeNext the default import is
 // typed as the module object, while require() returns the decoder function itself.
@@ -110,13 +112,37 @@ describe('encodeQrPng', () => {
   });
 });
 
+describe('qrSegments', () => {
+  const samples = [SHORT, LONG_CYRILLIC, 'A', 'abc', '1234567890', `${SHORT}Я`, 'Сангийн яам 5912 ULAANBAATAR-2025-000123', 'x'.repeat(700)];
+  for (let i = 1; i <= 40; i++) samples.push(`${SHORT.slice(0, i * 3)}Я${i}`);
+
+  it('round-trips every text through the QR code', () => {
+    for (const text of samples) expect(decodeQrImage(qrPngBase64(text))).toBe(text);
+  });
+
+  it('needs at most one QR version more than the library\'s optimal segmentation, and none on EMVCo payloads', () => {
+    for (const text of samples) {
+      const optimal = QRCode.create(text, { errorCorrectionLevel: 'M' }).version;
+      expect(QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M' }).version).toBeLessThanOrEqual(optimal + 1);
+    }
+    expect(QRCode.create(qrSegments(SHORT), { errorCorrectionLevel: 'M' }).version).toBe(QRCode.create(SHORT, { errorCorrectionLevel: 'M' }).version);
+  });
+
+  it('uses numeric and alphanumeric modes where they pay', () => {
+    expect(qrSegments('12345678901234567890').map((s) => s.mode)).toEqual(['numeric']);
+    expect(qrSegments('ABC-1234567890123456-XYZ').map((s) => s.mode)).toEqual(['alphanumeric', 'numeric', 'alphanumeric']);
+    expect(qrSegments('abc ULAANBAATAR-2025 def').map((s) => s.mode)).toEqual(['byte', 'alphanumeric', 'byte']);
+    expect(qrSegments('abc XY def').map((s) => s.mode)).toEqual(['byte']);
+  });
+});
+
 describe('buildQrMatrix', () => {
-  it('is module-for-module what qrcode produces at level M, mask choice included', () => {
+  it('is module-for-module what qrcode produces at level M for the same segments, mask choice included', () => {
     const texts = [SHORT, LONG_CYRILLIC, 'A', '1234567890', 'x'.repeat(700)];
     for (let i = 1; i <= 40; i++) texts.push(`${SHORT.slice(0, i * 3)}Я${i}`);
     const masks = new Set<number>();
     for (const text of texts) {
-      const expected = QRCode.create(text, { errorCorrectionLevel: 'M' });
+      const expected = QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M' });
       const actual = buildQrMatrix(text);
       expect(actual.size).toBe(expected.modules.size);
       expect(actual.maskPattern).toBe(expected.maskPattern);
