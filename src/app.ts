@@ -6,6 +6,7 @@ import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { lazyChildLoggerFactory } from './http/request-logger.js';
 import { registerOpenApi } from './http/plugins/openapi.plugin.js';
 import { healthRoutes } from './http/routes/health.routes.js';
 import { invoiceRoutes } from './http/routes/invoices.routes.js';
@@ -33,6 +34,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger,
     genReqId,
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: opts.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
