@@ -10,21 +10,19 @@ export interface PaymentDetail extends PaymentRow {
   invoiceIds: string[];
 }
 
-async function invoiceIdsOf(db: Kysely<Database>, paymentId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('payment_invoices')
-    .select('invoice_id')
-    .where('payment_id', '=', paymentId)
-    .orderBy('position')
-    .execute();
-  return rows.map((r) => r.invoice_id);
+/** The payment's invoice ids in settlement order, read in the same statement as the payment. */
+const invoiceIdsColumn = sql<string[]>`(
+  SELECT coalesce(jsonb_agg(pi.invoice_id ORDER BY pi.position), '[]'::jsonb)
+  FROM payment_invoices pi WHERE pi.payment_id = payments.id
+)`.as('invoice_ids');
+
+function toDetail(row: (PaymentRow & { invoice_ids: string[] }) | undefined): PaymentDetail | null {
+  if (!row) return null;
+  const { invoice_ids: invoiceIds, ...payment } = row;
+  return { ...payment, invoiceIds };
 }
 
 export function createPaymentRepository(db: Db) {
-  async function withInvoices(row: PaymentRow | undefined, trx: Kysely<Database> = db): Promise<PaymentDetail | null> {
-    return row ? { ...row, invoiceIds: await invoiceIdsOf(trx, row.id) } : null;
-  }
-
   return {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => db.transaction().execute(fn),
 
@@ -131,12 +129,11 @@ export function createPaymentRepository(db: Db) {
     },
 
     async findForPartner(partnerId: string, id: string): Promise<PaymentDetail | null> {
-      const row = await db.selectFrom('payments').selectAll().where('id', '=', id).where('partner_id', '=', partnerId).executeTakeFirst();
-      return withInvoices(row);
+      return toDetail(await db.selectFrom('payments').selectAll().select(invoiceIdsColumn).where('id', '=', id).where('partner_id', '=', partnerId).executeTakeFirst());
     },
 
     async findById(id: string, trx: Kysely<Database> = db): Promise<PaymentDetail | null> {
-      return withInvoices(await trx.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst(), trx);
+      return toDetail(await trx.selectFrom('payments').selectAll().select(invoiceIdsColumn).where('id', '=', id).executeTakeFirst());
     },
 
     /**
