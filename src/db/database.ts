@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Database } from './db.types.js';
 import * as m001 from './migrations/001-initial.migration.js';
 import * as m002 from './migrations/002-webhooks.migration.js';
+import * as m003 from './migrations/003-key-prefix.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -20,6 +21,7 @@ export interface DatabaseOptions {
 const migrations: Record<string, Migration> = {
   '001-initial': m001,
   '002-webhooks': m002,
+  '003-key-prefix': m003,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

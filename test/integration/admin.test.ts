@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kysely } from 'kysely';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { up as upKeyPrefix } from '../../src/db/migrations/003-key-prefix.migration.js';
 
 const run = promisify(execFile);
 
@@ -54,6 +56,15 @@ describe('admin API', () => {
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(p.apiKey);
     expect(rows[0]?.key_hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('cuts prefixes stored by earlier releases back to the environment tag and 4 characters', async () => {
+    const p = await ctx.partner();
+    const legacy = 'gpk_sandbox_Ab_defghijklmnopqrstuvwxyz0123456_Z';
+    await ctx.deps.db.updateTable('api_keys').set({ key_prefix: legacy }).where('partner_id', '=', p.id).execute();
+    await upKeyPrefix(ctx.deps.db as unknown as Kysely<unknown>);
+    const row = await ctx.deps.db.selectFrom('api_keys').select('key_prefix').where('partner_id', '=', p.id).executeTakeFirstOrThrow();
+    expect(row.key_prefix).toBe('gpk_sandbox_Ab_d');
   });
 
   it('patches qrStandard and active, and 404s an unknown partner', async () => {
