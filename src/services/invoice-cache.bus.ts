@@ -52,6 +52,11 @@ export async function withInvoiceCacheBus(cache: InvoiceCache, redisUrl: string,
   const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), 2000).unref());
   if (!(await Promise.race([subscribed, timeout]))) log.warn({}, 'invoice cache bus not subscribed at start; retrying in the background');
 
+  function publish(ids: string[]): void {
+    if (ids.length === 0) return;
+    pub.publish(CHANNEL, JSON.stringify({ from: self, ids } satisfies ForgetMessage)).catch(onError);
+  }
+
   return {
     get: cache.get,
     mark: cache.mark,
@@ -60,8 +65,10 @@ export async function withInvoiceCacheBus(cache: InvoiceCache, redisUrl: string,
     forget(ids) {
       const list = [...ids];
       cache.forget(list);
-      if (list.length === 0) return;
-      pub.publish(CHANNEL, JSON.stringify({ from: self, ids: list } satisfies ForgetMessage)).catch(onError);
+      publish(list);
+    },
+    announce(ids) {
+      publish([...ids]);
     },
     async close() {
       sub.disconnect();

@@ -13,6 +13,11 @@ export interface InvoiceCache {
   /** Caches rows read since `mark`, skipping any forgotten meanwhile (their read may be stale). */
   remember(partnerId: string, rows: readonly InvoiceRow[], mark: number): void;
   forget(ids: Iterable<string>): void;
+  /**
+   * Rows this instance has just rewritten and remembered fresh: other instances must drop their
+   * copies (see invoice-cache.bus.ts), this one keeps its own.
+   */
+  announce(ids: Iterable<string>): void;
   clear(): void;
 }
 
@@ -22,7 +27,14 @@ interface Entry {
   partners: Set<string>;
 }
 
-const NO_CACHE: InvoiceCache = { get: () => undefined, mark: () => 0, remember: () => undefined, forget: () => undefined, clear: () => undefined };
+const NO_CACHE: InvoiceCache = {
+  get: () => undefined,
+  mark: () => 0,
+  remember: () => undefined,
+  forget: () => undefined,
+  announce: () => undefined,
+  clear: () => undefined,
+};
 
 export function createInvoiceCache(opts: { ttlMs: number; maxEntries: number }): InvoiceCache {
   if (opts.ttlMs <= 0 || opts.maxEntries <= 0) return NO_CACHE;
@@ -57,6 +69,8 @@ export function createInvoiceCache(opts: { ttlMs: number; maxEntries: number }):
         forgottenAt.set(id, clock);
       }
     },
+    // A single instance has nobody to tell.
+    announce: () => undefined,
     clear() {
       // Everything read before now counts as forgotten, so in-flight reads are not remembered either.
       clock += 1;

@@ -42,6 +42,7 @@ export function createInvoiceService(deps: {
     const rows = await deps.invoices.upsert(found);
     await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
     cache.remember(partnerId, rows, mark);
+    cache.announce(rows.map((r) => r.id));
     return rows;
   }
 
@@ -69,6 +70,7 @@ export function createInvoiceService(deps: {
       const rows = [...liveRows, ...stored];
       await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
       cache.remember(partnerId, rows, mark);
+      cache.announce(liveRows.map((r) => r.id));
       const at = now();
       return { invoices: rows.map((r) => toInvoiceView(r, at)), total: sumAmounts(rows) };
     },

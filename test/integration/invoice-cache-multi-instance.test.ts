@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../../src/config.js';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
+import { testFixtures } from '../helpers/fixtures.js';
 
 const base = testConfig();
 const enabled = Boolean(base.databaseUrl && base.redisUrl);
@@ -50,6 +51,21 @@ describe.skipIf(!enabled)('invoice cache across two instances (shared PostgreSQL
     expect(confirmed.status).toBe('confirmed');
 
     expect(await statusVia(a, apiKey, viaA.id)).toBe('paid');
+    expect(await eventually(() => statusVia(b, apiKey, viaA.id), 'paid')).toBe('paid');
+  });
+
+  it('shows a fresher copy stored through one instance on the other', async () => {
+    const { apiKey } = await a.partner();
+    const viaA = (await a.api(apiKey, { method: 'GET', url: '/api/v1/invoices/ref/ET-T-1' })).json<{ id: string }>();
+    await b.api(apiKey, { method: 'GET', url: '/api/v1/invoices/ref/ET-T-1' });
+    expect(await statusVia(b, apiKey, viaA.id)).toBe('open');
+
+    // Paid at the ministry through another channel; instance A looks it up again.
+    const paid = testFixtures().invoices.find((i) => i.refNum === 'ET-T-1');
+    await a.sim('/__control/invoices', { invoices: [{ ...paid, status: 'paid' }] });
+    const fresh = (await a.api(apiKey, { method: 'GET', url: '/api/v1/invoices/ref/ET-T-1' })).json<{ status: string }>();
+    expect(fresh.status).toBe('paid');
+
     expect(await eventually(() => statusVia(b, apiKey, viaA.id), 'paid')).toBe('paid');
   });
 });
