@@ -65,13 +65,25 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
   return new Kysely<Database>({ dialect });
 }
 
+/**
+ * Kysely's migrator first lists the tables of every schema in the database; a schema dropped by
+ * someone else at that moment (another service sharing the database, parallel test runs) fails
+ * that listing with "schema does not exist" before anything has been applied.
+ */
+function isConcurrentSchemaDrop(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: string }).code === '3F000';
+}
+
 /** Applies pending migrations; concurrent starters are serialised by Kysely's migration lock. */
 export async function migrateToLatest(db: Db, schema?: string): Promise<void> {
   // Naming the schema keeps Kysely from mistaking another schema's migration table for ours.
   const migrator = new Migrator({ db, provider, migrationTableSchema: schema });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((r) => r.status === 'Error');
-  if (error || failed) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((r) => r.status === 'Error');
+    if (!error && !failed) return;
+    // Safe to repeat: applied migrations are recorded and skipped.
+    if (!failed && isConcurrentSchemaDrop(error) && attempt < 3) continue;
     throw new Error(`migration ${failed?.migrationName ?? ''} failed`, { cause: error });
   }
 }
