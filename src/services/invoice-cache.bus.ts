@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { createRedisClient, redisErrorLogger } from './redis-client.js';
 import type { InvoiceCache } from './invoice-cache.js';
 import type { Logger } from './logger.js';
 
@@ -27,17 +27,9 @@ function parse(raw: string): ForgetMessage | null {
  */
 export async function withInvoiceCacheBus(cache: InvoiceCache, redisUrl: string, log: Logger): Promise<InvoiceCache & { close(): Promise<void> }> {
   const self = randomUUID();
-  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: (n: number) => Math.min(n * 200, 2000) };
-  const pub = new Redis(redisUrl, options);
-  const sub = new Redis(redisUrl, { ...options, enableOfflineQueue: true });
-  let lastErrorMs = 0;
-  const onError = (err: Error) => {
-    if (Date.now() - lastErrorMs < 10_000) return;
-    lastErrorMs = Date.now();
-    log.warn({ err: err.message }, 'invoice cache Redis connection error');
-  };
-  pub.on('error', onError);
-  sub.on('error', onError);
+  const onError = redisErrorLogger(log, 'invoice cache Redis connection error');
+  const pub = createRedisClient(redisUrl, { onError });
+  const sub = createRedisClient(redisUrl, { onError, offlineQueue: true });
   let connectedBefore = false;
   sub.on('ready', () => {
     if (connectedBefore) cache.clear();

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { createRedisClient, redisErrorLogger } from '../redis-client.js';
 import type { Config } from '../../config.js';
 import { createMemoryRateLimitStore } from './memory-rate-limit.store.js';
 import { createRedisRateLimitStore } from './redis-rate-limit.store.js';
@@ -18,21 +19,7 @@ export interface RateLimitFactoryOptions {
  * command issued while disconnected fails at once (then fail-open/closed applies) instead of waiting.
  */
 export function createRateLimitRedisClient(url: string, commandTimeoutMs: number, log: RateLimitLog): Redis {
-  const client = new Redis(url, {
-    commandTimeout: commandTimeoutMs,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 2000,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-  });
-  let lastErrorMs = 0;
-  client.on('error', (err: Error) => {
-    // Reconnection errors repeat every retry; once per interval is enough to see the outage.
-    if (Date.now() - lastErrorMs < 10_000) return;
-    lastErrorMs = Date.now();
-    log.warn({ err: err.message }, 'rate-limit Redis connection error');
-  });
-  return client;
+  return createRedisClient(url, { commandTimeoutMs, onError: redisErrorLogger(log, 'rate-limit Redis connection error') });
 }
 
 /** Waits briefly for the first connection so the first requests are counted, without blocking start-up on an outage. */
