@@ -11,7 +11,8 @@ import { pacedLoad } from './paced-load.js';
  * one run on one machine. Each endpoint is driven to its peak, then at 50% of that peak for
  * latency. Results go to bench/results/latest.{md,json}.
  */
-const DURATION_S = Number(process.argv.find((a) => a.startsWith('--duration='))?.slice(11) ?? 6);
+const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const DURATION_S = Number(flag('duration') ?? 6);
 const CONNECTIONS = 32;
 const WARMUP_S = 2;
 const MINISTRY_TIMEOUT_MS = 1000;
@@ -19,8 +20,7 @@ const FANOUT_DELAY_MS = 600;
 const PARTNERS = 8;
 const REGISTERS_PER_PARTNER = 2;
 const INVOICES_PER_REGISTER = 1500;
-const PG_URL = process.argv.find((a) => a.startsWith('--pg='))?.slice(5) ?? 'postgres://postgres@127.0.0.1:5432/test';
-const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** `--stores=postgres` and `--endpoints=read,pay` narrow a run while working on one path. */
 const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
 const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status').split(',');
