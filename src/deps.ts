@@ -90,7 +90,12 @@ function epochMs(now: (() => Date) | undefined): (() => number) | undefined {
 /** Plain factories wired by hand: every dependency is explicit and replaceable in tests. */
 export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
   const logger = opts.logger ?? createLogger(config);
-  const db = await createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.dbSchema });
+  const db = await createDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    schema: opts.dbSchema,
+    onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
+  });
   await migrateToLatest(db, opts.dbSchema);
   const metrics = createMetrics();
   const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });

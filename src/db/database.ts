@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationP
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Database } from './db.types.js';
+import { createStatementNamer, preparedStatementPool } from './prepared-statement.pool.js';
 import * as m001 from './migrations/001-initial.migration.js';
 import * as m002 from './migrations/002-webhooks.migration.js';
 import * as m003 from './migrations/003-key-prefix.migration.js';
@@ -16,6 +17,8 @@ export interface DatabaseOptions {
   /** PostgreSQL schema to use (tests isolate runs with a fresh schema); created when missing. */
   schema?: string;
   poolSize?: number;
+  /** An idle connection failed (PostgreSQL restarted, network cut); the pool replaces it on next use. */
+  onPoolError?: (err: Error) => void;
 }
 
 const migrations: Record<string, Migration> = {
@@ -26,14 +29,16 @@ const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-function createPgDialect(url: string, schema: string | undefined, poolSize: number) {
+function createPgDialect(url: string, opts: DatabaseOptions) {
   const pool = new pg.Pool({
     connectionString: url,
-    max: poolSize,
+    max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
-    options: schema ? `-c search_path=${schema}` : undefined,
+    options: opts.schema ? `-c search_path=${opts.schema}` : undefined,
   });
-  return new PostgresDialect({ pool });
+  // Without a listener, pg's pool rethrows an idle connection's error and the process exits.
+  pool.on('error', (err) => opts.onPoolError?.(err));
+  return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer()) });
 }
 
 async function createPgliteDialect(dataDir: string) {
@@ -58,7 +63,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
   let dialect;
   if (opts.databaseUrl) {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
-    dialect = createPgDialect(opts.databaseUrl, opts.schema, opts.poolSize ?? 10);
+    dialect = createPgDialect(opts.databaseUrl, opts);
   } else {
     dialect = await createPgliteDialect(opts.dataDir);
   }

@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
+import type pg from 'pg';
+
+export interface PreparedStatementOptions {
+  /** Executions of a statement text before it is prepared; one-off statements stay unnamed. */
+  preparedAfter?: number;
+  /**
+   * Most distinct statement texts ever prepared. Every connection keeps each one it has run (memory
+   * in its PostgreSQL backend), and texts that differ only by list length (`IN ($1, $2, ...)`) are
+   * distinct, so the set is capped; texts past the cap run unnamed, as before.
+   */
+  maxStatements?: number;
+}
+
+const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
+
+/**
+ * Decides which statement texts run as named prepared statements. PostgreSQL then parses each one
+ * once per connection and, after a few executions, plans it once too; measured under the payment
+ * benchmark, planning was two thirds of a payment status read's time in PostgreSQL and half of a
+ * payment's.
+ */
+export function createStatementNamer(opts: PreparedStatementOptions = {}) {
+  const preparedAfter = opts.preparedAfter ?? 2;
+  const maxStatements = opts.maxStatements ?? 500;
+  const names = new Map<string, string>();
+  const counts = new Map<string, number>();
+  return {
+    nameFor(text: string): string | undefined {
+      const known = names.get(text);
+      if (known !== undefined || names.size >= maxStatements || !PREPARABLE.test(text)) return known;
+      const seen = (counts.get(text) ?? 0) + 1;
+      if (seen < preparedAfter) {
+        // Bounded like the names: one-off texts (DDL, ad hoc lists) must not pile up here either.
+        if (counts.size >= maxStatements * 4) counts.clear();
+        counts.set(text, seen);
+        return undefined;
+      }
+      counts.delete(text);
+      const name = `gpc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      names.set(text, name);
+      return name;
+    },
+  };
+}
+
+export type StatementNamer = ReturnType<typeof createStatementNamer>;
+
+/** Kysely's pool interface over a pg pool, sending repeated statements as named prepared ones. */
+export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): PostgresPool {
+  return {
+    async connect(): Promise<PostgresPoolClient> {
+      const client = await pool.connect();
+      function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+      function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+      function query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>) {
+        if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
+        const name = namer.nameFor(sqlOrCursor);
+        const values = parameters ? [...parameters] : [];
+        return client.query(name ? { name, text: sqlOrCursor, values } : { text: sqlOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
+      }
+      return { query, release: () => client.release() };
+    },
+    end: () => pool.end(),
+  };
+}

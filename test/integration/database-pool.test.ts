@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testConfig } from '../../src/config.js';
+import { createDatabase, type Db } from '../../src/db/database.js';
+
+const { databaseUrl } = testConfig();
+const schema = `t_${randomBytes(6).toString('hex')}`;
+
+describe.skipIf(!databaseUrl)('PostgreSQL pool', () => {
+  let db: Db;
+  const poolErrors: Error[] = [];
+  const url = databaseUrl as string;
+
+  beforeAll(async () => {
+    db = await createDatabase({ databaseUrl: url, dataDir: '', schema, poolSize: 1, onPoolError: (err) => poolErrors.push(err) });
+  });
+
+  afterAll(async () => {
+    await db?.destroy();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  });
+
+  const backendPid = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]?.pid;
+
+  it('runs a repeated statement as a prepared statement on its connection', async () => {
+    for (let i = 0; i < 3; i++) {
+      const { rows } = await sql<{ n: number }>`select ${i}::int + 1 as n`.execute(db);
+      expect(rows[0]?.n).toBe(i + 1);
+    }
+    const { rows } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db);
+    expect(rows.some((r) => r.name.startsWith('gpc_') && r.statement.includes('+ 1 as n'))).toBe(true);
+  });
+
+  it('survives its idle connection being killed and answers on a new one', async () => {
+    const pid = await backendPid();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query('select pg_terminate_backend($1)', [pid]);
+    } finally {
+      await admin.end();
+    }
+    await expect.poll(() => poolErrors.length, { timeout: 5000 }).toBeGreaterThan(0);
+    const again = await backendPid();
+    expect(again).toBeDefined();
+    expect(again).not.toBe(pid);
+    // The new connection has no prepared statements yet; the repeated text is prepared there again.
+    for (let i = 0; i < 2; i++) await sql`select ${i}::int + 1 as n`.execute(db);
+  });
+});
