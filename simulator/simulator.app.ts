@@ -10,13 +10,14 @@ export interface SimulatorOptions {
   fixtures: FixtureFile;
   /** Delay before a submitted payment is approved on its own; 0 = only via the control API. */
   autoApproveMs: number;
-  logger?: boolean;
+  /** pino level of the request log; no log when unset. */
+  logLevel?: string;
 }
 
 /** Builds the simulated ministry systems; the caller decides whether and where to listen. */
 export async function buildSimulator(opts: SimulatorOptions): Promise<FastifyInstance> {
   // Held "timeout" requests must not delay close, so open connections are cut on close.
-  const app = Fastify({ logger: opts.logger ?? false, forceCloseConnections: true });
+  const app = Fastify({ logger: opts.logLevel ? { level: opts.logLevel } : false, forceCloseConnections: true });
   const state = new SimulatorState(opts.fixtures, opts.autoApproveMs);
   const closing = new AbortController();
 

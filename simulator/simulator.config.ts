@@ -5,6 +5,8 @@ export interface SimulatorConfig {
   port: number;
   fixturesPath: string;
   autoApproveMs: number;
+  /** pino level of the request log; the same variable as the service's. */
+  logLevel: string;
 }
 
 export const DEMO_FIXTURES_PATH = fileURLToPath(new URL('./fixtures/demo.json', import.meta.url));
@@ -28,5 +30,6 @@ export function loadSimulatorConfig(env: NodeJS.ProcessEnv = process.env): Simul
     port,
     fixturesPath: env.SIMULATOR_FIXTURES || DEMO_FIXTURES_PATH,
     autoApproveMs: nonNegativeInt(env, 'SIMULATOR_AUTO_APPROVE_MS', 5000),
+    logLevel: env.LOG_LEVEL || 'info',
   };
 }

@@ -5,7 +5,7 @@ import { loadSimulatorConfig } from '../simulator.config.js';
 async function main(): Promise<void> {
   const config = loadSimulatorConfig();
   const fixtures = await loadFixtures(config.fixturesPath);
-  const app = await buildSimulator({ fixtures, autoApproveMs: config.autoApproveMs, logger: true });
+  const app = await buildSimulator({ fixtures, autoApproveMs: config.autoApproveMs, logLevel: config.logLevel });
   await app.listen({ host: config.host, port: config.port });
   app.log.info(`simulated ministries (mof, etax, police) with ${fixtures.invoices.length} invoices from ${config.fixturesPath}`);
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
 import { faultHook } from '../fault.hook.js';
 import { mongoFromDecimal, mongoToFixed2 } from '../simulator.money.js';
 import type { SearchField, SettlementRow, SimInvoice, SimPayment } from '../simulator.state.js';
@@ -17,10 +17,10 @@ const BILL_STATUS = { open: 0, paid: 1, canceled: 9 } as const;
 const PAYMENT_STATUS = { submitted: 10, confirmed: 20, canceled: 30 } as const;
 const SEARCH_PARAMS: Record<string, SearchField> = { tin: 'register', plate_no: 'vehicleNo', tax_ref: 'taxRef' };
 
-const SubmitBody = Type.Object(
+const SubmitBody = Compile(Type.Object(
   { payment_id: Type.String({ minLength: 1 }), bill_no: Type.String({ minLength: 1 }), paid_amount: Type.String() },
   { additionalProperties: false },
-);
+));
 
 const localOrNull = (instant: Date | null): string | null => (instant ? toMongolianLocal(instant) : null);
 
@@ -85,7 +85,7 @@ export const etaxRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { 
 
   app.post('/v2/payments', async (request, reply) => {
     const body = request.body;
-    if (!Value.Check(SubmitBody, body)) return fail(reply, 400, 'E_BAD_REQUEST', 'invalid payment request');
+    if (!SubmitBody.Check(body)) return fail(reply, 400, 'E_BAD_REQUEST', 'invalid payment request');
     const amountMongo = mongoFromDecimal(body.paid_amount);
     if (amountMongo === null) return fail(reply, 400, 'E_BAD_REQUEST', 'paid_amount must be a decimal string');
     const outcome = state.submit('etax', { paymentId: body.payment_id, refNum: body.bill_no, amountMongo });

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
 import { faultHook } from '../fault.hook.js';
 import { mongoFromNumber, mongoToNumber } from '../simulator.money.js';
 import type { SearchField, SimInvoice, SimPayment, SettlementRow } from '../simulator.state.js';
@@ -14,10 +14,10 @@ const INVOICE_STATUS = { open: 'UNPAID', paid: 'PAID', canceled: 'CANCELLED' } a
 const PAYMENT_STATE = { submitted: 'PENDING', confirmed: 'APPROVED', canceled: 'REVERSED' } as const;
 const SEARCH_PARAMS: Record<string, SearchField> = { payerRegNo: 'register', plateNo: 'vehicleNo', taxReference: 'taxRef' };
 
-const SubmitBody = Type.Object(
+const SubmitBody = Compile(Type.Object(
   { paymentId: Type.String({ minLength: 1 }), invoiceNo: Type.String({ minLength: 1 }), amount: Type.Number() },
   { additionalProperties: false },
-);
+));
 
 function toWireInvoice(invoice: SimInvoice) {
   return {
@@ -78,7 +78,7 @@ export const mofRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { s
 
   app.post('/api/payments', async (request, reply) => {
     const body = request.body;
-    if (!Value.Check(SubmitBody, body)) return fail(reply, 400, 'BAD_REQUEST', 'invalid payment request');
+    if (!SubmitBody.Check(body)) return fail(reply, 400, 'BAD_REQUEST', 'invalid payment request');
     const amountMongo = mongoFromNumber(body.amount);
     if (amountMongo === null) return fail(reply, 400, 'BAD_REQUEST', 'amount has more than 2 decimals');
     const outcome = state.submit('mof', { paymentId: body.paymentId, refNum: body.invoiceNo, amountMongo });

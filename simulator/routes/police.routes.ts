@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
 import { faultHook } from '../fault.hook.js';
 import type { SearchField, SettlementRow, SimInvoice, SimPayment } from '../simulator.state.js';
 import { isFinanceDay } from '../simulator.time.js';
@@ -16,18 +16,18 @@ const PAY_STATUS = { submitted: 'WAITING', confirmed: 'DONE', canceled: 'REVERSE
 const SEARCH_TYPES: Record<string, SearchField> = { REGISTER: 'register', PLATE: 'vehicleNo', TAX_REF: 'taxRef' };
 const REFUSED = 2001;
 
-const SearchBody = Type.Object(
+const SearchBody = Compile(Type.Object(
   {
     SEARCH_TYPE: Type.Union([Type.Literal('REGISTER'), Type.Literal('PLATE'), Type.Literal('TAX_REF')]),
     SEARCH_VALUE: Type.String({ minLength: 1 }),
   },
   { additionalProperties: false },
-);
+));
 
-const SubmitBody = Type.Object(
+const SubmitBody = Compile(Type.Object(
   { PAYMENT_ID: Type.String({ minLength: 1 }), FINE_NO: Type.String({ minLength: 1 }), PAY_AMOUNT: Type.Integer() },
   { additionalProperties: false },
-);
+));
 
 const epochOrNull = (instant: Date | null): number | null => instant?.getTime() ?? null;
 
@@ -80,7 +80,7 @@ export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, 
 
   app.post('/api/fines/search', async (request, reply) => {
     const body = request.body;
-    if (!Value.Check(SearchBody, body)) return fail(reply, 400, 'INVALID SEARCH');
+    if (!SearchBody.Check(body)) return fail(reply, 400, 'INVALID SEARCH');
     const field = SEARCH_TYPES[body.SEARCH_TYPE] ?? 'register';
     return { RESULT_CODE: 0, FINES: state.search('police', field, body.SEARCH_VALUE).map(toWireFine) };
   });
@@ -93,7 +93,7 @@ export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, 
 
   app.post('/api/payments', async (request, reply) => {
     const body = request.body;
-    if (!Value.Check(SubmitBody, body)) return fail(reply, 400, 'INVALID PAYMENT');
+    if (!SubmitBody.Check(body)) return fail(reply, 400, 'INVALID PAYMENT');
     const outcome = state.submit('police', { paymentId: body.PAYMENT_ID, refNum: body.FINE_NO, amountMongo: body.PAY_AMOUNT });
     if (!outcome.accepted) return { RESULT_CODE: REFUSED, RESULT_MSG: outcome.reason };
     return { RESULT_CODE: 0, PAYMENT: { ...toWirePayment(outcome.payment), LINKED_FINE_NOS: outcome.payment.linkedRefNums } };

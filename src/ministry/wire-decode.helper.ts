@@ -1,13 +1,27 @@
 import type { Static, TSchema } from 'typebox';
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
+import type { Validator } from 'typebox/compile';
 import type { JsonResponse } from './http-client.js';
 import { type Source, UpstreamError } from './ministry.types.js';
 import { WireValueError } from './wire-value.error.js';
 
+const validators = new WeakMap<TSchema, Validator>();
+
+/** Wire schemas are checked on every upstream answer, so each is compiled once, on first use. */
+function validatorOf(schema: TSchema): Validator {
+  let validator = validators.get(schema);
+  if (!validator) {
+    validator = Compile(schema);
+    validators.set(schema, validator);
+  }
+  return validator;
+}
+
 /** Checks an upstream body against the source's wire schema; a mismatch is a malformed answer. */
 export function decodeBody<T extends TSchema>(source: Source, schema: T, body: unknown, what: string): Static<T> {
-  if (Value.Check(schema, body)) return body;
-  const [first] = Value.Errors(schema, body);
+  const validator = validatorOf(schema);
+  if (validator.Check(body)) return body as Static<T>;
+  const [first] = validator.Errors(body);
   const detail = first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape';
   throw new UpstreamError(source, 'malformed', `${what}: ${detail}`);
 }
@@ -30,6 +44,6 @@ export function mapWire<R>(source: Source, what: string, map: () => R): R {
  */
 export function isMinistryNotFound(source: Source, schema: TSchema, response: JsonResponse, what: string): boolean {
   if (response.status !== 404) return false;
-  if (Value.Check(schema, response.body)) return true;
+  if (validatorOf(schema).Check(response.body)) return true;
   throw new UpstreamError(source, 'http', `${what}: HTTP 404 without the ministry's not-found body`);
 }

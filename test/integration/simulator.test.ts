@@ -56,12 +56,13 @@ describe('simulator config', () => {
       port: 3100,
       fixturesPath: DEMO_FIXTURES_PATH,
       autoApproveMs: 5000,
+      logLevel: 'info',
     });
   });
 
   it('reads overrides and refuses nonsense', () => {
-    const env = { SIMULATOR_PORT: '4100', SIMULATOR_AUTO_APPROVE_MS: '0', SIMULATOR_FIXTURES: '/f.json', HOST: '0.0.0.0' };
-    expect(loadSimulatorConfig(env)).toEqual({ host: '0.0.0.0', port: 4100, fixturesPath: '/f.json', autoApproveMs: 0 });
+    const env = { SIMULATOR_PORT: '4100', SIMULATOR_AUTO_APPROVE_MS: '0', SIMULATOR_FIXTURES: '/f.json', HOST: '0.0.0.0', LOG_LEVEL: 'warn' };
+    expect(loadSimulatorConfig(env)).toEqual({ host: '0.0.0.0', port: 4100, fixturesPath: '/f.json', autoApproveMs: 0, logLevel: 'warn' });
     expect(() => loadSimulatorConfig({ SIMULATOR_AUTO_APPROVE_MS: 'soon' })).toThrow(/SIMULATOR_AUTO_APPROVE_MS/);
   });
 });
