@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon, { type Request as AcRequest } from 'autocannon';
 import { apiEnv, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
-import { pacedLoad } from './paced-load.js';
+import { pacedLoad, type PacedResult } from './paced-load.js';
 
 /**
  * `npm run bench`: the service on PostgreSQL and on PGlite against a bare Fastify baseline, in
@@ -24,7 +24,7 @@ const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** `--stores=postgres` and `--endpoints=read,pay` narrow a run while working on one path. */
 const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
 const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status').split(',');
-/** `--cpu-prof`: the API writes a V8 CPU profile per store to bench/results/profiles/. */
+/** `--cpu-prof`: the API (per store) and the simulator write V8 CPU profiles to bench/results/profiles/. */
 const CPU_PROF = process.argv.includes('--cpu-prof');
 /**
  * The service and simulator run from the production build (`npm run build`, made at the start of
@@ -40,6 +40,8 @@ const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { sc
 const SIMULATOR_ENTRY = FROM_SOURCE ? 'simulator/bin/simulator.ts' : 'dist/simulator/bin/simulator.js';
 /** `--memory`: after each endpoint, the API's heap, external memory and RSS from its /metrics. */
 const MEMORY = process.argv.includes('--memory');
+/** `--stalls`: where in the 50% phase the answers slower than p99 were sent (one stall or spread out). */
+const STALLS = process.argv.includes('--stalls');
 /** `--trace-gc`: the API prints V8's GC trace (to find pauses behind a latency tail). */
 const TRACE_GC = process.argv.includes('--trace-gc');
 const ADMIN_TOKEN = 'bench-admin-token';
@@ -94,7 +96,7 @@ interface Target {
   next: () => { path: string; key: string; body?: string };
 }
 
-async function measure(baseUrl: string, target: Target): Promise<{ peak: number; p50: number; p99: number; sendLagP99: number; rate: number; errors: number }> {
+async function measure(baseUrl: string, target: Target): Promise<{ peak: number; p50: number; p99: number; sendLagP99: number; rate: number; errors: number; slowWindows: PacedResult['slowWindows']; clientPause: PacedResult['clientPause'] }> {
   const setupRequest = (req: AcRequest) => {
     const n = target.next();
     return { ...req, method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
@@ -114,6 +116,8 @@ async function measure(baseUrl: string, target: Target): Promise<{ peak: number;
     sendLagP99: half.sendLagP99,
     rate,
     errors: peak.non2xx + peak.errors + half.non2xx + half.errors,
+    slowWindows: half.slowWindows,
+    clientPause: half.clientPause,
   };
 }
 
@@ -253,6 +257,11 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       const m = await measure(api, target);
       rows.push({ store, endpoint: target.label, peakRps: m.peak, baselineRps: baselinePeak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors });
       if (MEMORY) console.log(await memoryLine(`http://127.0.0.1:${adminPort}`));
+      if (STALLS) {
+        console.log(`          answers over p99 by send time: ${m.slowWindows.map((w) => `${w.overP99} at ${w.atMs} ms (max ${w.maxMs} ms)`).join(', ')}`);
+        const pause = m.clientPause;
+        console.log(`          client: max GC ${pause.maxGcMs} ms, max loop delay ${pause.maxLoopDelayMs} ms; GC over 10 ms: ${pause.gcOver10Ms.map((g) => `${g.ms} ms at ${g.atMs} ms`).join(', ') || 'none'}`);
+      }
       console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}`);
     }
     const rssMb = proc.peakRssMb();
@@ -286,7 +295,8 @@ async function withSimulator<T>(fixtures: string, fn: (url: string) => Promise<T
   const port = await freePort();
   // The ministry confirms each payment 1 ms after it is submitted (0 would mean never), so the
   // first status read confirms it live and later reads answer from the database.
-  const sim: Proc = await startProcess([SIMULATOR_ENTRY], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '1' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`);
+  const simArgs = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/simulator'] : [];
+  const sim: Proc = await startProcess([SIMULATOR_ENTRY], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '1', LOG_LEVEL: 'warn' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`, simArgs);
   try {
     return await fn(`http://127.0.0.1:${port}`);
   } finally {
@@ -355,7 +365,7 @@ async function main(): Promise<void> {
   const md = table(baselines, rows, rss, fanOut);
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
-  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !FROM_SOURCE;
+  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
   writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, rows, rssMb: rss, fanOut }, null, 2));

@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 export interface PacedRequest {
   method: 'GET' | 'POST';
@@ -15,6 +16,10 @@ export interface PacedResult {
   p99: number;
   /** How late the generator itself sent its requests (p99, ms): above a few ms the client, not the server, limits the run. */
   sendLagP99: number;
+  /** The 100 ms windows (by scheduled send time, ms from the start) holding the slowest answers. */
+  slowWindows: { atMs: number; maxMs: number; overP99: number }[];
+  /** The client's own pauses during the run (ms): a GC or a blocked loop here delays answers it has already received. */
+  clientPause: { maxGcMs: number; maxLoopDelayMs: number; gcOver10Ms: { atMs: number; ms: number }[] };
 }
 
 const HEADER_END = Buffer.from('\r\n\r\n');
@@ -55,6 +60,7 @@ interface Conn {
 export async function pacedLoad(origin: string, ratePerS: number, durationS: number, next: () => PacedRequest, connections = 64): Promise<PacedResult> {
   const url = new URL(origin);
   const latencies: number[] = [];
+  const sentAt: number[] = [];
   const lags: number[] = [];
   const queue: number[] = [];
   let non2xx = 0;
@@ -82,6 +88,7 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
           const status = Number(conn.buf.toString('latin1', 9, 12));
           if (status < 200 || status >= 300) non2xx++;
           latencies.push(performance.now() - conn.scheduledAt);
+          sentAt.push(conn.scheduledAt);
           conn.buf = conn.buf.subarray(len);
           conn.scheduledAt = null;
           done++;
@@ -101,6 +108,13 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
 
   const total = Math.floor(ratePerS * durationS);
   const start = performance.now();
+  const gcPauses: { atMs: number; ms: number }[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcPauses.push({ atMs: Math.round(entry.startTime - start), ms: Math.round(entry.duration * 10) / 10 });
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   let scheduled = 0;
   while (scheduled < total) {
     const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * ratePerS));
@@ -120,9 +134,32 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
   const deadline = performance.now() + 30_000;
   while (done + errors < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   for (const conn of conns) conn.socket.destroy();
+  gcObserver.disconnect();
+  loopDelay.disable();
+  const clientPause = {
+    maxGcMs: Math.max(0, ...gcPauses.map((g) => g.ms)),
+    maxLoopDelayMs: Math.round(loopDelay.max / 1e5) / 10,
+    gcOver10Ms: gcPauses.filter((g) => g.ms > 10),
+  };
 
   const pick = (list: number[], q: number) => Math.round((list[Math.min(list.length - 1, Math.floor(q * list.length))] ?? 0) * 10) / 10;
+  const slowWindows = windowsOver(sentAt.map((at) => at - start), latencies, pick([...latencies].sort((a, b) => a - b), 0.99));
   latencies.sort((a, b) => a - b);
   lags.sort((a, b) => a - b);
-  return { sent: scheduled, non2xx, errors: Math.max(errors, total - done), p50: pick(latencies, 0.5), p99: pick(latencies, 0.99), sendLagP99: pick(lags, 0.99) };
+  return { sent: scheduled, non2xx, errors: Math.max(errors, total - done), p50: pick(latencies, 0.5), p99: pick(latencies, 0.99), sendLagP99: pick(lags, 0.99), slowWindows, clientPause };
+}
+
+/** Groups the answers slower than p99 by 100 ms of send time: one stall shows as one or two windows. */
+function windowsOver(offsets: number[], latencies: number[], p99: number): PacedResult['slowWindows'] {
+  const windows = new Map<number, { atMs: number; maxMs: number; overP99: number }>();
+  offsets.forEach((offset, i) => {
+    const ms = latencies[i] ?? 0;
+    if (ms < p99) return;
+    const at = Math.floor(offset / 100) * 100;
+    const w = windows.get(at) ?? { atMs: at, maxMs: 0, overP99: 0 };
+    w.maxMs = Math.max(w.maxMs, Math.round(ms));
+    w.overP99++;
+    windows.set(at, w);
+  });
+  return [...windows.values()].sort((a, b) => b.overP99 - a.overP99).slice(0, 5);
 }
