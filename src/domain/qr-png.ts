@@ -46,66 +46,45 @@ function checkedInteger(name: string, value: number, min: number, max: number): 
 
 /**
  * Same matrix as `QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M' })`, mask choice
- * included, at a fraction of the cost: the library builds it once with mask 0, then we score the
- * 8 masks with the library's own penalty rules on flat typed arrays.
+ * included, at a fraction of the cost: the library builds it once with mask 0, then all 8 masks
+ * are scored at once with the library's own penalty rules, one bit per mask in each module's byte.
  */
 export function buildQrMatrix(text: string): QrMatrix {
   const symbol = QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M', maskPattern: 0 });
   const { size, data, reservedBit } = symbol.modules;
-  const remasks = remaskTables(size, reservedBit);
-  const candidate = new Uint8Array(size * size);
-  let bestMask = 0;
-  let bestPenalty = Infinity;
-  for (let mask = 0; mask < 8; mask++) {
-    const dark = remask(data, remasks[mask], candidate);
-    const score =
-      linePenalty(candidate, size) +
-      blockPenalty(candidate, size) +
-      balancePenalty(dark, candidate.length);
-    if (score < bestPenalty) {
-      bestPenalty = score;
-      bestMask = mask;
-    }
-  }
-  remask(data, remasks[bestMask], candidate);
-  return { size, modules: candidate, maskPattern: bestMask };
+  const lanes = remaskLanes(size, reservedBit);
+  const sliced = new Uint8Array(size * size);
+  for (let i = 0; i < sliced.length; i++) sliced[i] = (-(data[i] ?? 0) & 0xff) ^ (lanes[i] ?? 0);
+  const bestMask = lowestPenaltyMask(sliced, size);
+  const modules = new Uint8Array(size * size);
+  for (let i = 0; i < modules.length; i++) modules[i] = ((sliced[i] ?? 0) >> bestMask) & 1;
+  return { size, modules, maskPattern: bestMask };
 }
 
 /**
- * Per symbol size, what to XOR onto the mask-0 symbol to get mask p instead, format bits
- * included. Function patterns depend only on the version (hence the size), and the modulo-heavy
- * mask formulas would otherwise dominate remasking, so this is computed once per size.
+ * Per symbol size, one byte per module whose bit p is what to XOR onto the mask-0 symbol to get
+ * mask p instead, format bits included. Function patterns depend only on the version (hence the
+ * size), and the modulo-heavy mask formulas would otherwise dominate, so this is computed once.
  */
-const remaskCache = new Map<number, Uint8Array[]>();
+const laneCache = new Map<number, Uint8Array>();
 
-function remaskTables(size: number, reserved: Uint8Array): Uint8Array[] {
-  const cached = remaskCache.get(size);
+function remaskLanes(size: number, reserved: Uint8Array): Uint8Array {
+  const cached = laneCache.get(size);
   if (cached) return cached;
-  const tables: Uint8Array[] = [];
+  const lanes = new Uint8Array(size * size);
+  const table = new Uint8Array(size * size);
   for (let mask = 0; mask < 8; mask++) {
-    const table = new Uint8Array(size * size);
+    table.fill(0);
     for (let row = 0, i = 0; row < size; row++) {
       for (let col = 0; col < size; col++, i++) {
         if (!reserved[i]) table[i] = maskBit(0, row, col) ^ maskBit(mask, row, col);
       }
     }
     writeFormatInfo(table, size, formatInfoBits(0) ^ formatInfoBits(mask));
-    tables.push(table);
+    for (let i = 0; i < table.length; i++) lanes[i] = (lanes[i] ?? 0) | ((table[i] ?? 0) << mask);
   }
-  remaskCache.set(size, tables);
-  return tables;
-}
-
-/** Writes into `out` the symbol masked with `table`'s mask instead of mask 0; returns dark count. */
-function remask(masked0: Uint8Array, table: Uint8Array | undefined, out: Uint8Array): number {
-  if (table === undefined) throw new Error('no remask table');
-  let dark = 0;
-  for (let i = 0; i < out.length; i++) {
-    const module = (masked0[i] ?? 0) ^ (table[i] ?? 0);
-    out[i] = module;
-    dark += module;
-  }
-  return dark;
+  laneCache.set(size, lanes);
+  return lanes;
 }
 
 function maskBit(mask: number, i: number, j: number): number {
@@ -146,64 +125,100 @@ function writeFormatInfo(modules: Uint8Array, size: number, bits: number): void 
 
 /*
  * The penalty rules score exactly as `qrcode` does (N1 runs of 5+, N2 2x2 blocks, N3 1:1:3:1:1
- * finder look-alikes, N4 dark balance), so we pick the mask the library would have picked.
- * Module colours are close to random, so the run and block counts are written without
- * data-dependent branches: mispredictions cost more than the arithmetic.
+ * finder look-alikes, N4 dark balance), so we pick the mask the library would have picked. Each
+ * module is a byte holding its colour under all 8 masks, so one bitwise expression tests a rule
+ * for every mask; a rule that holds adds its points to `points[byte]`, and each mask's total is
+ * read back from the bytes that have its bit set.
  */
-
-/**
- * N1 and N3 over every row and column. A run of L >= 5 scores L - 2, which equals its number
- * of all-equal 5-module windows (L - 4) plus 2 for the window that starts it.
- */
-function linePenalty(m: Uint8Array, size: number): number {
-  let points = 0;
-  for (let line = 0; line < size; line++) {
-    const rowStart = line * size;
-    let rowPrev = m[rowStart] ?? 0;
-    let colPrev = m[line] ?? 0;
-    let rowBits = rowPrev, colBits = colPrev;
-    let rowEqual = 0, colEqual = 0, rowWindow = 0, colWindow = 0;
-    for (let k = 1; k < size; k++) {
-      const r = m[rowStart + k] ?? 0;
-      const c = m[k * size + line] ?? 0;
-      rowEqual = ((rowEqual << 1) | (1 ^ r ^ rowPrev)) & 15;
-      colEqual = ((colEqual << 1) | (1 ^ c ^ colPrev)) & 15;
-      const rw = (rowEqual + 1) >> 4;
-      const cw = (colEqual + 1) >> 4;
-      points += rw + cw + ((rw & ~rowWindow) << 1) + ((cw & ~colWindow) << 1);
-      rowWindow = rw;
-      colWindow = cw;
-      rowPrev = r;
-      colPrev = c;
-      rowBits = ((rowBits << 1) & 0x7ff) | r;
-      colBits = ((colBits << 1) & 0x7ff) | c;
-      if (k >= 10) {
-        if (rowBits === 0x5d0 || rowBits === 0x05d) points += 40;
-        if (colBits === 0x5d0 || colBits === 0x05d) points += 40;
+function lowestPenaltyMask(sliced: Uint8Array, size: number): number {
+  const points = new Uint32Array(256);
+  const dark = new Uint32Array(256);
+  const column = new Uint8Array(size);
+  for (let n = 0; n < size; n++) {
+    linePoints(sliced.subarray(n * size, n * size + size), points);
+    for (let k = 0; k < size; k++) column[k] = sliced[k * size + n] ?? 0;
+    linePoints(column, points);
+  }
+  blockPoints(sliced, size, points);
+  for (let i = 0; i < sliced.length; i++) {
+    const v = sliced[i] ?? 0;
+    dark[v] = (dark[v] ?? 0) + 1;
+  }
+  let best = 0;
+  let bestPenalty = Infinity;
+  for (let mask = 0; mask < 8; mask++) {
+    let penalty = 0;
+    let darkCount = 0;
+    for (let v = 1; v < 256; v++) {
+      if ((v >> mask) & 1) {
+        penalty += points[v] ?? 0;
+        darkCount += dark[v] ?? 0;
       }
     }
+    penalty += Math.abs(Math.ceil((darkCount * 100) / sliced.length / 5) - 10) * 10;
+    if (penalty < bestPenalty) {
+      bestPenalty = penalty;
+      best = mask;
+    }
   }
-  return points;
+  return best;
 }
 
-/** N2: a 2x2 block is uniform when its module sum is 0 or 4, i.e. `sum & 3` is 0. */
-function blockPenalty(m: Uint8Array, size: number): number {
-  let blocks = 0;
+/**
+ * N1 and N3 along one row or column. A run of L >= 5 scores L - 2: one point per all-equal
+ * 5-module window (L - 4) plus 2 for the window that starts it. N3 looks for 1011101 with four
+ * light modules after it (0x5d0 over 11 modules) or before it (0x05d); the 1011101 core is rare,
+ * so the light sides are read only where it occurs.
+ */
+function linePoints(m: Uint8Array, points: Uint32Array): void {
+  const size = m.length;
+  let m1 = m[0] ?? 0, m2 = 0, m3 = 0, m4 = 0, m5 = 0, m6 = 0;
+  let e1 = 0, e2 = 0, e3 = 0, window = 0;
+  for (let k = 1; k < size; k++) {
+    const cur = m[k] ?? 0;
+    const eq = ~(cur ^ m1) & 0xff;
+    const w = eq & e1 & e2 & e3;
+    const starts = w & ~window;
+    if (w) points[w] = (points[w] ?? 0) + 1;
+    if (starts) points[starts] = (points[starts] ?? 0) + 2;
+    const core = k >= 6 ? m6 & ~m5 & m4 & m3 & m2 & ~m1 & cur : 0;
+    if (core) finderPoints(m, k, core, points);
+    e3 = e2;
+    e2 = e1;
+    e1 = eq;
+    window = w;
+    m6 = m5;
+    m5 = m4;
+    m4 = m3;
+    m3 = m2;
+    m2 = m1;
+    m1 = cur;
+  }
+}
+
+/** N3 for a 1011101 core ending at `end`, on the masks in `core`. */
+function finderPoints(m: Uint8Array, end: number, core: number, points: Uint32Array): void {
+  if (end >= 10) {
+    const before = core & ~((m[end - 10] ?? 0) | (m[end - 9] ?? 0) | (m[end - 8] ?? 0) | (m[end - 7] ?? 0)) & 0xff;
+    if (before) points[before] = (points[before] ?? 0) + 40;
+  }
+  if (end + 4 < m.length) {
+    const after = core & ~((m[end + 1] ?? 0) | (m[end + 2] ?? 0) | (m[end + 3] ?? 0) | (m[end + 4] ?? 0)) & 0xff;
+    if (after) points[after] = (points[after] ?? 0) + 40;
+  }
+}
+
+/** N2: 3 points per 2x2 block of one colour. */
+function blockPoints(m: Uint8Array, size: number, points: Uint32Array): void {
   for (let row = 0; row < size - 1; row++) {
     const top = row * size;
     const bottom = top + size;
-    let left = (m[top] ?? 0) + (m[bottom] ?? 0);
     for (let col = 1; col < size; col++) {
-      const right = (m[top + col] ?? 0) + (m[bottom + col] ?? 0);
-      blocks += 1 - ((((left + right) & 3) + 3) >> 2);
-      left = right;
+      const a = m[top + col - 1] ?? 0;
+      const uniform = ~((a ^ (m[top + col] ?? 0)) | (a ^ (m[bottom + col - 1] ?? 0)) | (a ^ (m[bottom + col] ?? 0))) & 0xff;
+      if (uniform) points[uniform] = (points[uniform] ?? 0) + 3;
     }
   }
-  return blocks * 3;
-}
-
-function balancePenalty(dark: number, total: number): number {
-  return Math.abs(Math.ceil((dark * 100) / total / 5) - 10) * 10;
 }
 
 // ---- PNG --------------------------------------------------------------------------------
