@@ -54,21 +54,58 @@ export function createPartnerService(deps: {
   // made through this instance clear it at once; other instances see them within the TTL.
   const cache = new Map<string, { entry: VerifiedKey; at: number }>();
   const CACHE_MAX = 10_000;
+  // One database read per key at a time: when a busy key's entry expired, every request in the
+  // round trip used to read it again, and at thousands of requests per second those reads queued
+  // in the pool and held all requests for tens of milliseconds.
+  const inflight = new Map<string, Promise<VerifiedKey | null>>();
+  // Bumped by every clear, so a read that started before a change cannot cache the old row.
+  let generation = 0;
+  const clock = () => now().getTime();
 
   /** The key's row, checked against the hash and environment once, with the partner it names. */
+  async function load(hash: string): Promise<VerifiedKey | null> {
+    const startedIn = generation;
+    const row = await deps.partners.findByKeyHash(hash);
+    if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) {
+      cache.delete(hash);
+      return null;
+    }
+    const { id, name, qrStandard, environment } = row.partner;
+    const entry: VerifiedKey = { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16) }) };
+    if ((deps.authCacheTtlMs ?? 0) > 0 && startedIn === generation) {
+      if (cache.size >= CACHE_MAX) cache.clear();
+      cache.set(hash, { entry, at: clock() });
+    }
+    return entry;
+  }
+
+  function reload(hash: string): Promise<VerifiedKey | null> {
+    const running = inflight.get(hash);
+    if (running) return running;
+    const pending: Promise<VerifiedKey | null> = load(hash).finally(() => {
+      if (inflight.get(hash) === pending) inflight.delete(hash);
+    });
+    inflight.set(hash, pending);
+    return pending;
+  }
+
+  /**
+   * A cached entry is served while younger than the TTL; past half of it, the first request also
+   * starts a reload in the background, so a key in steady use never waits for the database.
+   */
   async function lookup(hash: string): Promise<VerifiedKey | null> {
     const ttl = deps.authCacheTtlMs ?? 0;
     const hit = cache.get(hash);
-    if (hit && Date.now() - hit.at < ttl) return hit.entry;
-    const row = await deps.partners.findByKeyHash(hash);
-    if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) return null;
-    const { id, name, qrStandard, environment } = row.partner;
-    const entry: VerifiedKey = { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16) }) };
-    if (ttl > 0) {
-      if (cache.size >= CACHE_MAX) cache.clear();
-      cache.set(hash, { entry, at: Date.now() });
-    }
-    return entry;
+    const age = hit ? clock() - hit.at : Infinity;
+    if (!hit || age >= ttl) return reload(hash);
+    if (age >= ttl / 2 && !inflight.has(hash)) reload(hash).catch(() => undefined);
+    return hit.entry;
+  }
+
+  function clearCache(): void {
+    generation++;
+    cache.clear();
+    inflight.clear();
   }
 
   async function requirePartner(id: string): Promise<PartnerRow> {
@@ -93,7 +130,7 @@ export function createPartnerService(deps: {
 
     async update(id: string, patch: { active?: boolean; qrStandard?: 'qrpay' | 'govstd' }): Promise<PartnerRow> {
       const partner = await deps.partners.update(id, patch);
-      cache.clear();
+      clearCache();
       if (!partner) throw new NotFoundError('Partner');
       return partner;
     },
@@ -103,7 +140,7 @@ export function createPartnerService(deps: {
       const { apiKey, stored } = newKey(partner.environment);
       const previousKeysExpireAt = new Date(now().getTime() + deps.keyRotationGraceMs);
       await deps.partners.rotateKey(id, partner.environment, stored, previousKeysExpireAt);
-      cache.clear();
+      clearCache();
       return { apiKey, previousKeysExpireAt };
     },
 
