@@ -49,18 +49,31 @@ export type StatementNamer = ReturnType<typeof createStatementNamer>;
 
 /** Kysely's pool interface over a pg pool, sending repeated statements as named prepared ones. */
 export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): PostgresPool {
+  // One wrapper per pg client, reused on every checkout: Kysely keeps its connection object per
+  // client it is given, so a new wrapper each time would also cost it a new connection per query.
+  const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+
+  function wrap(client: pg.PoolClient): PostgresPoolClient {
+    function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+    function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+    function query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>) {
+      if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
+      const name = namer.nameFor(sqlOrCursor);
+      const values = parameters ? [...parameters] : [];
+      return client.query(name ? { name, text: sqlOrCursor, values } : { text: sqlOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
+    }
+    return { query, release: () => client.release() };
+  }
+
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
-      function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
-      function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
-      function query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>) {
-        if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
-        const name = namer.nameFor(sqlOrCursor);
-        const values = parameters ? [...parameters] : [];
-        return client.query(name ? { name, text: sqlOrCursor, values } : { text: sqlOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
+      let wrapped = wrappers.get(client);
+      if (!wrapped) {
+        wrapped = wrap(client);
+        wrappers.set(client, wrapped);
       }
-      return { query, release: () => client.release() };
+      return wrapped;
     },
     end: () => pool.end(),
   };
