@@ -54,13 +54,25 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): Pos
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
 
   function wrap(client: pg.PoolClient): PostgresPoolClient {
+    async function run(text: string, values: unknown[]) {
+      const name = namer.nameFor(text);
+      if (!name) return client.query({ text, values });
+      try {
+        return await client.query({ name, text, values });
+      } catch (err) {
+        // A migration changed a table under a statement this connection prepared (`SELECT *`
+        // gained a column, say, during a rolling deploy): PostgreSQL refuses the old statement
+        // until it is prepared again. Inside a transaction the error has aborted it, so the
+        // DEALLOCATE fails too and the caller sees the error; the next use outside one recovers.
+        if (!isStalePreparedStatement(err) || !(await deallocate(client, name))) throw err;
+        return client.query({ name, text, values });
+      }
+    }
     function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
     function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
     function query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>) {
       if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
-      const name = namer.nameFor(sqlOrCursor);
-      const values = parameters ? [...parameters] : [];
-      return client.query(name ? { name, text: sqlOrCursor, values } : { text: sqlOrCursor, values }) as unknown as Promise<PostgresQueryResult<R>>;
+      return run(sqlOrCursor, parameters ? [...parameters] : []) as unknown as Promise<PostgresQueryResult<R>>;
     }
     return { query, release: () => client.release() };
   }
@@ -77,4 +89,24 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): Pos
     },
     end: () => pool.end(),
   };
+}
+
+/** PostgreSQL's refusal to run a prepared statement whose result columns changed since it was prepared. */
+function isStalePreparedStatement(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return code === '0A000' && typeof message === 'string' && message.includes('cached plan must not change result type');
+}
+
+/** Drops a prepared statement on the server and from pg's record of what this connection prepared. */
+async function deallocate(client: pg.PoolClient, name: string): Promise<boolean> {
+  try {
+    await client.query(`DEALLOCATE ${name}`);
+  } catch {
+    return false;
+  }
+  // pg has no public API to forget a statement; this record is how it decides to send Parse again.
+  const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, string> } }).connection?.parsedStatements;
+  if (parsed) delete parsed[name];
+  return true;
 }

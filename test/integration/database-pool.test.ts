@@ -36,6 +36,17 @@ describe.skipIf(!databaseUrl)('PostgreSQL pool', () => {
     expect(rows.some((r) => r.name.startsWith('gpc_') && r.statement.includes('+ 1 as n'))).toBe(true);
   });
 
+  it('prepares a statement again when a migration changed its table under it', async () => {
+    await sql`create table rolling (id int primary key)`.execute(db);
+    await sql`insert into rolling values (1)`.execute(db);
+    const read = () => sql<Record<string, unknown>>`select * from rolling where id = ${1}`.execute(db);
+    for (let i = 0; i < 3; i++) expect((await read()).rows).toEqual([{ id: 1 }]);
+    // What another instance's migration does during a rolling deploy.
+    await sql`alter table rolling add column note text default 'added'`.execute(db);
+    expect((await read()).rows).toEqual([{ id: 1, note: 'added' }]);
+    expect((await read()).rows).toEqual([{ id: 1, note: 'added' }]);
+  });
+
   it('survives its idle connection being killed and answers on a new one', async () => {
     const pid = await backendPid();
     const admin = new pg.Client({ connectionString: url });
