@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationP
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Database } from './db.types.js';
+import { pgErrorCode } from './pg-error.js';
 import { createStatementNamer, preparedStatementPool } from './prepared-statement.pool.js';
 import * as m001 from './migrations/001-initial.migration.js';
 import * as m002 from './migrations/002-webhooks.migration.js';
@@ -76,7 +77,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
  * that listing with "schema does not exist" before anything has been applied.
  */
 function isConcurrentSchemaDrop(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === '3F000';
+  return pgErrorCode(err) === '3F000';
 }
 
 /** Applies pending migrations; concurrent starters are serialised by Kysely's migration lock. */
@@ -103,5 +104,5 @@ export async function pingDatabase(db: Db): Promise<boolean> {
 }
 
 export function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
+  return pgErrorCode(err) === '23505';
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
+import { pgErrorCode } from './pg-error.js';
 
 export interface PreparedStatementOptions {
   /** Executions of a statement text before it is prepared; one-off statements stay unnamed. */
@@ -93,9 +94,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): Pos
 
 /** PostgreSQL's refusal to run a prepared statement whose result columns changed since it was prepared. */
 function isStalePreparedStatement(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  return code === '0A000' && typeof message === 'string' && message.includes('cached plan must not change result type');
+  return pgErrorCode(err) === '0A000' && err instanceof Error && err.message.includes('cached plan must not change result type');
 }
 
 /** Drops a prepared statement on the server and from pg's record of what this connection prepared. */
