@@ -60,7 +60,8 @@ export function createPartnerService(deps: {
   const inflight = new Map<string, Promise<VerifiedKey | null>>();
   // Bumped by every clear, so a read that started before a change cannot cache the old row.
   let generation = 0;
-  const clock = () => now().getTime();
+  // Read on every request: without an injected clock, no Date is built for it.
+  const clock = deps.now ? () => now().getTime() : Date.now;
 
   /** The key's row, checked against the hash and environment once, with the partner it names. */
   async function load(hash: string): Promise<VerifiedKey | null> {
