@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { compileOnce } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { Database, PaymentsTable, PaymentStatus } from '../db.types.js';
 import type { OutboxWrite } from './event.repository.js';
@@ -10,19 +11,23 @@ export interface PaymentDetail extends PaymentRow {
   invoiceIds: string[];
 }
 
-/** The payment's invoice ids in settlement order, read in the same statement as the payment. */
+/**
+ * The payment's invoice ids in settlement order, read in the same statement as the payment and
+ * named as `PaymentDetail` names them, so a row is a detail as it comes.
+ */
 const invoiceIdsColumn = sql<string[]>`(
   SELECT coalesce(jsonb_agg(pi.invoice_id ORDER BY pi.position), '[]'::jsonb)
   FROM payment_invoices pi WHERE pi.payment_id = payments.id
-)`.as('invoice_ids');
-
-function toDetail(row: (PaymentRow & { invoice_ids: string[] }) | undefined): PaymentDetail | null {
-  if (!row) return null;
-  const { invoice_ids: invoiceIds, ...payment } = row;
-  return { ...payment, invoiceIds };
-}
+)`.as('invoiceIds');
 
 export function createPaymentRepository(db: Db) {
+  // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
+  const selectDetail = () => db.selectFrom('payments').selectAll().select(invoiceIdsColumn);
+  const detailForPartner = compileOnce<'id' | 'partnerId', PaymentDetail>((slot) =>
+    selectDetail().where('id', '=', slot<string>('id')).where('partner_id', '=', slot<string>('partnerId')),
+  );
+  const detailById = compileOnce<'id', PaymentDetail>((slot) => selectDetail().where('id', '=', slot<string>('id')));
+
   return {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => db.transaction().execute(fn),
 
@@ -129,11 +134,13 @@ export function createPaymentRepository(db: Db) {
     },
 
     async findForPartner(partnerId: string, id: string): Promise<PaymentDetail | null> {
-      return toDetail(await db.selectFrom('payments').selectAll().select(invoiceIdsColumn).where('id', '=', id).where('partner_id', '=', partnerId).executeTakeFirst());
+      const { rows } = await db.executeQuery(detailForPartner({ id, partnerId }));
+      return rows[0] ?? null;
     },
 
     async findById(id: string, trx: Kysely<Database> = db): Promise<PaymentDetail | null> {
-      return toDetail(await trx.selectFrom('payments').selectAll().select(invoiceIdsColumn).where('id', '=', id).executeTakeFirst());
+      const { rows } = await trx.executeQuery(detailById({ id }));
+      return rows[0] ?? null;
     },
 
     /**
