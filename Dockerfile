@@ -38,4 +38,4 @@ EXPOSE 3000 3001
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/api/v1/health/live').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node runs as PID 1 and handles SIGTERM itself (graceful shutdown: jobs, listeners, database).
-CMD ["node", "--max-old-space-size=192", "--v8-pool-size=1", "dist/src/bin/api.js"]
+CMD ["node", "--max-old-space-size=192", "--v8-pool-size=1", "--no-allocation-site-pretenuring", "dist/src/bin/api.js"]
