@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request as AcRequest } from 'autocannon';
 import { apiEnv, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
@@ -15,6 +16,7 @@ const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=
 const DURATION_S = Number(flag('duration') ?? 6);
 const CONNECTIONS = 32;
 const WARMUP_S = 2;
+const SETTLE_MS = 1000;
 const MINISTRY_TIMEOUT_MS = 1000;
 const FANOUT_DELAY_MS = 600;
 const PARTNERS = 8;
@@ -45,6 +47,14 @@ const STALLS = process.argv.includes('--stalls');
 /** `--trace-gc`: the API prints V8's GC trace (to find pauses behind a latency tail). */
 const TRACE_GC = process.argv.includes('--trace-gc');
 const ADMIN_TOKEN = 'bench-admin-token';
+/**
+ * The baseline server and the simulator stand in for other hosts and go idle while the service is
+ * measured. V8's memory reducer then ran three major GCs in each of them, 8 s after its last work
+ * and about 600 ms apart, on four threads (the simulator's took both cores for 20-50 ms at a time,
+ * `perf sched`), and they landed in the service's 50% phase. The simulator also gets one GC thread.
+ */
+const IDLE_HELPER_FLAGS = ['--no-memory-reducer'];
+const SIMULATOR_NODE_FLAGS = [...IDLE_HELPER_FLAGS, '--v8-pool-size=1'];
 
 interface Row {
   store: string;
@@ -105,6 +115,9 @@ async function measure(baseUrl: string, target: Target): Promise<{ peak: number;
   await run({ url: baseUrl, connections: CONNECTIONS, duration: WARMUP_S, requests: [{ setupRequest }] });
   const peak = await run({ url: baseUrl, connections: CONNECTIONS, duration: DURATION_S, requests: [{ setupRequest }] });
   const rate = Math.max(1, Math.floor(peak.requests.average * 0.5));
+  // The latency phase measures a steady 50% load, not the way out of the overload before it: the
+  // peak run's last answers, its 32 sockets closing and a GC of its garbage land here otherwise.
+  await sleep(SETTLE_MS);
   const half = await pacedLoad(new URL(baseUrl).origin, rate, DURATION_S, () => {
     const n = target.next();
     return { method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
@@ -295,7 +308,7 @@ async function withSimulator<T>(fixtures: string, fn: (url: string) => Promise<T
   const port = await freePort();
   // The ministry confirms each payment 1 ms after it is submitted (0 would mean never), so the
   // first status read confirms it live and later reads answer from the database.
-  const simArgs = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/simulator'] : [];
+  const simArgs = [...SIMULATOR_NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/simulator'] : [])];
   const sim: Proc = await startProcess([SIMULATOR_ENTRY], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '1', LOG_LEVEL: 'warn' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`, simArgs);
   try {
     return await fn(`http://127.0.0.1:${port}`);
@@ -327,7 +340,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   if (!FROM_SOURCE) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
   const basePort = await freePort();
-  const baseline = await startProcess(['bench/baseline-server.ts', String(basePort)], {}, `http://127.0.0.1:${basePort}/hello`);
+  const baseline = await startProcess(['bench/baseline-server.ts', String(basePort)], {}, `http://127.0.0.1:${basePort}/hello`, IDLE_HELPER_FLAGS);
   const baselines: number[] = [];
   const measureBaseline = async () => {
     const url = `http://127.0.0.1:${basePort}/hello`;
