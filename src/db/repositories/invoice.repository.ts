@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { compileOnce } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { Database, InvoicesTable } from '../db.types.js';
 import type { InvoiceFilter, Source, UpstreamInvoice } from '../../ministry/ministry.types.js';
@@ -56,6 +57,16 @@ async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[]): Promis
 }
 
 export function createInvoiceRepository(db: Db) {
+  // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
+  const selectForPartner = compileOnce<'partnerId' | 'id', InvoiceRow>((slot) =>
+    db
+      .selectFrom('invoices as i')
+      .innerJoin('partner_invoices as pi', 'pi.invoice_id', 'i.id')
+      .selectAll('i')
+      .where('pi.partner_id', '=', slot<string>('partnerId'))
+      .where('i.id', '=', slot<string>('id')),
+  );
+
   return {
     upsert: (invoices: UpstreamInvoice[], trx: Kysely<Database> = db) => upsert(trx, dedupe(invoices)),
 
@@ -70,14 +81,8 @@ export function createInvoiceRepository(db: Db) {
 
     /** The stored invoice, only if this partner has retrieved it before (payer data is personal). */
     async findForPartner(partnerId: string, id: string): Promise<InvoiceRow | null> {
-      const row = await db
-        .selectFrom('invoices as i')
-        .innerJoin('partner_invoices as pi', 'pi.invoice_id', 'i.id')
-        .selectAll('i')
-        .where('pi.partner_id', '=', partnerId)
-        .where('i.id', '=', id)
-        .executeTakeFirst();
-      return row ?? null;
+      const { rows } = await db.executeQuery(selectForPartner({ partnerId, id }));
+      return rows[0] ?? null;
     },
 
     async findById(id: string, trx: Kysely<Database> = db): Promise<InvoiceRow | null> {
