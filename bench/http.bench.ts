@@ -317,16 +317,34 @@ async function withSimulator<T>(fixtures: string, fn: (url: string) => Promise<T
   }
 }
 
+interface BaselineHalf {
+  rate: number;
+  p50: number;
+  p99: number;
+}
+
+/**
+ * The same open-loop client against the bare server at 50% of its own peak: the tail that this
+ * machine, its kernel and the client give a server that does nothing, for reading the endpoints'.
+ */
+async function measureBaselineAtHalf(origin: string, peak: number): Promise<BaselineHalf | null> {
+  if (peak === 0) return null;
+  const rate = Math.floor(peak * 0.5);
+  const half = await pacedLoad(origin, rate, DURATION_S, () => ({ method: 'GET', path: '/hello', headers: {} }));
+  console.log(`baseline  bare Fastify hello JSON  p50 ${half.p50} ms  p99 ${half.p99} ms @ ${rate}/s (client send lag p99 ${half.sendLagP99} ms)`);
+  return { rate, p50: half.p50, p99: half.p99 };
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
-function table(baselines: number[], rows: Row[], rss: Record<string, number>, fanOut: FanOut[]): string {
+function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row[], rss: Record<string, number>, fanOut: FanOut[]): string {
   const lines = [
     `| store | endpoint | peak req/s | baseline req/s (just before) | vs baseline | p50 ms @50% | p99 ms @50% | non-2xx |`,
     `|---|---|---|---|---|---|---|---|`,
-    `| - | bare Fastify hello JSON (median of ${baselines.length}; ${Math.min(...baselines)} to ${Math.max(...baselines)}) | ${median(baselines)} | | 100% | | | |`,
+    `| - | bare Fastify hello JSON (median of ${baselines.length}; ${Math.min(...baselines)} to ${Math.max(...baselines)}) | ${median(baselines)} | | 100% | ${baselineHalf?.p50 ?? ''} | ${baselineHalf?.p99 ?? ''} | |`,
     ...rows.map((r) => `| ${r.store} | ${r.endpoint} | ${r.peakRps} | ${r.baselineRps} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.errors} |`),
     '',
     ...Object.entries(rss).map(([store, mb]) => `Peak RSS of the API on ${store}: ${mb} MB`),
@@ -353,6 +371,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const rss: Record<string, number> = {};
   let fanOut: FanOut[] = [];
+  let baselineHalf: BaselineHalf | null = null;
   try {
     const pgDb = STORES.includes('postgres') ? await freshDatabase(PG_URL, 'bench') : null;
     if (pgDb) {
@@ -371,17 +390,18 @@ async function main(): Promise<void> {
       rss.pglite = lite.rssMb;
       if (fanOut.length === 0) fanOut = lite.fanOut;
     }
+    baselineHalf = await measureBaselineAtHalf(`http://127.0.0.1:${basePort}`, median(baselines));
   } finally {
     await baseline.stop();
   }
 
-  const md = table(baselines, rows, rss, fanOut);
+  const md = table(baselines, baselineHalf, rows, rss, fanOut);
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
   const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, rows, rssMb: rss, fanOut }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
