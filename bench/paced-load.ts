@@ -113,8 +113,8 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
       errors++;
     });
   }
-  // One unmeasured request per connection first: the service sets up each new connection on its
-  // first request, and 64 of those at once would otherwise open every run with a stall.
+  // One unmeasured request per connection first, so the measured phase does not open with the
+  // first requests of 64 new connections arriving at once.
   await Promise.all(conns.map((conn) => new Promise<void>((resolve) => {
     conn.warmed = resolve;
     send(conn, performance.now());

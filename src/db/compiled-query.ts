@@ -7,6 +7,9 @@ class Slot {
 
 type Bind<K extends string> = (values: Readonly<Record<K, unknown>>) => unknown;
 
+/** Gives the placeholder for a named value; annotating the builder's parameter names the values. */
+export type SlotFn<K extends string> = <T>(name: K) => T;
+
 /**
  * Builds and compiles a query once, then binds new values on each call. Kysely rebuilds and
  * recompiles the same SQL text on every execution; on `GET /payments/{id}` that was about 7% of
@@ -14,7 +17,7 @@ type Bind<K extends string> = (values: Readonly<Record<K, unknown>>) => unknown;
  * transaction's too). The compiled query skips Kysely plugins, and none are installed.
  */
 export function compileOnce<K extends string, R>(
-  build: (slot: <T>(name: K) => T) => Compilable<R>,
+  build: (slot: SlotFn<K>) => Compilable<R>,
 ): (values: Readonly<Record<K, unknown>>) => CompiledQuery<R> {
   const compiled = build(<T>(name: K) => new Slot(name) as T).compile();
   const binds: Bind<K>[] = compiled.parameters.map((p) => (p instanceof Slot ? (values) => values[p.name as K] : () => p));

@@ -1,6 +1,6 @@
 import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { compileOnce } from '../../src/db/compiled-query.js';
+import { compileOnce, type SlotFn } from '../../src/db/compiled-query.js';
 import type { Database } from '../../src/db/db.types.js';
 
 // Compiling needs no connection: the dummy driver is never asked to run anything here.
@@ -14,7 +14,7 @@ const db = new Kysely<Database>({
 });
 
 describe('compileOnce', () => {
-  const query = compileOnce<'id' | 'partner', unknown>((slot) =>
+  const query = compileOnce((slot: SlotFn<'id' | 'partner'>) =>
     db
       .selectFrom('payments')
       .select('id')

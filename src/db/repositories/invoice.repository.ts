@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { compileOnce } from '../compiled-query.js';
+import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { Database, InvoicesTable } from '../db.types.js';
 import type { InvoiceFilter, Source, UpstreamInvoice } from '../../ministry/ministry.types.js';
@@ -58,7 +58,7 @@ async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[]): Promis
 
 export function createInvoiceRepository(db: Db) {
   // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
-  const selectForPartner = compileOnce<'partnerId' | 'id', InvoiceRow>((slot) =>
+  const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
     db
       .selectFrom('invoices as i')
       .innerJoin('partner_invoices as pi', 'pi.invoice_id', 'i.id')

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { compileOnce } from '../compiled-query.js';
+import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { Database, PaymentsTable, PaymentStatus } from '../db.types.js';
 import type { OutboxWrite } from './event.repository.js';
@@ -23,10 +23,10 @@ const invoiceIdsColumn = sql<string[]>`(
 export function createPaymentRepository(db: Db) {
   // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
   const selectDetail = () => db.selectFrom('payments').selectAll().select(invoiceIdsColumn);
-  const detailForPartner = compileOnce<'id' | 'partnerId', PaymentDetail>((slot) =>
+  const detailForPartner = compileOnce((slot: SlotFn<'id' | 'partnerId'>) =>
     selectDetail().where('id', '=', slot<string>('id')).where('partner_id', '=', slot<string>('partnerId')),
   );
-  const detailById = compileOnce<'id', PaymentDetail>((slot) => selectDetail().where('id', '=', slot<string>('id')));
+  const detailById = compileOnce((slot: SlotFn<'id'>) => selectDetail().where('id', '=', slot<string>('id')));
 
   return {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => db.transaction().execute(fn),
