@@ -114,9 +114,11 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
     });
   }
   // One unmeasured request per connection first, so the measured phase does not open with the
-  // first requests of 64 new connections arriving at once.
+  // first requests of 64 new connections arriving at once. A connection the server closes instead
+  // of answering must not hold the run: its later requests count as errors.
   await Promise.all(conns.map((conn) => new Promise<void>((resolve) => {
     conn.warmed = resolve;
+    conn.socket.once('close', () => resolve());
     send(conn, performance.now());
   })));
   idle.push(...conns);
