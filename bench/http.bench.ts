@@ -49,9 +49,9 @@ const TRACE_GC = process.argv.includes('--trace-gc');
 const ADMIN_TOKEN = 'bench-admin-token';
 /**
  * The baseline server and the simulator stand in for other hosts and go idle while the service is
- * measured. V8's memory reducer then ran three major GCs in each of them, 8 s after its last work
- * and about 600 ms apart, on four threads (the simulator's took both cores for 20-50 ms at a time,
- * `perf sched`), and they landed in the service's 50% phase. The simulator also gets one GC thread.
+ * measured. V8's memory reducer then runs up to three major GCs, 8 s after a process's last work
+ * and about half a second apart, on four threads: the simulator's took both cores for 20-50 ms at
+ * a time in the service's 50% phase (`perf sched`). The simulator also gets one GC thread.
  */
 const IDLE_HELPER_FLAGS = ['--no-memory-reducer'];
 const SIMULATOR_NODE_FLAGS = [...IDLE_HELPER_FLAGS, '--v8-pool-size=1'];
