@@ -67,6 +67,8 @@ interface Row {
   p99: number;
   rateAtHalf: number;
   errors: number;
+  /** CPU time the hypervisor took from the VM during the 50% phase (ms, both vCPUs); null off Linux. */
+  stealMs: number | null;
 }
 
 function writeFixtures(): string {
@@ -106,7 +108,7 @@ interface Target {
   next: () => { path: string; key: string; body?: string };
 }
 
-async function measure(baseUrl: string, target: Target): Promise<{ peak: number; p50: number; p99: number; sendLagP99: number; rate: number; errors: number; slowWindows: PacedResult['slowWindows']; clientPause: PacedResult['clientPause'] }> {
+async function measure(baseUrl: string, target: Target): Promise<{ peak: number; p50: number; p99: number; sendLagP99: number; rate: number; errors: number; startedAtMs: number; slowWindows: PacedResult['slowWindows']; clientPause: PacedResult['clientPause']; steal: PacedResult['steal'] }> {
   const setupRequest = (req: AcRequest) => {
     const n = target.next();
     return { ...req, method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
@@ -129,9 +131,18 @@ async function measure(baseUrl: string, target: Target): Promise<{ peak: number;
     sendLagP99: half.sendLagP99,
     rate,
     errors: peak.non2xx + peak.errors + half.non2xx + half.errors,
+    startedAtMs: half.startedAtMs,
     slowWindows: half.slowWindows,
     clientPause: half.clientPause,
+    steal: half.steal,
   };
+}
+
+/** `--stalls`: the phase's wall-clock start (to find it in PostgreSQL's or perf's logs) and its slowest windows. */
+function stallsLine(r: Pick<PacedResult, 'startedAtMs' | 'slowWindows' | 'steal'>): string {
+  const windows = r.slowWindows.map((w) => `${w.overP99} at ${w.atMs} ms (max ${w.maxMs} ms)`).join(', ');
+  const steal = r.steal.totalMs === null ? 'not readable' : `${r.steal.totalMs} ms${r.steal.windows.map((w) => `, ${w.ms} at ${w.atMs} ms`).join('')}`;
+  return `          phase from ${new Date(r.startedAtMs).toISOString()}; answers over p99 by send time: ${windows}\n          CPU steal (hypervisor) in the phase: ${steal}`;
 }
 
 async function json(url: string, init: RequestInit = {}) {
@@ -268,14 +279,14 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       const baselinePeak = await measureBaseline();
       await target.before?.();
       const m = await measure(api, target);
-      rows.push({ store, endpoint: target.label, peakRps: m.peak, baselineRps: baselinePeak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors });
+      rows.push({ store, endpoint: target.label, peakRps: m.peak, baselineRps: baselinePeak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors, stealMs: m.steal.totalMs });
       if (MEMORY) console.log(await memoryLine(`http://127.0.0.1:${adminPort}`));
       if (STALLS) {
-        console.log(`          answers over p99 by send time: ${m.slowWindows.map((w) => `${w.overP99} at ${w.atMs} ms (max ${w.maxMs} ms)`).join(', ')}`);
+        console.log(stallsLine(m));
         const pause = m.clientPause;
         console.log(`          client: max GC ${pause.maxGcMs} ms, max loop delay ${pause.maxLoopDelayMs} ms; GC over 10 ms: ${pause.gcOver10Ms.map((g) => `${g.ms} ms at ${g.atMs} ms`).join(', ') || 'none'}`);
       }
-      console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}`);
+      console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}  CPU steal ${m.steal.totalMs ?? '?'} ms`);
     }
     const rssMb = proc.peakRssMb();
     // Last: its timeouts count as failures towards the circuit breaker.
@@ -321,6 +332,7 @@ interface BaselineHalf {
   rate: number;
   p50: number;
   p99: number;
+  stealMs: number | null;
 }
 
 /**
@@ -331,8 +343,9 @@ async function measureBaselineAtHalf(origin: string, peak: number): Promise<Base
   if (peak === 0) return null;
   const rate = Math.floor(peak * 0.5);
   const half = await pacedLoad(origin, rate, DURATION_S, () => ({ method: 'GET', path: '/hello', headers: {} }));
+  if (STALLS) console.log(stallsLine(half));
   console.log(`baseline  bare Fastify hello JSON  p50 ${half.p50} ms  p99 ${half.p99} ms @ ${rate}/s (client send lag p99 ${half.sendLagP99} ms)`);
-  return { rate, p50: half.p50, p99: half.p99 };
+  return { rate, p50: half.p50, p99: half.p99, stealMs: half.steal.totalMs };
 }
 
 function median(values: number[]): number {
@@ -342,10 +355,10 @@ function median(values: number[]): number {
 
 function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row[], rss: Record<string, number>, fanOut: FanOut[]): string {
   const lines = [
-    `| store | endpoint | peak req/s | baseline req/s (just before) | vs baseline | p50 ms @50% | p99 ms @50% | non-2xx |`,
-    `|---|---|---|---|---|---|---|---|`,
-    `| - | bare Fastify hello JSON (median of ${baselines.length}; ${Math.min(...baselines)} to ${Math.max(...baselines)}) | ${median(baselines)} | | 100% | ${baselineHalf?.p50 ?? ''} | ${baselineHalf?.p99 ?? ''} | |`,
-    ...rows.map((r) => `| ${r.store} | ${r.endpoint} | ${r.peakRps} | ${r.baselineRps} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.errors} |`),
+    `| store | endpoint | peak req/s | baseline req/s (just before) | vs baseline | p50 ms @50% | p99 ms @50% | non-2xx | CPU steal ms @50% |`,
+    `|---|---|---|---|---|---|---|---|---|`,
+    `| - | bare Fastify hello JSON (median of ${baselines.length}; ${Math.min(...baselines)} to ${Math.max(...baselines)}) | ${median(baselines)} | | 100% | ${baselineHalf?.p50 ?? ''} | ${baselineHalf?.p99 ?? ''} | | ${baselineHalf?.stealMs ?? ''} |`,
+    ...rows.map((r) => `| ${r.store} | ${r.endpoint} | ${r.peakRps} | ${r.baselineRps} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.errors} | ${r.stealMs ?? ''} |`),
     '',
     ...Object.entries(rss).map(([store, mb]) => `Peak RSS of the API on ${store}: ${mb} MB`),
     '',

@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import { watchSteal, type StealReport } from './cpu-steal.js';
 
 export interface PacedRequest {
   method: 'GET' | 'POST';
@@ -16,10 +17,14 @@ export interface PacedResult {
   p99: number;
   /** How late the generator itself sent its requests (p99, ms): above a few ms the client, not the server, limits the run. */
   sendLagP99: number;
+  /** Wall-clock start of the measured phase (epoch ms), to line the windows up with other logs (PostgreSQL's, perf's). */
+  startedAtMs: number;
   /** The 100 ms windows (by scheduled send time, ms from the start) holding the slowest answers. */
   slowWindows: { atMs: number; maxMs: number; overP99: number }[];
   /** The client's own pauses during the run (ms): a GC or a blocked loop here delays answers it has already received. */
   clientPause: { maxGcMs: number; maxLoopDelayMs: number; gcOver10Ms: { atMs: number; ms: number }[] };
+  /** CPU time the VM's hypervisor took from this machine during the phase. */
+  steal: StealReport;
 }
 
 const HEADER_END = Buffer.from('\r\n\r\n');
@@ -132,6 +137,7 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
   gcObserver.observe({ entryTypes: ['gc'] });
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
+  const stealWatch = watchSteal(start);
   let scheduled = 0;
   while (scheduled < total) {
     const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * ratePerS));
@@ -153,6 +159,7 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
   for (const conn of conns) conn.socket.destroy();
   gcObserver.disconnect();
   loopDelay.disable();
+  const steal = stealWatch.stop();
   const clientPause = {
     maxGcMs: Math.max(0, ...gcPauses.map((g) => g.ms)),
     maxLoopDelayMs: Math.round(loopDelay.max / 1e5) / 10,
@@ -163,7 +170,7 @@ export async function pacedLoad(origin: string, ratePerS: number, durationS: num
   const slowWindows = windowsOver(sentAt.map((at) => at - start), latencies, pick([...latencies].sort((a, b) => a - b), 0.99));
   latencies.sort((a, b) => a - b);
   lags.sort((a, b) => a - b);
-  return { sent: scheduled, non2xx, errors: Math.max(errors, total - done), p50: pick(latencies, 0.5), p99: pick(latencies, 0.99), sendLagP99: pick(lags, 0.99), slowWindows, clientPause };
+  return { sent: scheduled, non2xx, errors: Math.max(errors, total - done), p50: pick(latencies, 0.5), p99: pick(latencies, 0.99), sendLagP99: pick(lags, 0.99), startedAtMs: Math.round(performance.timeOrigin + start), slowWindows, clientPause, steal };
 }
 
 /** Groups the answers slower than p99 by 100 ms of send time: one stall shows as one or two windows. */
