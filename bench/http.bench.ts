@@ -108,7 +108,7 @@ interface Target {
   next: () => { path: string; key: string; body?: string };
 }
 
-async function measure(baseUrl: string, target: Target): Promise<{ peak: number; p50: number; p99: number; sendLagP99: number; rate: number; errors: number; startedAtMs: number; slowWindows: PacedResult['slowWindows']; clientPause: PacedResult['clientPause']; steal: PacedResult['steal'] }> {
+async function measure(baseUrl: string, target: Target): Promise<{ peak: number; rate: number; errors: number } & Pick<PacedResult, 'p50' | 'p99' | 'sendLagP99' | 'startedAtMs' | 'slowWindows' | 'clientPause' | 'steal'>> {
   const setupRequest = (req: AcRequest) => {
     const n = target.next();
     return { ...req, method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
