@@ -5,6 +5,11 @@ export interface Job {
   intervalMs: number;
   /** One pass; must be idempotent and safe to run concurrently in several instances. */
   run(): Promise<void>;
+  /**
+   * Resolves once the work a pass handed off (to run beside later passes) has finished; jobs
+   * whose pass does all its work before returning leave it out.
+   */
+  drain?(): Promise<void>;
 }
 
 export interface RunningJobs {
@@ -35,6 +40,7 @@ export function startJobs(jobs: Job[], log: Logger): RunningJobs {
       stopped = true;
       timers.forEach(clearInterval);
       await Promise.allSettled([...inFlight]);
+      await Promise.allSettled(jobs.map((job) => job.drain?.()));
     },
   };
 }

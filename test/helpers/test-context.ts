@@ -82,7 +82,10 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
       offsetMs += ms;
     },
     async runJobs() {
-      for (const job of deps.jobs) await job.run();
+      for (const job of deps.jobs) {
+        await job.run();
+        await job.drain?.();
+      }
     },
     async partner(p = {}) {
       const res = await admin.inject({

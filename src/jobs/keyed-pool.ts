@@ -1,0 +1,45 @@
+/**
+ * Runs tasks concurrently with a cap per key (a ministry system, a webhook endpoint) and a cap
+ * overall, so a key whose tasks hang or fail uses up only its own slots and never another key's.
+ */
+export interface KeyedPool {
+  /** How many more tasks `key` may start now (bounded by both caps). */
+  available(key: string): number;
+  /** Free slots overall. */
+  free(): number;
+  /** Starts the task if `key` has a free slot; false when it has none. */
+  tryRun(key: string, task: () => Promise<void>): boolean;
+  /** Resolves once every task started so far has finished. */
+  idle(): Promise<void>;
+}
+
+export function createKeyedPool(opts: { perKey: number; total: number; onError: (err: unknown, key: string) => void }): KeyedPool {
+  const running = new Map<string, number>();
+  const inFlight = new Set<Promise<void>>();
+
+  const free = () => Math.max(0, opts.total - inFlight.size);
+  const available = (key: string) => Math.min(free(), Math.max(0, opts.perKey - (running.get(key) ?? 0)));
+
+  return {
+    available,
+    free,
+    tryRun(key, task) {
+      if (available(key) <= 0) return false;
+      running.set(key, (running.get(key) ?? 0) + 1);
+      const done = Promise.resolve()
+        .then(task)
+        .catch((err: unknown) => opts.onError(err, key))
+        .finally(() => {
+          const left = (running.get(key) ?? 1) - 1;
+          if (left > 0) running.set(key, left);
+          else running.delete(key);
+          inFlight.delete(done);
+        });
+      inFlight.add(done);
+      return true;
+    },
+    async idle() {
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+  };
+}
