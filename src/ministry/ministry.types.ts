@@ -37,10 +37,10 @@ export type SubmitPaymentResult =
   | { accepted: true; linkedRefNums: string[] }
   | { accepted: false; reason: string };
 
-export type UpstreamPaymentStatus = 'submitted' | 'confirmed' | 'canceled' | 'unknown';
+export type UpstreamPaymentStatus = 'submitted' | 'confirmed' | 'canceled' | 'rejected' | 'unknown';
 
 export interface UpstreamPaymentState {
-  /** `unknown`: the ministry has no record of this payment id. */
+  /** `unknown`: the ministry has no record of this payment id; `rejected`: it refused it after accepting. */
   status: UpstreamPaymentStatus;
   confirmedAt: string | null;
 }
@@ -51,6 +51,8 @@ export interface PaymentRef {
 }
 
 export interface SettlementEntry {
+  /** The payment id the ministry received at submit: what ties the entry to one payment. */
+  paymentId: string;
   refNum: string;
   amount: string;
   payerReg: string;
