@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+// For the FastifyContextConfig augmentation that types routeOptions.config.operation.
+import type {} from './fault.registry.js';
 import type { SimSource, SimulatorState } from './simulator.state.js';
 
 /** Long enough that any sane client gives up first. */
@@ -19,10 +21,11 @@ async function pause(ms: number, closing: AbortSignal, reply: FastifyReply): Pro
   }
 }
 
-/** Applies the fault configured for the source before any of its routes run. */
+/** Applies the fault configured for the source (and the route's operation) before the route runs. */
 export function faultHook(source: SimSource, state: SimulatorState, closing: AbortSignal): onRequestAsyncHookHandler {
-  return async (_request: FastifyRequest, reply: FastifyReply) => {
-    const fault = state.getFault(source);
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    // Unrouted requests (404s) carry no operation, so only a source-wide fault reaches them.
+    const fault = state.faults.get(source, request.routeOptions.config.operation);
     switch (fault.mode) {
       case 'error':
         return reply.code(500).send({ message: 'internal server error' });

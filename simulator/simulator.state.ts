@@ -1,15 +1,10 @@
+import { FaultRegistry } from './fault.registry.js';
 import type { FixtureFile, InvoiceFixture } from './fixtures.schema.js';
 import { mongoFromNumber } from './simulator.money.js';
 import { financeDayOf } from './simulator.time.js';
 
 export type SimSource = InvoiceFixture['source'];
 export type SearchField = 'register' | 'vehicleNo' | 'taxRef';
-export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'malformed';
-
-export interface Fault {
-  mode: FaultMode;
-  delayMs: number;
-}
 
 export interface SimInvoice {
   source: SimSource;
@@ -33,7 +28,8 @@ export interface SimPayment {
   paymentId: string;
   refNum: string;
   amountMongo: number;
-  status: 'submitted' | 'confirmed' | 'canceled';
+  /** rejected: the ministry refused it after first accepting it (final, like canceled). */
+  status: 'submitted' | 'confirmed' | 'canceled' | 'rejected';
   linkedRefNums: string[];
   submittedAt: Date;
   confirmedAt: Date | null;
@@ -53,7 +49,8 @@ export interface SettlementRow {
   invoice: SimInvoice;
 }
 
-const NO_FAULT: Fault = { mode: 'none', delayMs: 0 };
+/** What the ministry may do on its own to a payment it accepted (the control API's outcomes). */
+export type MinistryOutcome = 'rejected' | 'canceled' | 'unknown';
 
 function toDate(text: string | null | undefined): Date | null {
   return text ? new Date(text) : null;
@@ -89,7 +86,7 @@ export class SimulatorState {
   /** Every submit answer by payment id, so a retried submit gets the same answer. */
   private readonly answers = new Map<string, SubmitOutcome>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
-  private readonly faults = new Map<SimSource, Fault>();
+  readonly faults = new FaultRegistry();
   /*
    * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
    * still answers at once: invoices by search field value, and the submitted payment holding each
@@ -206,8 +203,15 @@ export class SimulatorState {
     return this.holders.has(keyOf(source, refNum));
   }
 
+  /**
+   * A linked invoice may already be held by another submitted payment (the ministry accepts the
+   * payment anyway); that one keeps it, so approving or canceling it still finds it.
+   */
   private hold(payment: SimPayment): void {
-    for (const refNum of [payment.refNum, ...payment.linkedRefNums]) this.holders.set(keyOf(payment.source, refNum), payment);
+    for (const refNum of [payment.refNum, ...payment.linkedRefNums]) {
+      const key = keyOf(payment.source, refNum);
+      if (!this.holders.has(key)) this.holders.set(key, payment);
+    }
   }
 
   private release(payment: SimPayment): void {
@@ -241,14 +245,53 @@ export class SimulatorState {
     return payment;
   }
 
-  /** Approves the submitted payment of an invoice; undefined when there is none. */
-  approve(refNum: string, source?: SimSource): SimPayment | undefined {
+  /**
+   * The submitted payment made for this invoice itself (not one that only links it). A payment
+   * always holds its own invoice, since a held invoice refuses new payments, so the holder index
+   * finds it without a scan.
+   */
+  submittedFor(refNum: string, source?: SimSource): SimPayment | undefined {
     const sources: SimSource[] = source ? [source] : ['mof', 'etax', 'police'];
-    const payment = sources
+    return sources
       .map((s) => this.holders.get(keyOf(s, refNum)))
       .find((candidate) => candidate?.status === 'submitted' && candidate.refNum === refNum);
+  }
+
+  /** Approves the submitted payment of an invoice; undefined when there is none. */
+  approve(refNum: string, source?: SimSource): SimPayment | undefined {
+    const payment = this.submittedFor(refNum, source);
     if (payment) this.confirm(payment);
     return payment;
+  }
+
+  /** The ministry decides on its own about a submitted payment; see MinistryOutcome. */
+  settleOutcome(payment: SimPayment, outcome: MinistryOutcome): void {
+    switch (outcome) {
+      case 'rejected':
+        return this.reject(payment);
+      case 'canceled':
+        this.cancel(payment.source, payment.paymentId);
+        return;
+      case 'unknown':
+        return this.forget(payment);
+    }
+  }
+
+  /** Invoices stay as they are: the payment never paid them. */
+  private reject(payment: SimPayment): void {
+    if (payment.status !== 'submitted') return;
+    this.stopTimer(payment);
+    this.release(payment);
+    payment.status = 'rejected';
+  }
+
+  /** As if the id never arrived: no status, no remembered answer, so a resubmit is a new payment. */
+  private forget(payment: SimPayment): void {
+    const key = keyOf(payment.source, payment.paymentId);
+    this.stopTimer(payment);
+    this.release(payment);
+    this.payments.delete(key);
+    this.answers.delete(key);
   }
 
   private confirm(payment: SimPayment): void {
@@ -260,14 +303,19 @@ export class SimulatorState {
     this.setInvoiceStatus(payment, 'paid');
   }
 
+  /**
+   * Canceling a confirmed payment reverses it, so its invoices are open again; a payment that was
+   * only submitted never paid them, so their status stays. Canceled and rejected are final.
+   */
   cancel(source: SimSource, paymentId: string): SimPayment | undefined {
     const payment = this.getPayment(source, paymentId);
-    if (!payment || payment.status === 'canceled') return payment;
+    if (!payment || payment.status === 'canceled' || payment.status === 'rejected') return payment;
+    const reversal = payment.status === 'confirmed';
     this.stopTimer(payment);
     this.release(payment);
     payment.status = 'canceled';
     payment.canceledAt = new Date();
-    this.setInvoiceStatus(payment, 'open');
+    if (reversal) this.setInvoiceStatus(payment, 'open');
     return payment;
   }
 
@@ -294,13 +342,5 @@ export class SimulatorState {
         const invoice = this.getInvoice(source, payment.refNum);
         return invoice ? [{ payment, invoice }] : [];
       });
-  }
-
-  setFault(source: SimSource, fault: Fault): void {
-    this.faults.set(source, fault);
-  }
-
-  getFault(source: SimSource): Fault {
-    return this.faults.get(source) ?? NO_FAULT;
   }
 }

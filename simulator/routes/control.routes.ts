@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
+import { SIM_OPERATIONS } from '../fault.registry.js';
 import { parseFixtureFile } from '../fixtures.schema.js';
 import { mongoToFixed2 } from '../simulator.money.js';
 import type { SimPayment } from '../simulator.state.js';
@@ -20,6 +21,13 @@ const FaultBody = Type.Object({
     Type.Literal('malformed'),
   ]),
   delayMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  operation: Type.Optional(Type.Union(SIM_OPERATIONS.map((name) => Type.Literal(name)))),
+});
+
+const OutcomeBody = Type.Object({
+  refNum: Type.String({ minLength: 1 }),
+  source: Type.Optional(SourceSchema),
+  outcome: Type.Union([Type.Literal('rejected'), Type.Literal('canceled'), Type.Literal('unknown')]),
 });
 
 const DEFAULT_SLOW_MS = 800;
@@ -64,11 +72,28 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
   app.post('/faults', async (request, reply) => {
     const body = request.body;
     if (!Value.Check(FaultBody, body)) {
-      return reply.code(400).send({ error: 'body must be { source, mode: none|error|timeout|slow|malformed, delayMs? }' });
+      return reply.code(400).send({
+        error: `body must be { source, mode: none|error|timeout|slow|malformed, delayMs?, operation?: ${SIM_OPERATIONS.join('|')} }`,
+      });
     }
     const fault = { mode: body.mode, delayMs: body.delayMs ?? DEFAULT_SLOW_MS };
-    state.setFault(body.source, fault);
-    return { source: body.source, ...fault };
+    state.faults.set(body.source, fault, body.operation);
+    return { source: body.source, ...(body.operation ? { operation: body.operation } : {}), ...fault };
+  });
+
+  /** The ministry decides about a submitted payment on its own: it rejects, cancels or loses it. */
+  app.post('/payments/outcome', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(OutcomeBody, body)) {
+      return reply.code(400).send({ error: 'body must be { refNum, source?, outcome: rejected|canceled|unknown }' });
+    }
+    const payment = state.submittedFor(body.refNum, body.source);
+    if (!payment) return reply.code(404).send({ error: `no submitted payment for ${body.refNum}` });
+    state.settleOutcome(payment, body.outcome);
+    if (body.outcome === 'unknown') {
+      return { forgotten: { paymentId: payment.paymentId, refNum: payment.refNum, source: payment.source } };
+    }
+    return { payment: describePayment(payment) };
   });
 
   app.post('/reset', async () => {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { faultHook } from '../fault.hook.js';
+import { operation } from '../fault.registry.js';
 import { mongoFromDecimal, mongoToFixed2 } from '../simulator.money.js';
 import type { SearchField, SettlementRow, SimInvoice, SimPayment } from '../simulator.state.js';
 import { isFinanceDay, toMongolianLocal } from '../simulator.time.js';
@@ -14,7 +15,7 @@ import type { SourceRouteOptions } from './source-routes.types.js';
  */
 
 const BILL_STATUS = { open: 0, paid: 1, canceled: 9 } as const;
-const PAYMENT_STATUS = { submitted: 10, confirmed: 20, canceled: 30 } as const;
+const PAYMENT_STATUS = { submitted: 10, confirmed: 20, canceled: 30, rejected: 40 } as const;
 const SEARCH_PARAMS: Record<string, SearchField> = { tin: 'register', plate_no: 'vehicleNo', tax_ref: 'taxRef' };
 
 const SubmitBody = Compile(Type.Object(
@@ -55,6 +56,7 @@ function toWirePayment(payment: SimPayment) {
 
 function toWireSettlement({ payment, invoice }: SettlementRow) {
   return {
+    payment_id: payment.paymentId,
     bill_no: payment.refNum,
     paid_amount: mongoToFixed2(payment.amountMongo),
     taxpayer_tin: invoice.payer?.register ?? null,
@@ -71,19 +73,19 @@ function fail(reply: FastifyReply, status: number, errorCode: string, message: s
 export const etaxRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
   app.addHook('onRequest', faultHook('etax', state, closing));
 
-  app.get<{ Querystring: Record<string, string | undefined> }>('/v2/bills', async (request, reply) => {
+  app.get<{ Querystring: Record<string, string | undefined> }>('/v2/bills', operation('search'), async (request, reply) => {
     const search = pickSearch(request.query, SEARCH_PARAMS);
     if (!search) return fail(reply, 400, 'E_BAD_REQUEST', 'give exactly one of tin, plate_no, tax_ref');
     return { result: { bills: state.search('etax', search.field, search.value).map(toWireBill) } };
   });
 
-  app.get<{ Params: { billNo: string } }>('/v2/bills/:billNo', async (request, reply) => {
+  app.get<{ Params: { billNo: string } }>('/v2/bills/:billNo', operation('invoice'), async (request, reply) => {
     const invoice = state.getInvoice('etax', request.params.billNo);
     if (!invoice) return fail(reply, 404, 'E_NOT_FOUND', 'bill not found');
     return { result: { bills: [toWireBill(invoice)] } };
   });
 
-  app.post('/v2/payments', async (request, reply) => {
+  app.post('/v2/payments', operation('submit'), async (request, reply) => {
     const body = request.body;
     if (!SubmitBody.Check(body)) return fail(reply, 400, 'E_BAD_REQUEST', 'invalid payment request');
     const amountMongo = mongoFromDecimal(body.paid_amount);
@@ -93,19 +95,19 @@ export const etaxRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { 
     return { result: { payment_id: body.payment_id, status_code: 10, linked_bill_nos: outcome.payment.linkedRefNums } };
   });
 
-  app.get<{ Params: { paymentId: string } }>('/v2/payments/:paymentId', async (request, reply) => {
+  app.get<{ Params: { paymentId: string } }>('/v2/payments/:paymentId', operation('status'), async (request, reply) => {
     const payment = state.getPayment('etax', request.params.paymentId);
     if (!payment) return fail(reply, 404, 'E_NOT_FOUND', 'payment not found');
     return { result: { payment: toWirePayment(payment) } };
   });
 
-  app.post<{ Params: { paymentId: string } }>('/v2/payments/:paymentId/cancel', async (request, reply) => {
+  app.post<{ Params: { paymentId: string } }>('/v2/payments/:paymentId/cancel', operation('cancel'), async (request, reply) => {
     const payment = state.cancel('etax', request.params.paymentId);
     if (!payment) return fail(reply, 404, 'E_NOT_FOUND', 'payment not found');
     return { result: { payment: toWirePayment(payment) } };
   });
 
-  app.get<{ Querystring: { finance_day?: string } }>('/v2/settlement', async (request, reply) => {
+  app.get<{ Querystring: { finance_day?: string } }>('/v2/settlement', operation('settlement'), async (request, reply) => {
     const financeDay = request.query.finance_day ?? '';
     if (!isFinanceDay(financeDay)) return fail(reply, 400, 'E_BAD_REQUEST', 'finance_day must be YYYY-MM-DD');
     const items = state.settlement('etax', financeDay).map(toWireSettlement);

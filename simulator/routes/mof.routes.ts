@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { faultHook } from '../fault.hook.js';
+import { operation } from '../fault.registry.js';
 import { mongoFromNumber, mongoToNumber } from '../simulator.money.js';
 import type { SearchField, SimInvoice, SimPayment, SettlementRow } from '../simulator.state.js';
 import { isFinanceDay } from '../simulator.time.js';
@@ -11,7 +12,7 @@ import type { SourceRouteOptions } from './source-routes.types.js';
 /** Ministry of Finance: camelCase JSON, amounts as JSON numbers, ISO dates, `{ data }` envelope. */
 
 const INVOICE_STATUS = { open: 'UNPAID', paid: 'PAID', canceled: 'CANCELLED' } as const;
-const PAYMENT_STATE = { submitted: 'PENDING', confirmed: 'APPROVED', canceled: 'REVERSED' } as const;
+const PAYMENT_STATE = { submitted: 'PENDING', confirmed: 'APPROVED', canceled: 'REVERSED', rejected: 'REJECTED' } as const;
 const SEARCH_PARAMS: Record<string, SearchField> = { payerRegNo: 'register', plateNo: 'vehicleNo', taxReference: 'taxRef' };
 
 const SubmitBody = Compile(Type.Object(
@@ -48,6 +49,7 @@ function toWirePayment(payment: SimPayment) {
 
 function toWireSettlement({ payment, invoice }: SettlementRow) {
   return {
+    paymentId: payment.paymentId,
     invoiceNo: payment.refNum,
     amount: mongoToNumber(payment.amountMongo),
     payerRegNo: invoice.payer?.register ?? null,
@@ -64,19 +66,19 @@ function fail(reply: FastifyReply, status: number, code: string, message: string
 export const mofRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
   app.addHook('onRequest', faultHook('mof', state, closing));
 
-  app.get<{ Querystring: Record<string, string | undefined> }>('/api/invoices', async (request, reply) => {
+  app.get<{ Querystring: Record<string, string | undefined> }>('/api/invoices', operation('search'), async (request, reply) => {
     const search = pickSearch(request.query, SEARCH_PARAMS);
     if (!search) return fail(reply, 400, 'BAD_REQUEST', 'give exactly one of payerRegNo, plateNo, taxReference');
     return { data: state.search('mof', search.field, search.value).map(toWireInvoice) };
   });
 
-  app.get<{ Params: { invoiceNo: string } }>('/api/invoices/:invoiceNo', async (request, reply) => {
+  app.get<{ Params: { invoiceNo: string } }>('/api/invoices/:invoiceNo', operation('invoice'), async (request, reply) => {
     const invoice = state.getInvoice('mof', request.params.invoiceNo);
     if (!invoice) return fail(reply, 404, 'NOT_FOUND', 'invoice not found');
     return { data: toWireInvoice(invoice) };
   });
 
-  app.post('/api/payments', async (request, reply) => {
+  app.post('/api/payments', operation('submit'), async (request, reply) => {
     const body = request.body;
     if (!SubmitBody.Check(body)) return fail(reply, 400, 'BAD_REQUEST', 'invalid payment request');
     const amountMongo = mongoFromNumber(body.amount);
@@ -87,19 +89,19 @@ export const mofRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { s
       : { data: { paymentId: body.paymentId, accepted: false, rejectReason: outcome.reason } };
   });
 
-  app.get<{ Params: { paymentId: string } }>('/api/payments/:paymentId', async (request, reply) => {
+  app.get<{ Params: { paymentId: string } }>('/api/payments/:paymentId', operation('status'), async (request, reply) => {
     const payment = state.getPayment('mof', request.params.paymentId);
     if (!payment) return fail(reply, 404, 'NOT_FOUND', 'payment not found');
     return { data: toWirePayment(payment) };
   });
 
-  app.post<{ Params: { paymentId: string } }>('/api/payments/:paymentId/cancel', async (request, reply) => {
+  app.post<{ Params: { paymentId: string } }>('/api/payments/:paymentId/cancel', operation('cancel'), async (request, reply) => {
     const payment = state.cancel('mof', request.params.paymentId);
     if (!payment) return fail(reply, 404, 'NOT_FOUND', 'payment not found');
     return { data: toWirePayment(payment) };
   });
 
-  app.get<{ Params: { financeDay: string } }>('/api/settlements/:financeDay', async (request, reply) => {
+  app.get<{ Params: { financeDay: string } }>('/api/settlements/:financeDay', operation('settlement'), async (request, reply) => {
     const { financeDay } = request.params;
     if (!isFinanceDay(financeDay)) return fail(reply, 400, 'BAD_REQUEST', 'financeDay must be YYYY-MM-DD');
     return { data: state.settlement('mof', financeDay).map(toWireSettlement) };

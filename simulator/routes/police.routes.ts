@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { faultHook } from '../fault.hook.js';
+import { operation } from '../fault.registry.js';
 import type { SearchField, SettlementRow, SimInvoice, SimPayment } from '../simulator.state.js';
 import { isFinanceDay } from '../simulator.time.js';
 import type { SourceRouteOptions } from './source-routes.types.js';
@@ -12,7 +13,7 @@ import type { SourceRouteOptions } from './source-routes.types.js';
  */
 
 const FINE_STATUS = { open: 'N', paid: 'Y', canceled: 'C' } as const;
-const PAY_STATUS = { submitted: 'WAITING', confirmed: 'DONE', canceled: 'REVERSED' } as const;
+const PAY_STATUS = { submitted: 'WAITING', confirmed: 'DONE', canceled: 'REVERSED', rejected: 'REJECTED' } as const;
 const SEARCH_TYPES: Record<string, SearchField> = { REGISTER: 'register', PLATE: 'vehicleNo', TAX_REF: 'taxRef' };
 const REFUSED = 2001;
 
@@ -62,6 +63,7 @@ function toWirePayment(payment: SimPayment) {
 
 function toWireSettlement({ payment, invoice }: SettlementRow) {
   return {
+    PAYMENT_ID: payment.paymentId,
     FINE_NO: payment.refNum,
     PAY_AMOUNT: payment.amountMongo,
     OFFENDER_REG: invoice.payer?.register ?? null,
@@ -78,20 +80,20 @@ function fail(reply: FastifyReply, status: number, message: string) {
 export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
   app.addHook('onRequest', faultHook('police', state, closing));
 
-  app.post('/api/fines/search', async (request, reply) => {
+  app.post('/api/fines/search', operation('search'), async (request, reply) => {
     const body = request.body;
     if (!SearchBody.Check(body)) return fail(reply, 400, 'INVALID SEARCH');
     const field = SEARCH_TYPES[body.SEARCH_TYPE] ?? 'register';
     return { RESULT_CODE: 0, FINES: state.search('police', field, body.SEARCH_VALUE).map(toWireFine) };
   });
 
-  app.get<{ Params: { fineNo: string } }>('/api/fines/:fineNo', async (request, reply) => {
+  app.get<{ Params: { fineNo: string } }>('/api/fines/:fineNo', operation('invoice'), async (request, reply) => {
     const invoice = state.getInvoice('police', request.params.fineNo);
     if (!invoice) return fail(reply, 404, 'FINE NOT FOUND');
     return { RESULT_CODE: 0, FINES: [toWireFine(invoice)] };
   });
 
-  app.post('/api/payments', async (request, reply) => {
+  app.post('/api/payments', operation('submit'), async (request, reply) => {
     const body = request.body;
     if (!SubmitBody.Check(body)) return fail(reply, 400, 'INVALID PAYMENT');
     const outcome = state.submit('police', { paymentId: body.PAYMENT_ID, refNum: body.FINE_NO, amountMongo: body.PAY_AMOUNT });
@@ -99,20 +101,20 @@ export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, 
     return { RESULT_CODE: 0, PAYMENT: { ...toWirePayment(outcome.payment), LINKED_FINE_NOS: outcome.payment.linkedRefNums } };
   });
 
-  app.get<{ Params: { paymentId: string } }>('/api/payments/:paymentId', async (request, reply) => {
+  app.get<{ Params: { paymentId: string } }>('/api/payments/:paymentId', operation('status'), async (request, reply) => {
     const payment = state.getPayment('police', request.params.paymentId);
     if (!payment) return fail(reply, 404, 'PAYMENT NOT FOUND');
     return { RESULT_CODE: 0, PAYMENT: toWirePayment(payment) };
   });
 
-  app.post<{ Params: { paymentId: string } }>('/api/payments/:paymentId/cancel', async (request, reply) => {
+  app.post<{ Params: { paymentId: string } }>('/api/payments/:paymentId/cancel', operation('cancel'), async (request, reply) => {
     const payment = state.cancel('police', request.params.paymentId);
     if (!payment) return fail(reply, 404, 'PAYMENT NOT FOUND');
     return { RESULT_CODE: 0, PAYMENT: toWirePayment(payment) };
   });
 
   /** The police system names days as YYYYMMDD. */
-  app.get<{ Params: { day: string } }>('/api/settlement/:day', async (request, reply) => {
+  app.get<{ Params: { day: string } }>('/api/settlement/:day', operation('settlement'), async (request, reply) => {
     const { day } = request.params;
     const financeDay = `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}`;
     if (!/^\d{8}$/.test(day) || !isFinanceDay(financeDay)) return fail(reply, 400, 'INVALID DAY');

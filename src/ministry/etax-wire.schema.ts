@@ -38,7 +38,7 @@ export const EtaxPaymentAnswer = Type.Object({
   result: Type.Object({
     payment: Type.Object({
       payment_id: Text,
-      status_code: Type.Union([Type.Literal(10), Type.Literal(20), Type.Literal(30)]),
+      status_code: Type.Union([Type.Literal(10), Type.Literal(20), Type.Literal(30), Type.Literal(40)]),
       confirmed_at: NullableString,
     }),
   }),
@@ -48,6 +48,7 @@ export const EtaxSettlementAnswer = Type.Object({
   result: Type.Object({
     items: Type.Array(
       Type.Object({
+        payment_id: Text,
         bill_no: Text,
         paid_amount: Type.String(),
         taxpayer_tin: NullableString,

@@ -16,7 +16,7 @@ import { decodeBody, isMinistryNotFound, mapWire } from './wire-decode.helper.js
 const SOURCE = 'etax';
 const SEARCH_PARAM: Record<InvoiceFilterKind, string> = { ttd: 'tin', vehicle: 'plate_no', taxRef: 'tax_ref' };
 const BILL_STATUS = { 0: 'open', 1: 'paid', 9: 'canceled' } as const;
-const PAYMENT_STATUS = { 10: 'submitted', 20: 'confirmed', 30: 'canceled' } as const;
+const PAYMENT_STATUS = { 10: 'submitted', 20: 'confirmed', 30: 'canceled', 40: 'rejected' } as const;
 const REFUSED = 422;
 
 type EtaxBill = Static<typeof EtaxBillList>['result']['bills'][number];
@@ -93,6 +93,7 @@ export function createEtaxAdapter(opts: AdapterOptions): ClosableMinistryAdapter
       const { items } = decodeBody(SOURCE, EtaxSettlementAnswer, body, 'settlement').result;
       return mapWire(SOURCE, `settlement ${financeDay}`, () =>
         items.map((item) => ({
+          paymentId: item.payment_id,
           refNum: item.bill_no,
           amount: canonicalAmount(item.paid_amount),
           payerReg: item.taxpayer_tin ?? '',

@@ -33,7 +33,7 @@ export const MofSubmitAnswer = Type.Object({
 export const MofPaymentAnswer = Type.Object({
   data: Type.Object({
     paymentId: Text,
-    state: Type.Union([Type.Literal('PENDING'), Type.Literal('APPROVED'), Type.Literal('REVERSED')]),
+    state: Type.Union([Type.Literal('PENDING'), Type.Literal('APPROVED'), Type.Literal('REVERSED'), Type.Literal('REJECTED')]),
     approvedAt: NullableString,
   }),
 });
@@ -41,6 +41,7 @@ export const MofPaymentAnswer = Type.Object({
 export const MofSettlementAnswer = Type.Object({
   data: Type.Array(
     Type.Object({
+      paymentId: Text,
       invoiceNo: Text,
       amount: Type.Number(),
       payerRegNo: NullableString,

@@ -17,7 +17,7 @@ import { decodeBody, isMinistryNotFound, mapWire } from './wire-decode.helper.js
 const SOURCE = 'mof';
 const SEARCH_PARAM: Record<InvoiceFilterKind, string> = { ttd: 'payerRegNo', vehicle: 'plateNo', taxRef: 'taxReference' };
 const INVOICE_STATUS = { UNPAID: 'open', PAID: 'paid', CANCELLED: 'canceled' } as const;
-const PAYMENT_STATUS = { PENDING: 'submitted', APPROVED: 'confirmed', REVERSED: 'canceled' } as const;
+const PAYMENT_STATUS = { PENDING: 'submitted', APPROVED: 'confirmed', REVERSED: 'canceled', REJECTED: 'rejected' } as const;
 
 type MofInvoice = Static<typeof MofInvoiceOne>['data'];
 
@@ -85,6 +85,7 @@ export function createMofAdapter(opts: AdapterOptions): ClosableMinistryAdapter 
       const { data } = decodeBody(SOURCE, MofSettlementAnswer, body, 'settlement');
       return mapWire(SOURCE, `settlement ${financeDay}`, () =>
         data.map((row) => ({
+          paymentId: row.paymentId,
           refNum: row.invoiceNo,
           amount: amountFromNumber(row.amount),
           payerReg: row.payerRegNo ?? '',

@@ -41,7 +41,7 @@ export const PolicePaymentAnswer = Type.Object({
   RESULT_CODE: Ok,
   PAYMENT: Type.Object({
     PAYMENT_ID: Text,
-    PAY_STATUS: Type.Union([Type.Literal('WAITING'), Type.Literal('DONE'), Type.Literal('REVERSED')]),
+    PAY_STATUS: Type.Union([Type.Literal('WAITING'), Type.Literal('DONE'), Type.Literal('REVERSED'), Type.Literal('REJECTED')]),
     CONFIRMED_AT: NullableEpoch,
   }),
 });
@@ -50,6 +50,7 @@ export const PoliceSettlementAnswer = Type.Object({
   RESULT_CODE: Ok,
   ENTRIES: Type.Array(
     Type.Object({
+      PAYMENT_ID: Text,
       FINE_NO: Text,
       PAY_AMOUNT: Type.Integer(),
       OFFENDER_REG: NullableString,

@@ -16,7 +16,7 @@ import { decodeBody, isMinistryNotFound, mapWire } from './wire-decode.helper.js
 const SOURCE = 'police';
 const SEARCH_TYPE: Record<InvoiceFilterKind, string> = { ttd: 'REGISTER', vehicle: 'PLATE', taxRef: 'TAX_REF' };
 const FINE_STATUS = { N: 'open', Y: 'paid', C: 'canceled' } as const;
-const PAYMENT_STATUS = { WAITING: 'submitted', DONE: 'confirmed', REVERSED: 'canceled' } as const;
+const PAYMENT_STATUS = { WAITING: 'submitted', DONE: 'confirmed', REVERSED: 'canceled', REJECTED: 'rejected' } as const;
 
 type PoliceFine = Static<typeof PoliceFineList>['FINES'][number];
 
@@ -92,6 +92,7 @@ export function createPoliceAdapter(opts: AdapterOptions): ClosableMinistryAdapt
       const { ENTRIES } = decodeBody(SOURCE, PoliceSettlementAnswer, body, 'settlement');
       return mapWire(SOURCE, `settlement ${financeDay}`, () =>
         ENTRIES.map((entry) => ({
+          paymentId: entry.PAYMENT_ID,
           refNum: entry.FINE_NO,
           amount: amountFromMongo(entry.PAY_AMOUNT),
           payerReg: entry.OFFENDER_REG ?? '',

@@ -229,6 +229,7 @@ describe.each(SOURCES)('%s payments', (source) => {
     const entries = await adapter().settlement(financeDayNow());
     expect(entries).toEqual([
       {
+        paymentId: 'settle-1',
         refNum: ref(source, '001'),
         amount: '12000',
         payerReg: '7000001',
@@ -237,6 +238,7 @@ describe.each(SOURCES)('%s payments', (source) => {
         date: expect.stringMatching(/Z$/),
       },
       {
+        paymentId: 'settle-2',
         refNum: ref(source, '006'),
         amount: '4999.99',
         payerReg: '',
@@ -251,12 +253,70 @@ describe.each(SOURCES)('%s payments', (source) => {
     expect(await adapter().settlement('2020-01-01')).toEqual([]);
   });
 
+  it('tells apart two payments of one invoice in the settlement report by payment id', async () => {
+    const first = { paymentId: 'first-try', refNum: ref(source, '002') };
+    await submit('002', '300', first.paymentId);
+    await control('approve', { refNum: first.refNum, source });
+    await adapter().cancelPayment(first);
+    await submit('002', '100', 'second-try');
+    await control('approve', { refNum: first.refNum, source });
+    const entries = await adapter().settlement(financeDayNow());
+    expect(entries.map(({ paymentId, refNum, amount }) => ({ paymentId, refNum, amount }))).toEqual([
+      { paymentId: 'second-try', refNum: first.refNum, amount: '100' },
+    ]);
+  });
+
+  it('cancels a submitted payment without touching invoices another payment paid', async () => {
+    await submit('002', '300', 'holds-b');
+    expect(await submit('001', '12000', 'links-b')).toEqual({ accepted: true, linkedRefNums: [ref(source, '002')] });
+    const approved = await control('approve', { refNum: ref(source, '002'), source });
+    expect(approved.json()).toMatchObject({ approved: { paymentId: 'holds-b' } });
+    await adapter().cancelPayment({ paymentId: 'links-b', refNum: ref(source, '001') });
+    expect((await adapter().getPayment({ paymentId: 'links-b', refNum: ref(source, '001') })).status).toBe('canceled');
+    expect((await adapter().getByRef(ref(source, '001')))?.status).toBe('open');
+    expect((await adapter().getByRef(ref(source, '002')))?.status).toBe('paid');
+    expect((await adapter().getPayment({ paymentId: 'holds-b', refNum: ref(source, '002') })).status).toBe('confirmed');
+  });
+
   it('leaves a canceled payment out of the settlement report', async () => {
     const paymentRef = { paymentId: 'settle-then-cancel', refNum: ref(source, '001') };
     await submit('001', '12000', paymentRef.paymentId);
     await control('approve', { refNum: ref(source, '001'), source });
     await adapter().cancelPayment(paymentRef);
     expect(await adapter().settlement(financeDayNow())).toEqual([]);
+  });
+});
+
+describe.each(SOURCES)('%s outcomes the ministry decides on its own', (source) => {
+  const paymentRef = { paymentId: `decided-${source}`, refNum: ref(source, '001') };
+  const outcome = (name: string) => control('payments/outcome', { refNum: paymentRef.refNum, source, outcome: name });
+
+  beforeEach(async () => {
+    expect((await adapters[source].submitPayment({ ...paymentRef, amount: '12000' })).accepted).toBe(true);
+  });
+
+  it('rejected after acceptance reads as rejected and frees the invoices', async () => {
+    expect((await outcome('rejected')).statusCode).toBe(200);
+    expect(await adapters[source].getPayment(paymentRef)).toEqual({ status: 'rejected', confirmedAt: null });
+    expect((await adapters[source].getByRef(paymentRef.refNum))?.status).toBe('open');
+    const retry = { paymentId: `retry-${source}`, refNum: ref(source, '002'), amount: '300' };
+    expect(await adapters[source].submitPayment(retry)).toEqual({ accepted: true, linkedRefNums: [] });
+  });
+
+  it('canceled by the ministry reads as canceled, the invoice still open', async () => {
+    expect((await outcome('canceled')).statusCode).toBe(200);
+    expect(await adapters[source].getPayment(paymentRef)).toEqual({ status: 'canceled', confirmedAt: null });
+    expect((await adapters[source].getByRef(paymentRef.refNum))?.status).toBe('open');
+  });
+
+  it('forgotten by the ministry reads as unknown, and the same id is accepted again as new', async () => {
+    expect((await outcome('unknown')).statusCode).toBe(200);
+    expect(await adapters[source].getPayment(paymentRef)).toEqual({ status: 'unknown', confirmedAt: null });
+    expect(await adapters[source].submitPayment({ ...paymentRef, amount: '12000' })).toEqual({
+      accepted: true,
+      linkedRefNums: [ref(source, '002')],
+    });
+    expect(await adapters[source].getPayment(paymentRef)).toEqual({ status: 'submitted', confirmedAt: null });
   });
 });
 
@@ -286,6 +346,21 @@ describe.each(SOURCES)('%s faults', (source) => {
   it('a slow answer within the timeout still works', async () => {
     await setFault('slow', 50);
     expect((await fastFail[source].getByRef(ref(source, '001')))?.refNum).toBe(ref(source, '001'));
+  });
+
+  it('a fault scoped to cancel times out cancels while the status still answers', async () => {
+    const paymentRef = { paymentId: `scoped-${source}`, refNum: ref(source, '002') };
+    await adapters[source].submitPayment({ ...paymentRef, amount: '300' });
+    await control('faults', { source, mode: 'timeout', operation: 'cancel' });
+    expect((await upstreamError(fastFail[source].cancelPayment(paymentRef))).kind).toBe('timeout');
+    expect(await fastFail[source].getPayment(paymentRef)).toEqual({ status: 'submitted', confirmedAt: null });
+    expect(await fastFail[source].settlement(financeDayNow())).toEqual([]);
+  });
+
+  it('a fault scoped to settlement leaves searches alone', async () => {
+    await control('faults', { source, mode: 'malformed', operation: 'settlement' });
+    expect((await upstreamError(adapters[source].settlement(financeDayNow()))).kind).toBe('malformed');
+    expect(await adapters[source].search({ kind: 'vehicle', value: '1111УБА' })).toHaveLength(1);
   });
 
   it('a fault affects only its own source and clears with mode none', async () => {
@@ -322,6 +397,25 @@ describe('transport failures', () => {
       expect((await upstreamError(htmlOnly.mof.getByRef('MOF-T001'))).kind).toBe('malformed');
     } finally {
       await htmlOnly.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('a settlement row without its payment id is malformed', async () => {
+    const row = { invoiceNo: 'MOF-T001', amount: 1, payerRegNo: null, payerName: null, title: 't', settledAt: new Date().toISOString() };
+    const server = createServer((_request, response) => {
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ data: [row] }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const legacy = createMinistryAdapters({ urls: { mof: url, etax: url, police: url }, timeoutMs: 1000 });
+    try {
+      const error = await upstreamError(legacy.mof.settlement('2025-01-01'));
+      expect(error.kind).toBe('malformed');
+      expect(error.message).toMatch(/paymentId/);
+    } finally {
+      await legacy.close();
       await new Promise((resolve) => server.close(resolve));
     }
   });

@@ -218,6 +218,161 @@ describe('simulator HTTP', () => {
     });
   });
 
+  describe('ministry outcomes', () => {
+    const submitMof = (paymentId: string, invoiceNo: string, amount: number) =>
+      post('/mof/api/payments', { paymentId, invoiceNo, amount });
+    const mofPayment = (paymentId: string) => app.inject({ method: 'GET', url: `/mof/api/payments/${paymentId}` });
+    const mofInvoiceStatus = async (invoiceNo: string) =>
+      (await app.inject({ method: 'GET', url: `/mof/api/invoices/${invoiceNo}` })).json<{ data: { paymentStatus: string } }>().data
+        .paymentStatus;
+
+    it('refuses a malformed body and answers 404 when the invoice has no submitted payment', async () => {
+      expect((await post('/__control/payments/outcome', { refNum: 'MOF-T001', outcome: 'lost' })).statusCode).toBe(400);
+      expect((await post('/__control/payments/outcome', { outcome: 'rejected' })).statusCode).toBe(400);
+      const none = await post('/__control/payments/outcome', { refNum: 'MOF-T001', outcome: 'rejected' });
+      expect(none.statusCode).toBe(404);
+      expect(none.json()).toHaveProperty('error');
+    });
+
+    it('rejected: the payment reads rejected in every wire format, its holds go, invoices stay open', async () => {
+      await submitMof('rej', 'MOF-T001', 12000);
+      await post('/etax/v2/payments', { payment_id: 'rej', bill_no: 'ET9001', paid_amount: '12000.25' });
+      await post('/police/api/payments', { PAYMENT_ID: 'rej', FINE_NO: 'P-9001', PAY_AMOUNT: 1200050 });
+      for (const [refNum, source] of [['MOF-T001', 'mof'], ['ET9001', 'etax'], ['P-9001', 'police']]) {
+        const answer = await post('/__control/payments/outcome', { refNum, source, outcome: 'rejected' });
+        expect(answer.statusCode).toBe(200);
+        expect(answer.json()).toMatchObject({ payment: { paymentId: 'rej', refNum, source, status: 'rejected' } });
+      }
+      expect((await mofPayment('rej')).json()).toMatchObject({ data: { state: 'REJECTED', approvedAt: null } });
+      expect((await app.inject({ method: 'GET', url: '/etax/v2/payments/rej' })).json()).toMatchObject({
+        result: { payment: { status_code: 40, confirmed_at: null } },
+      });
+      expect((await app.inject({ method: 'GET', url: '/police/api/payments/rej' })).json()).toMatchObject({
+        PAYMENT: { PAY_STATUS: 'REJECTED', CONFIRMED_AT: null },
+      });
+      expect([await mofInvoiceStatus('MOF-T001'), await mofInvoiceStatus('MOF-T002')]).toEqual(['UNPAID', 'UNPAID']);
+      // Both the invoice and its linked one are free again.
+      expect((await submitMof('again', 'MOF-T002', 300)).json()).toMatchObject({ data: { accepted: true } });
+      expect((await post('/__control/approve', { refNum: 'MOF-T001' })).statusCode).toBe(404);
+    });
+
+    it('canceled: the payment reads REVERSED, its invoice stays open and is free again', async () => {
+      await submitMof('gone', 'MOF-T002', 300);
+      const answer = await post('/__control/payments/outcome', { refNum: 'MOF-T002', outcome: 'canceled' });
+      expect(answer.json()).toMatchObject({ payment: { paymentId: 'gone', status: 'canceled', canceledAt: expect.any(String) } });
+      expect((await mofPayment('gone')).json()).toMatchObject({ data: { state: 'REVERSED' } });
+      expect(await mofInvoiceStatus('MOF-T002')).toBe('UNPAID');
+      expect((await submitMof('next', 'MOF-T002', 300)).json()).toMatchObject({ data: { accepted: true } });
+    });
+
+    it('unknown: the ministry forgets the payment and takes its id again as new', async () => {
+      await submitMof('lost', 'MOF-T001', 12000);
+      const answer = await post('/__control/payments/outcome', { refNum: 'MOF-T001', source: 'mof', outcome: 'unknown' });
+      expect(answer.json()).toEqual({ forgotten: { paymentId: 'lost', refNum: 'MOF-T001', source: 'mof' } });
+      const status = await mofPayment('lost');
+      expect(status.statusCode).toBe(404);
+      expect(status.json()).toEqual((await mofPayment('never-seen')).json());
+      expect(await listPayments()).toEqual([]);
+      // Linked invoice released too, and the same id is a new payment (for another amount, even).
+      expect((await submitMof('lost', 'MOF-T002', 150)).json()).toMatchObject({ data: { accepted: true, linkedInvoices: [] } });
+      expect(await listPayments()).toMatchObject([{ paymentId: 'lost', refNum: 'MOF-T002', amount: '150.00', status: 'submitted' }]);
+    });
+
+    it('acts only in the given source', async () => {
+      await submitMof('only-mof', 'MOF-T002', 300);
+      expect((await post('/__control/payments/outcome', { refNum: 'MOF-T002', source: 'etax', outcome: 'rejected' })).statusCode).toBe(404);
+    });
+  });
+
+  describe('holds on linked invoices', () => {
+    // G pays B; then F pays A, which the ministry settles together with B, and is accepted anyway.
+    const holdBothWays = async () => {
+      expect((await post('/mof/api/payments', { paymentId: 'G', invoiceNo: 'MOF-T002', amount: 300 })).json()).toMatchObject({
+        data: { accepted: true },
+      });
+      expect((await post('/mof/api/payments', { paymentId: 'F', invoiceNo: 'MOF-T001', amount: 12000 })).json()).toMatchObject({
+        data: { accepted: true, linkedInvoices: ['MOF-T002'] },
+      });
+    };
+
+    it('a payment linking an invoice another payment holds leaves that hold alone', async () => {
+      await holdBothWays();
+      const approved = await post('/__control/approve', { refNum: 'MOF-T002' });
+      expect(approved.statusCode).toBe(200);
+      expect(approved.json()).toMatchObject({ approved: { paymentId: 'G' } });
+    });
+
+    it("canceling the linking payment neither frees the other's invoice nor reopens what it paid", async () => {
+      await holdBothWays();
+      await post('/mof/api/payments/F/cancel', {});
+      const third = await post('/mof/api/payments', { paymentId: 'H', invoiceNo: 'MOF-T002', amount: 300 });
+      expect(third.json()).toMatchObject({ data: { accepted: false, rejectReason: 'payment already in progress' } });
+      await post('/__control/approve', { refNum: 'MOF-T002' });
+      await post('/mof/api/payments/F/cancel', {});
+      const invoice = await app.inject({ method: 'GET', url: '/mof/api/invoices/MOF-T002' });
+      expect(invoice.json()).toMatchObject({ data: { paymentStatus: 'PAID' } });
+    });
+
+    it('canceling a submitted payment leaves the invoices as they were; a reversal reopens them', async () => {
+      await holdBothWays();
+      await post('/__control/approve', { refNum: 'MOF-T002' });
+      await post('/mof/api/payments/F/cancel', {});
+      const status = async (no: string) =>
+        (await app.inject({ method: 'GET', url: `/mof/api/invoices/${no}` })).json<{ data: { paymentStatus: string } }>().data.paymentStatus;
+      expect([await status('MOF-T001'), await status('MOF-T002')]).toEqual(['UNPAID', 'PAID']);
+      await post('/mof/api/payments/G/cancel', {});
+      expect(await status('MOF-T002')).toBe('UNPAID');
+    });
+  });
+
+  describe('faults scoped to one operation', () => {
+    const call = (url: string, method: 'GET' | 'POST' = 'GET') => app.inject({ method, url, payload: method === 'POST' ? {} : undefined });
+
+    it('refuses an unknown operation', async () => {
+      expect((await post('/__control/faults', { source: 'mof', mode: 'error', operation: 'refund' })).statusCode).toBe(400);
+    });
+
+    it('breaks only that operation of that source', async () => {
+      await post('/mof/api/payments', { paymentId: 'op', invoiceNo: 'MOF-T002', amount: 300 });
+      const set = await post('/__control/faults', { source: 'mof', mode: 'error', operation: 'cancel' });
+      expect(set.json()).toMatchObject({ source: 'mof', operation: 'cancel', mode: 'error' });
+      expect((await call('/mof/api/payments/op/cancel', 'POST')).statusCode).toBe(500);
+      expect((await call('/mof/api/payments/op')).json()).toMatchObject({ data: { state: 'PENDING' } });
+      expect((await call('/mof/api/invoices/MOF-T001')).statusCode).toBe(200);
+      expect((await call('/etax/v2/payments/op/cancel', 'POST')).json()).toMatchObject({ error_code: 'E_NOT_FOUND' });
+    });
+
+    it('tags every route with its operation', async () => {
+      const routes: [string, string, 'GET' | 'POST'][] = [
+        ['search', '/etax/v2/bills?tin=7000001', 'GET'],
+        ['invoice', '/etax/v2/bills/ET9001', 'GET'],
+        ['submit', '/etax/v2/payments', 'POST'],
+        ['status', '/etax/v2/payments/x', 'GET'],
+        ['cancel', '/etax/v2/payments/x/cancel', 'POST'],
+        ['settlement', '/etax/v2/settlement?finance_day=2025-01-01', 'GET'],
+      ];
+      for (const [operation] of routes) {
+        await post('/__control/faults', { source: 'etax', mode: 'error', operation });
+        const answers = await Promise.all(routes.map(([, url, method]) => call(url, method)));
+        expect(answers.map((response) => response.statusCode === 500)).toEqual(routes.map(([name]) => name === operation));
+        await post('/__control/faults', { source: 'etax', mode: 'none', operation });
+      }
+    });
+
+    it("an operation's own entry wins over the source-wide fault, which replaces them all when set", async () => {
+      await post('/__control/faults', { source: 'police', mode: 'error' });
+      await post('/__control/faults', { source: 'police', mode: 'none', operation: 'invoice' });
+      expect((await call('/police/api/fines/P-9001')).statusCode).toBe(200);
+      expect((await call('/police/api/payments/x')).statusCode).toBe(500);
+      await post('/__control/faults', { source: 'police', mode: 'error' });
+      expect((await call('/police/api/fines/P-9001')).statusCode).toBe(500);
+      await post('/__control/faults', { source: 'police', mode: 'malformed', operation: 'status' });
+      await post('/__control/faults', { source: 'police', mode: 'none' });
+      expect((await call('/police/api/fines/P-9001')).statusCode).toBe(200);
+      expect((await call('/police/api/payments/x')).json()).toMatchObject({ RESULT_CODE: 404 });
+    });
+  });
+
   it('keeps amounts exact in möngö: decimal submits and settlement round-trip', async () => {
     await post('/etax/v2/payments', { payment_id: 'm1', bill_no: 'ET9001', paid_amount: '12000.25' });
     await post('/__control/approve', { refNum: 'ET9001', source: 'etax' });

@@ -1,0 +1,51 @@
+export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'malformed';
+
+export const SIM_OPERATIONS = ['search', 'invoice', 'submit', 'status', 'cancel', 'settlement'] as const;
+export type SimOperation = (typeof SIM_OPERATIONS)[number];
+
+export interface Fault {
+  mode: FaultMode;
+  delayMs: number;
+}
+
+const NO_FAULT: Fault = { mode: 'none', delayMs: 0 };
+const ALL = '*';
+
+/**
+ * Faults per (source, operation). A source-wide fault means "every operation of the source", so
+ * setting one replaces whatever that source had; an operation's own entry (even mode none) wins
+ * over the source-wide one, which lets a test break everything but one call, or just one call.
+ */
+export class FaultRegistry {
+  private readonly bySource = new Map<string, Map<string, Fault>>();
+
+  set(source: string, fault: Fault, operation?: SimOperation): void {
+    if (operation === undefined) {
+      this.bySource.set(source, new Map([[ALL, fault]]));
+      return;
+    }
+    const entries = this.bySource.get(source) ?? new Map<string, Fault>();
+    entries.set(operation, fault);
+    this.bySource.set(source, entries);
+  }
+
+  /** operation is undefined for a request no route claims (a 404): only the source-wide fault applies. */
+  get(source: string, operation: SimOperation | undefined): Fault {
+    const entries = this.bySource.get(source);
+    return (operation && entries?.get(operation)) ?? entries?.get(ALL) ?? NO_FAULT;
+  }
+
+  clear(): void {
+    this.bySource.clear();
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Which ministry operation a simulated source route is, so a fault can target just that one. */
+    operation?: SimOperation;
+  }
+}
+
+/** Route options tagging a source route with its operation, read back by the fault hook. */
+export const operation = (name: SimOperation) => ({ config: { operation: name } });
