@@ -1,7 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger } from 'fastify';
-import { registerErrorHandling } from './http/plugins/errors.plugin.js';
+import { frameworkErrors, registerErrorHandling } from './http/plugins/errors.plugin.js';
+import { clientErrorHandler } from './http/client-error.handler.js';
 import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { adminRoutes } from './http/routes/admin.routes.js';
@@ -17,7 +18,13 @@ export interface AdminAppOptions {
 
 /** The operator listener: partner management and metrics, bound to loopback by the entry point. */
 export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: opts.logger, genReqId, bodyLimit: 16 * 1024 }).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    genReqId,
+    bodyLimit: 16 * 1024,
+    frameworkErrors,
+    clientErrorHandler,
+  }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(createValidatorCompiler());
   registerRequestId(app);
   registerErrorHandling(app);

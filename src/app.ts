@@ -1,7 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger } from 'fastify';
-import { registerErrorHandling } from './http/plugins/errors.plugin.js';
+import { frameworkErrors, registerErrorHandling } from './http/plugins/errors.plugin.js';
+import { clientErrorHandler } from './http/client-error.handler.js';
 import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
@@ -37,6 +38,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: opts.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(createValidatorCompiler());
   registerRequestId(app);

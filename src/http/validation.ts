@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { refuseUnstorableText } from './storable-text.validator.js';
 
 function createAjv(coerceTypes: Options['coerceTypes']): Ajv {
   const ajv = new Ajv({
@@ -17,14 +18,16 @@ function createAjv(coerceTypes: Options['coerceTypes']): Ajv {
 
 /**
  * Bodies are validated strictly (a string "100" is not an amount); query strings and path
- * params are text on the wire, so numbers there are coerced.
+ * params are text on the wire, so numbers there are coerced. Every part a route's schema checks
+ * (body, query, path, headers) also refuses text PostgreSQL cannot store, so no route needs to
+ * remember to; parts without a schema are never read by the route.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = createAjv(false);
   const coercing = createAjv('array');
   return ({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? strict : coercing;
-    return ajv.compile(schema as object);
+    return refuseUnstorableText(ajv.compile(schema as object));
   };
 }
 

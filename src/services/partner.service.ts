@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { AppError, NotFoundError } from '../domain/errors.js';
 import {
   acceptedKeyEnvironment,
@@ -28,6 +29,7 @@ export interface CreatePartnerInput {
 }
 
 const UNAUTHORIZED = 'Invalid or missing API key';
+const UNKNOWN_CACHE_MAX = 10_000;
 
 interface VerifiedKey {
   row: KeyLookupRow;
@@ -54,6 +56,9 @@ export function createPartnerService(deps: {
   // made through this instance clear it at once; other instances see them within the TTL.
   const cache = new Map<string, { entry: VerifiedKey; at: number }>();
   const CACHE_MAX = 10_000;
+  // Unknown keys too, for as long: a client retrying a wrong key, or a flood of one made-up key,
+  // would otherwise cost a read each. Bounded on its own, so made-up keys never evict known ones.
+  const unknown = new LRUCache<string, number>({ max: UNKNOWN_CACHE_MAX });
   // One database read per key at a time: when a busy key's entry expired, every request in the
   // round trip used to read it again, and at thousands of requests per second those reads queued
   // in the pool and held all requests for tens of milliseconds.
@@ -69,8 +74,10 @@ export function createPartnerService(deps: {
     const row = await deps.partners.findByKeyHash(hash);
     if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) {
       cache.delete(hash);
+      if ((deps.authCacheTtlMs ?? 0) > 0 && startedIn === generation) unknown.set(hash, clock());
       return null;
     }
+    unknown.delete(hash);
     const { id, name, qrStandard, environment } = row.partner;
     const entry: VerifiedKey = { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16) }) };
     if ((deps.authCacheTtlMs ?? 0) > 0 && startedIn === generation) {
@@ -96,6 +103,11 @@ export function createPartnerService(deps: {
    */
   async function lookup(hash: string): Promise<VerifiedKey | null> {
     const ttl = deps.authCacheTtlMs ?? 0;
+    const refusedAt = unknown.get(hash);
+    if (refusedAt !== undefined) {
+      if (clock() - refusedAt < ttl) return null;
+      unknown.delete(hash);
+    }
     const hit = cache.get(hash);
     const age = hit ? clock() - hit.at : Infinity;
     if (!hit || age >= ttl) return reload(hash);
@@ -106,7 +118,15 @@ export function createPartnerService(deps: {
   function clearCache(): void {
     generation++;
     cache.clear();
+    unknown.clear();
     inflight.clear();
+  }
+
+  /** A key that now exists may have been refused, or be being refused, while it did not. */
+  function forgetRefusal(hash: string): void {
+    generation++;
+    unknown.delete(hash);
+    inflight.delete(hash);
   }
 
   async function requirePartner(id: string): Promise<PartnerRow> {
@@ -123,6 +143,7 @@ export function createPartnerService(deps: {
         { name: input.name, qrStandard: input.qrStandard ?? 'qrpay', environment, active: input.active ?? true },
         stored,
       );
+      forgetRefusal(stored.hash);
       return { ...partner, apiKey };
     },
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { LightMyRequestResponse } from 'fastify';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 
@@ -125,5 +125,111 @@ describe('hostile input never causes a 5xx', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+/**
+ * PostgreSQL's text cannot hold U+0000, and a lone surrogate has no UTF-8 form. A URL or a header
+ * cannot carry a lone surrogate (they are bytes, not UTF-16), so those parts are tried with NUL only.
+ */
+describe('text PostgreSQL cannot store is a 400 on every endpoint', () => {
+  const BODY_BAD = ['\u0000', 'a\u0000b', '\ud800', 'x\udfff', '\udbff\udbff', '\udc00\ud800'];
+  const URL_BAD = ['%00', 'a%00b'];
+  const WEBHOOK = { url: 'https://hooks.example.com/gov', secret: 's'.repeat(16), events: ['payment.confirmed'] };
+  const DEVICE = { userId: 'user-1', fcmToken: 'token-1', platform: 'ios' };
+  const UUID = '00000000-0000-4000-8000-000000000000';
+
+  interface Case {
+    name: string;
+    admin?: boolean;
+    /** The field each message names. */
+    field: string;
+    bad: string[];
+    request(bad: string): InjectOptions;
+  }
+
+  const cases: Case[] = [
+    ...(['ttd', 'vehicle', 'taxRef'] as const).map((f) => ({ name: `GET /invoices ?${f}`, field: f, bad: URL_BAD, request: (b: string) => ({ method: 'GET' as const, url: `/api/v1/invoices?${f}=${b}` }) })),
+    { name: 'GET /invoices/ref/{refNum}', field: 'refNum', bad: URL_BAD, request: (b) => ({ method: 'GET', url: `/api/v1/invoices/ref/${b}` }) },
+    { name: 'GET /invoices/{id}', field: 'id', bad: URL_BAD, request: (b) => ({ method: 'GET', url: `/api/v1/invoices/${b}` }) },
+    { name: 'GET /invoices/{id}/refresh', field: 'id', bad: URL_BAD, request: (b) => ({ method: 'GET', url: `/api/v1/invoices/${b}/refresh` }) },
+    { name: 'GET /payments/{id}', field: 'id', bad: URL_BAD, request: (b) => ({ method: 'GET', url: `/api/v1/payments/${b}` }) },
+    { name: 'DELETE /payments/{id}', field: 'id', bad: URL_BAD, request: (b) => ({ method: 'DELETE', url: `/api/v1/payments/${b}` }) },
+    { name: 'DELETE /webhooks/{id}', field: 'id', bad: URL_BAD, request: (b) => ({ method: 'DELETE', url: `/api/v1/webhooks/${b}` }) },
+    { name: 'GET /webhooks/{id}/deliveries', field: 'id', bad: URL_BAD, request: (b) => ({ method: 'GET', url: `/api/v1/webhooks/${b}/deliveries` }) },
+    { name: 'GET /webhooks/{id}/deliveries ?limit', field: 'limit', bad: URL_BAD, request: (b) => ({ method: 'GET', url: `/api/v1/webhooks/${UUID}/deliveries?limit=${b}` }) },
+    { name: 'GET /reports/payments ?page', field: 'page', bad: URL_BAD, request: (b) => ({ method: 'GET', url: `/api/v1/reports/payments?page=${b}` }) },
+    { name: 'POST /devices userId', field: 'userId', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, userId: b } }) },
+    { name: 'POST /devices fcmToken', field: 'fcmToken', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, fcmToken: b } }) },
+    { name: 'POST /devices platform', field: 'platform', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, platform: b } }) },
+    { name: 'POST /webhooks url', field: 'url', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/webhooks', payload: { ...WEBHOOK, url: `https://hooks.example.com/${b}` } }) },
+    { name: 'POST /webhooks secret', field: 'secret', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/webhooks', payload: { ...WEBHOOK, secret: `${'s'.repeat(16)}${b}` } }) },
+    { name: 'POST /webhooks events', field: 'events.0', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/webhooks', payload: { ...WEBHOOK, events: [b] } }) },
+    { name: 'POST /payments invoiceId', field: 'invoiceId', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/payments', payload: { invoiceId: b } }) },
+    { name: 'POST /payments X-Idempotency-Key', field: 'x-idempotency-key', bad: ['\u0000', 'key\u0000'], request: (b) => ({ method: 'POST', url: '/api/v1/payments', payload: { invoiceId }, headers: { 'x-idempotency-key': b } }) },
+    { name: 'POST /payments/report financeDay', field: 'financeDay', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/payments/report', payload: { financeDay: `2025-01-0${b}` } }) },
+    { name: 'POST /sandbox/approve paymentId', field: 'paymentId', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/api/v1/sandbox/approve', payload: { paymentId: b } }) },
+    { name: 'admin POST /admin/partners name', admin: true, field: 'name', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/admin/partners', payload: { name: `Bank ${b}` } }) },
+    { name: 'admin POST /admin/partners qrStandard', admin: true, field: 'qrStandard', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/admin/partners', payload: { name: 'Bank', qrStandard: b } }) },
+    { name: 'admin POST /admin/partners environment', admin: true, field: 'environment', bad: BODY_BAD, request: (b) => ({ method: 'POST', url: '/admin/partners', payload: { name: 'Bank', environment: b } }) },
+    { name: 'admin PATCH /admin/partners/{id}', admin: true, field: 'id', bad: URL_BAD, request: (b) => ({ method: 'PATCH', url: `/admin/partners/${b}`, payload: { active: true } }) },
+    { name: 'admin PATCH /admin/partners/{id} qrStandard', admin: true, field: 'qrStandard', bad: BODY_BAD, request: (b) => ({ method: 'PATCH', url: `/admin/partners/${UUID}`, payload: { qrStandard: b } }) },
+    { name: 'admin POST /admin/partners/{id}/keys', admin: true, field: 'id', bad: URL_BAD, request: (b) => ({ method: 'POST', url: `/admin/partners/${b}/keys`, payload: {} }) },
+  ];
+
+  function send(c: Case, bad: string): Promise<LightMyRequestResponse> {
+    const req = c.request(bad);
+    if (!c.admin) return ctx.api(key, req);
+    return ctx.admin.inject({ ...req, headers: { authorization: `Bearer ${ctx.config.adminToken}`, ...req.headers } });
+  }
+
+  it.each(cases)('$name', async (c) => {
+    for (const bad of c.bad) {
+      const res = await send(c, bad);
+      expect(res.statusCode, `${JSON.stringify(bad)}: ${res.body}`).toBe(400);
+      expectWellFormed(res);
+      const { message } = res.json<{ message: string[] }>();
+      // Only the bad field is faulted (a format and a pattern may each say so).
+      expect(message.length, JSON.stringify(bad)).toBeGreaterThan(0);
+      for (const m of message) expect(m.startsWith(`${c.field} `), m).toBe(true);
+    }
+  });
+
+  it('reports every bad field, and what the schema already refuses only once', async () => {
+    const res = await ctx.api(key, { method: 'POST', url: '/api/v1/webhooks', payload: { url: 'https://x.example/\u0000', secret: '\ud800'.repeat(16), events: ['payment.confirmed'], extra: '\u0000' } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ message: string[] }>().message.sort()).toEqual([
+      'property extra should not exist',
+      'secret must not contain NUL characters or unpaired UTF-16 surrogates',
+      'url must not contain NUL characters or unpaired UTF-16 surrogates',
+    ]);
+  });
+
+  it('nothing refused was stored, and well-formed non-ASCII text still is', async () => {
+    const webhooks = await ctx.api(key, { method: 'GET', url: '/api/v1/webhooks' });
+    expect(webhooks.json()).toEqual([]);
+    const device = await ctx.api(key, { method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, userId: 'Болд 😀 \ud83d\ude00' } });
+    expect(device.statusCode, device.body).toBe(201);
+    const named = await ctx.admin.inject({ method: 'POST', url: '/admin/partners', payload: { name: 'Хаан банк 😀' }, headers: { authorization: `Bearer ${ctx.config.adminToken}` } });
+    expect(named.statusCode, named.body).toBe(201);
+  });
+
+  it('a body nested far deeper than any schema is walked without a 5xx', async () => {
+    const depth = 20_000;
+    const nested = (inner: string) => `{"userId":"u","fcmToken":"t","platform":"ios","x":${'['.repeat(depth)}${inner}${']'.repeat(depth)}}`;
+    const bodies = [`${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}`, nested('"\\u0000"'), nested('"\\ud800"')];
+    for (const payload of bodies) {
+      const res = await ctx.api(key, { method: 'POST', url: '/api/v1/devices', payload, headers: { 'content-type': 'application/json' } });
+      expectWellFormed(res);
+      expect(res.statusCode).toBe(400);
+      // What the schema refuses whole is not also searched (no message naming a 20,000-deep path).
+      expect(res.json<{ message: string[] }>().message).toHaveLength(1);
+    }
+  });
+
+  it('an unknown property whose name is unstorable is one violation', async () => {
+    const res = await ctx.api(key, { method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, 'a\u0000': 1 } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ message: string[] }>().message).toEqual(['property a\u0000 should not exist']);
   });
 });

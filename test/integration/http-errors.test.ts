@@ -1,4 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
+import { Writable } from 'node:stream';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
 
@@ -131,5 +135,148 @@ describe('readiness', () => {
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ status: 'unavailable', db: 'down' });
     await local.close();
+  });
+});
+
+/** Input a framework error must never echo back. */
+const MARKER = 'echoMarker7Q';
+
+function expectServiceShape(res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number): void {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  expect(res.body).not.toContain('FST_');
+  expect(res.body).not.toContain(MARKER);
+  const body = JSON.parse(res.body) as { statusCode: number; message: unknown; error: string };
+  expect(Object.keys(body).sort()).toEqual(['error', 'message', 'statusCode']);
+  expect(body.statusCode).toBe(status);
+  expect(typeof body.error).toBe('string');
+  if (status === 400) expect(Array.isArray(body.message) && body.message.every((m) => typeof m === 'string')).toBe(true);
+  else expect(typeof body.message).toBe('string');
+}
+
+describe('errors the framework raises itself answer in the service shape', () => {
+  const adminAuth = () => ({ authorization: `Bearer ${ctx.config.adminToken}` });
+  const json = { 'content-type': 'application/json' };
+  const cases: Array<{ name: string; status: number; partner: () => InjectOptions; admin: () => InjectOptions }> = [
+    {
+      name: 'unknown route',
+      status: 404,
+      partner: () => ({ method: 'GET', url: `/api/v1/${MARKER}` }),
+      admin: () => ({ method: 'GET', url: `/admin/${MARKER}`, headers: adminAuth() }),
+    },
+    {
+      name: 'path parameter too long',
+      status: 414,
+      partner: () => ({ method: 'GET', url: `/api/v1/invoices/ref/${MARKER}${'x'.repeat(250)}`, headers: { 'x-api-key': key } }),
+      admin: () => ({ method: 'POST', url: `/admin/partners/${MARKER}${'x'.repeat(250)}/keys`, headers: adminAuth() }),
+    },
+    {
+      name: 'bad percent-encoding',
+      status: 400,
+      partner: () => ({ method: 'GET', url: `/api/v1/invoices/ref/%ZZ${MARKER}`, headers: { 'x-api-key': key } }),
+      admin: () => ({ method: 'POST', url: `/admin/partners/%ZZ${MARKER}/keys`, headers: adminAuth() }),
+    },
+    {
+      name: 'body too large',
+      status: 413,
+      partner: () => ({ method: 'POST', url: '/api/v1/webhooks', payload: JSON.stringify({ url: MARKER.repeat(2000) }), headers: { 'x-api-key': key, ...json } }),
+      admin: () => ({ method: 'POST', url: '/admin/partners', payload: JSON.stringify({ name: MARKER.repeat(2000) }), headers: { ...adminAuth(), ...json } }),
+    },
+    {
+      name: 'unsupported content type',
+      status: 415,
+      partner: () => ({ method: 'POST', url: '/api/v1/webhooks', payload: MARKER, headers: { 'x-api-key': key, 'content-type': `text/${MARKER}` } }),
+      admin: () => ({ method: 'POST', url: '/admin/partners', payload: MARKER, headers: { ...adminAuth(), 'content-type': `text/${MARKER}` } }),
+    },
+    {
+      name: 'malformed JSON',
+      status: 400,
+      partner: () => ({ method: 'POST', url: '/api/v1/payments/report', payload: `{"${MARKER}":`, headers: { 'x-api-key': key, ...json } }),
+      admin: () => ({ method: 'POST', url: '/admin/partners', payload: `{"name": ${MARKER}}`, headers: { ...adminAuth(), ...json } }),
+    },
+    {
+      name: 'JSON with a forbidden prototype property',
+      status: 400,
+      partner: () => ({ method: 'POST', url: '/api/v1/payments/report', payload: `{"__proto__":{"${MARKER}":1}}`, headers: { 'x-api-key': key, ...json } }),
+      admin: () => ({ method: 'POST', url: '/admin/partners', payload: `{"__proto__":{"${MARKER}":1}}`, headers: { ...adminAuth(), ...json } }),
+    },
+  ];
+
+  it.each(cases)('$name ($status), partner API and admin API', async ({ status, partner, admin }) => {
+    expectServiceShape(await ctx.app.inject(partner()), status);
+    expectServiceShape(await ctx.admin.inject(admin()), status);
+  });
+
+  it('keeps a safe incoming X-Request-Id on errors raised before routing', async () => {
+    const res = await ctx.app.inject({ method: 'GET', url: '/api/v1/invoices/ref/%ZZ', headers: { 'x-request-id': 'trace-42' } });
+    expect(res.statusCode).toBe(400);
+    expect(res.headers['x-request-id']).toBe('trace-42');
+  });
+
+  /** Node answers these before Fastify builds a request, so they are only seen over a real socket. */
+  async function rawExchange(port: number, request: string): Promise<{ statusCode: number; headers: Record<string, string>; body: string }> {
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString('latin1')));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(data));
+      socket.write(request);
+    });
+    const [head = '', body = ''] = raw.split('\r\n\r\n');
+    const [statusLine = '', ...lines] = head.split('\r\n');
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    return { statusCode: Number(statusLine.split(' ')[1]), headers, body };
+  }
+
+  const listenPort = async (app: FastifyInstance) => Number(new URL(await app.listen({ port: 0, host: '127.0.0.1' })).port);
+  const request = (extraHeaderLine: string) => `GET /api/v1/health/live HTTP/1.1\r\nHost: localhost\r\n${extraHeaderLine}\r\n\r\n`;
+
+  it('headers too large (431) and malformed HTTP (400), over a real socket, on both listeners', async () => {
+    const local = await createTestContext();
+    try {
+      for (const app of [local.app, local.admin]) {
+        const port = await listenPort(app);
+        const tooLarge = await rawExchange(port, request(`X-Filler: ${MARKER.repeat(3000)}`));
+        expectServiceShape(tooLarge, 431);
+        expect(tooLarge.headers['content-length']).toBe(String(Buffer.byteLength(tooLarge.body)));
+        expectServiceShape(await rawExchange(port, request(`${MARKER} header`)), 400);
+      }
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe('the log of an unexpected 500', () => {
+  it('holds the failure but not the statement or its values', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, cb) => void (lines.push(String(chunk)), cb()) }));
+    const local = await createTestContext({ logger });
+    try {
+      const partner = await local.partner();
+      // A genuine database error, as the database raises it, with a bound value that must not leak.
+      const dbError = await local.deps.db
+        .selectFrom('partners')
+        .select('id')
+        .where('id', '=', `${MARKER}-not-a-uuid`)
+        .execute()
+        .then(() => null, (err: unknown) => err);
+      expect(dbError).toBeInstanceOf(Error);
+      vi.spyOn(local.deps.services.devices, 'register').mockRejectedValueOnce(dbError);
+      const res = await local.api(partner.apiKey, { method: 'POST', url: '/api/v1/devices', payload: { userId: 'u', fcmToken: 't', platform: 'ios' } });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toEqual({ statusCode: 500, message: 'Internal server error', error: 'Internal Server Error' });
+      const logged = lines.filter((l) => l.includes('unhandled error'));
+      expect(logged).toHaveLength(1);
+      const entry = JSON.parse(logged[0] as string) as { err: Record<string, unknown> };
+      expect(entry.err.code).toBe('22P02');
+      expect(entry.err.message).toMatch(/invalid input syntax for type uuid/);
+      expect(logged[0]).not.toContain(MARKER);
+      expect(entry.err).not.toHaveProperty('params');
+      expect(entry.err).not.toHaveProperty('query');
+    } finally {
+      await local.close();
+    }
   });
 });

@@ -1,10 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testConfig } from '../../src/config.js';
 import { createDatabase, migrateToLatest, type Db } from '../../src/db/database.js';
 import { createPartnerRepository, type PartnerRepository } from '../../src/db/repositories/partner.repository.js';
 import { createPartnerService } from '../../src/services/partner.service.js';
+import { buildApp } from '../../src/app.js';
+import { generateApiKey } from '../../src/domain/api-key.js';
+import { createTestContext } from '../helpers/test-context.js';
+import { REG } from '../helpers/fixtures.js';
+
+/** Keys the service will hand out next, so a test can look a key up before it exists. */
+const nextKeys = vi.hoisted(() => [] as string[]);
+vi.mock('../../src/domain/api-key.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/domain/api-key.js')>();
+  return { ...actual, generateApiKey: (env: 'sandbox' | 'production') => nextKeys.shift() ?? actual.generateApiKey(env) };
+});
 
 const { databaseUrl } = testConfig();
 const schema = databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
@@ -86,6 +97,70 @@ describe('API key verification cache', () => {
     await expect(service.authenticate(apiKey)).rejects.toMatchObject({ statusCode: 403 });
   });
 
+  it('remembers an unknown key for the TTL: a flood of it reads the database once per TTL', async () => {
+    const { service, advance } = setUp();
+    const reads = vi.spyOn(repo, 'findByKeyHash');
+    const unknownKey = generateApiKey('sandbox');
+    for (let i = 0; i < 20; i++) await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ statusCode: 401 });
+    const concurrent = await Promise.allSettled(Array.from({ length: 20 }, () => service.authenticate(unknownKey)));
+    expect(concurrent.every((r) => r.status === 'rejected')).toBe(true);
+    expect(reads).toHaveBeenCalledTimes(1);
+
+    advance(TTL_MS - 1);
+    await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ statusCode: 401 });
+    expect(reads).toHaveBeenCalledTimes(1);
+    advance(1);
+    for (let i = 0; i < 5; i++) await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ statusCode: 401 });
+    expect(reads).toHaveBeenCalledTimes(2);
+    // Another unknown key is its own entry.
+    await expect(service.authenticate(generateApiKey('sandbox'))).rejects.toMatchObject({ statusCode: 401 });
+    expect(reads).toHaveBeenCalledTimes(3);
+    reads.mockRestore();
+  });
+
+  it('a key created or rotated through this instance works at once, even if it was refused just before', async () => {
+    const { service } = setUp();
+    const created = generateApiKey('sandbox');
+    await expect(service.authenticate(created)).rejects.toMatchObject({ statusCode: 401 });
+    nextKeys.push(created);
+    const partner = await service.create({ name: 'Refused first' });
+    expect(partner.apiKey).toBe(created);
+    await expect(service.authenticate(created)).resolves.toMatchObject({ id: partner.id });
+
+    const rotated = generateApiKey('sandbox');
+    await expect(service.authenticate(rotated)).rejects.toMatchObject({ statusCode: 401 });
+    nextKeys.push(rotated);
+    expect((await service.rotateKey(partner.id)).apiKey).toBe(rotated);
+    await expect(service.authenticate(rotated)).resolves.toMatchObject({ id: partner.id });
+  });
+
+  it('a refusal read in flight while the key is created does not outlive the creation', async () => {
+    let release = () => {};
+    const { service } = setUp(new Promise<void>((resolve) => (release = resolve)));
+    const key = generateApiKey('sandbox');
+    const inFlight = service.authenticate(key);
+    await new Promise((r) => setTimeout(r, 50));
+    nextKeys.push(key);
+    const { id } = await service.create({ name: 'Raced' });
+    const after = service.authenticate(key);
+    release();
+    await expect(inFlight).rejects.toMatchObject({ statusCode: 401 });
+    await expect(after).resolves.toMatchObject({ id });
+    await expect(service.authenticate(key)).resolves.toMatchObject({ id });
+  });
+
+  it('a key created through another instance is refused here for at most the TTL', async () => {
+    const here = setUp();
+    const there = createPartnerService({ partners: repo, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS });
+    const key = generateApiKey('sandbox');
+    await expect(here.service.authenticate(key)).rejects.toMatchObject({ statusCode: 401 });
+    nextKeys.push(key);
+    const { id } = await there.create({ name: 'Elsewhere' });
+    await expect(here.service.authenticate(key)).rejects.toMatchObject({ statusCode: 401 });
+    here.advance(TTL_MS);
+    await expect(here.service.authenticate(key)).resolves.toMatchObject({ id });
+  });
+
   it('forgets a key that no longer verifies', async () => {
     const { service, advance } = setUp();
     const { apiKey, id } = await service.create({ name: 'Rotated' });
@@ -93,5 +168,31 @@ describe('API key verification cache', () => {
     await db.deleteFrom('api_keys').where('partner_id', '=', id).execute();
     advance(TTL_MS);
     await expect(service.authenticate(apiKey)).rejects.toMatchObject({ statusCode: 401 });
+  });
+});
+
+describe('unknown API keys over HTTP', () => {
+  it('a flood of one unknown key is answered 401 with one database read', async () => {
+    const ctx = await createTestContext();
+    try {
+      const repo = createPartnerRepository(ctx.deps.db);
+      const reads = vi.spyOn(repo, 'findByKeyHash');
+      // A TTL no test run outlasts, so the count does not depend on timing.
+      const partners = createPartnerService({ partners: repo, appEnv: ctx.config.appEnv, keyRotationGraceMs: 0, authCacheTtlMs: 3_600_000 });
+      const app = await buildApp({ logger: ctx.deps.logger, bodyLimitBytes: ctx.config.bodyLimitBytes, services: { ...ctx.deps.services, partners }, isDbReady: ctx.deps.isDbReady });
+      try {
+        const unknownKey = generateApiKey('sandbox');
+        for (let i = 0; i < 30; i++) {
+          const res = await app.inject({ method: 'GET', url: `/api/v1/invoices?ttd=${REG}`, headers: { 'x-api-key': unknownKey } });
+          expect(res.statusCode).toBe(401);
+          expect(res.json()).toEqual({ statusCode: 401, message: 'Invalid or missing API key', error: 'Unauthorized' });
+        }
+        expect(reads).toHaveBeenCalledTimes(1);
+      } finally {
+        await app.close();
+      }
+    } finally {
+      await ctx.close();
+    }
   });
 });

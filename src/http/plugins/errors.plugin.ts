@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorObject } from 'ajv';
 import { AppError, BadRequestError, PaymentRejectedError, UpstreamUnavailableError } from '../../domain/errors.js';
 import { describeValidation } from '../validation.js';
+import { redactDbError } from '../db-error.redactor.js';
 
 export function errorBody(statusCode: number, message: string) {
   return { statusCode, message, error: STATUS_CODES[statusCode] ?? 'Error' };
@@ -16,17 +17,30 @@ function sendBadRequest(reply: FastifyReply, messages: string[]) {
   return reply.code(400).type('application/json').send(badRequestBody(messages));
 }
 
-function fastifyErrorMessages(err: FastifyError): string[] | null {
-  switch (err.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return ['body must be valid JSON'];
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return ['Content-Length does not match the body'];
-    default:
-      return null;
-  }
+function sendError(reply: FastifyReply, status: number, message: string) {
+  if (status === 400) return sendBadRequest(reply, [message]);
+  return reply.code(status).send(errorBody(status, message));
 }
+
+const ROUTE_NOT_FOUND = 'Route not found';
+
+/**
+ * Errors Fastify raises itself, in the service's words: Fastify's own messages quote the path,
+ * the parameter or the body, and partners would come to parse its FST_ codes.
+ */
+const FRAMEWORK_ERRORS: Record<string, { status: number; message: string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, message: 'body must be valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, message: 'body must be valid JSON' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, message: 'Content-Length does not match the body' },
+  FST_ERR_BAD_URL: { status: 400, message: 'URL must be validly percent-encoded' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, message: 'A path segment is too long' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, message: 'Request body is too large' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
+  FST_ERR_NOT_FOUND: { status: 404, message: ROUTE_NOT_FOUND },
+};
+
+/** For any other client error whose message is not ours: it may quote the input. */
+const genericClientMessage = (status: number) => (status === 400 ? 'request is invalid' : (STATUS_CODES[status] ?? 'Client error'));
 
 function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (err.validation) {
@@ -37,28 +51,30 @@ function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyR
     return reply.code(422).send({ success: false, refNum: err.refNum, message: err.message });
   }
   if (err instanceof UpstreamUnavailableError) {
-    request.log.warn({ err, detail: err.detail }, 'upstream unavailable');
+    request.log.warn({ err: redactDbError(err), detail: err.detail }, 'upstream unavailable');
     return reply.code(503).send(errorBody(503, err.message));
   }
   if (err instanceof AppError) return reply.code(err.statusCode).send(errorBody(err.statusCode, err.message));
-  const parseMessages = fastifyErrorMessages(err);
-  if (parseMessages) return sendBadRequest(reply, parseMessages);
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return reply.code(413).send(errorBody(413, 'Request body is too large'));
-  }
-  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return reply.code(415).send(errorBody(415, 'Content-Type must be application/json'));
-  }
+  const known = typeof err.code === 'string' ? FRAMEWORK_ERRORS[err.code] : undefined;
+  if (known) return sendError(reply, known.status, known.message);
   const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-  if (status === 400) return sendBadRequest(reply, [err.message]);
-  if (status < 500) return reply.code(status).send(errorBody(status, err.message));
-  request.log.error({ err }, 'unhandled error');
+  if (status < 500) return sendError(reply, status, genericClientMessage(status));
+  request.log.error({ err: redactDbError(err) }, 'unhandled error');
   return reply.code(500).send(errorBody(500, 'Internal server error'));
+}
+
+/**
+ * Fastify's `frameworkErrors` option: bad percent-encoding and over-long path parameters are
+ * refused before routing, so no hook has run and the request id header is set here.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
+  void handleError(err, request, reply);
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(errorBody(404, `Route ${request.method} ${request.url.split('?')[0]} not found`));
+  app.setNotFoundHandler((_request, reply) => {
+    reply.code(404).send(errorBody(404, ROUTE_NOT_FOUND));
   });
 }
