@@ -1,35 +1,98 @@
 import type { Job } from './job-runner.js';
-import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import { createKeyedPool } from './keyed-pool.js';
+import type { ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookDeliveryService } from '../services/webhook-delivery.service.js';
+import type { Logger } from '../services/logger.js';
 
 /** Time a claim stays ours beyond the request timeout, for recording the outcome. */
 const LEASE_MARGIN_MS = 30_000;
 
-/**
- * Delivers due webhook deliveries. Rows are claimed with SKIP LOCKED and a lease, so any number
- * of instances can run this at once and each attempt is made by one of them; a claimed batch is
- * sent in parallel so one slow receiver does not hold up the others.
- */
-export function createWebhookDeliveryJob(deps: {
+/** Attempts in flight in one instance. */
+export interface WebhookConcurrency {
+  total: number;
+  /** Per webhook registration (webhook_id). */
+  perEndpoint: number;
+  /** Per partner, over all of its webhooks: several registrations to one broken host share it. */
+  perPartner: number;
+}
+
+export interface WebhookDeliveryJobDeps {
   deliveries: WebhookDeliveryRepository;
   service: WebhookDeliveryService;
   intervalMs: number;
   timeoutMs: number;
-  batchSize?: number;
+  concurrency: WebhookConcurrency;
+  log: Logger;
   now?: () => Date;
-}): Job {
+}
+
+function countBy(claims: Iterable<ClaimedDelivery>, key: (c: ClaimedDelivery) => string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const c of claims) counts.set(key(c), (counts.get(key(c)) ?? 0) + 1);
+  return counts;
+}
+
+function freeOf(counts: Map<string, number>, cap: number): Map<string, number> {
+  return new Map([...counts].map(([key, n]) => [key, Math.max(0, cap - n)]));
+}
+
+/**
+ * Delivers due webhook deliveries. A pass claims only as many rows of each endpoint and partner
+ * as they have free slots here, starts the attempts and returns without waiting for them: a
+ * hanging receiver holds its own slots until its timeout, never the next pass or another
+ * partner's deliveries. Rows are claimed with SKIP LOCKED and a lease, so any number of
+ * instances can run this at once and each attempt is made by one of them.
+ */
+export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): Job {
   const now = deps.now ?? (() => new Date());
+  const { concurrency } = deps;
+  const pool = createKeyedPool({
+    perKey: concurrency.perEndpoint,
+    total: concurrency.total,
+    // An unrecorded attempt is retried when its lease runs out.
+    onError: (err, webhookId) => deps.log.error({ err, webhookId }, 'webhook attempt could not be recorded'),
+  });
+  const inFlight = new Map<string, ClaimedDelivery>();
+  // Passes must not interleave: each one's limits assume no other claim is being started.
+  let previous: Promise<void> = Promise.resolve();
+
+  function start(claim: ClaimedDelivery): void {
+    inFlight.set(claim.id, claim);
+    const started = pool.tryRun(claim.webhookId, async () => {
+      try {
+        await deps.service.attempt(claim);
+      } finally {
+        inFlight.delete(claim.id);
+      }
+    });
+    if (started) return;
+    // The claim stayed within the free slots, so this is a bug; the lease hands the row back.
+    inFlight.delete(claim.id);
+    deps.log.error({ deliveryId: claim.id, webhookId: claim.webhookId }, 'claimed webhook delivery found no free slot');
+  }
+
+  async function pass(): Promise<void> {
+    const at = now();
+    const leaseUntil = new Date(at.getTime() + deps.timeoutMs + LEASE_MARGIN_MS);
+    const running = [...inFlight.values()];
+    const claimed = await deps.deliveries.claimDue(at, leaseUntil, {
+      total: pool.free(),
+      perEndpoint: concurrency.perEndpoint,
+      perPartner: concurrency.perPartner,
+      endpointFree: freeOf(countBy(running, (c) => c.webhookId), concurrency.perEndpoint),
+      partnerFree: freeOf(countBy(running, (c) => c.partnerId), concurrency.perPartner),
+    });
+    claimed.forEach(start);
+  }
+
   return {
     name: 'webhook-delivery',
     intervalMs: deps.intervalMs,
-    async run() {
-      const at = now();
-      const leaseUntil = new Date(at.getTime() + deps.timeoutMs + LEASE_MARGIN_MS);
-      const claimed = await deps.deliveries.claimDue(at, leaseUntil, deps.batchSize ?? 50);
-      const settled = await Promise.allSettled(claimed.map((claim) => deps.service.attempt(claim)));
-      const failed = settled.find((s) => s.status === 'rejected');
-      // An unrecorded attempt is retried when its lease runs out; the runner logs the cause.
-      if (failed) throw failed.reason;
+    run() {
+      const next = previous.then(pass);
+      previous = next.catch(() => undefined);
+      return next;
     },
+    drain: () => pool.idle(),
   };
 }

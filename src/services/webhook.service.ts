@@ -1,4 +1,4 @@
-import { BadRequestError, NotFoundError } from '../domain/errors.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../domain/errors.js';
 import type { SecretCipher } from '../domain/secret-cipher.js';
 import type { WebhookEvent } from '../domain/webhook-message.js';
 import type { WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
@@ -33,6 +33,8 @@ export function createWebhookService(deps: {
   deliveries: WebhookDeliveryRepository;
   cipher: SecretCipher;
   guard: TargetGuard;
+  /** Webhooks a partner may have at once; bounds what one partner's endpoints can cost delivery. */
+  maxPerPartner: number;
   now?: () => Date;
 }) {
   const now = deps.now ?? (() => new Date());
@@ -46,12 +48,13 @@ export function createWebhookService(deps: {
     async register(partnerId: string, input: { url: string; secret: string; events: WebhookEvent[] }): Promise<WebhookView & { secret: string }> {
       const violations = await deps.guard.violations(input.url);
       if (violations.length > 0) throw new BadRequestError(violations);
-      const row = await deps.webhooks.create({
-        partnerId,
-        url: input.url,
-        events: [...new Set(input.events)],
-        secretCiphertext: deps.cipher.encrypt(input.secret),
-      });
+      const row = await deps.webhooks.createWithinLimit(
+        { partnerId, url: input.url, events: [...new Set(input.events)], secretCiphertext: deps.cipher.encrypt(input.secret) },
+        deps.maxPerPartner,
+      );
+      if (!row) {
+        throw new ConflictError(`A partner may have at most ${deps.maxPerPartner} webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another`);
+      }
       return { ...toView(row), secret: input.secret };
     },
 

@@ -319,10 +319,14 @@ describe('webhook delivery', () => {
         log: ctx.deps.logger,
         now: ctx.now,
       });
-      return createWebhookDeliveryJob({ deliveries, service, intervalMs: 1000, timeoutMs: 2000, batchSize: 2, now: ctx.now });
+      const concurrency = { total: 2, perEndpoint: 2, perPartner: 2 };
+      return createWebhookDeliveryJob({ deliveries, service, intervalMs: 1000, timeoutMs: 2000, concurrency, log: ctx.deps.logger, now: ctx.now });
     };
     const [one, two] = [worker(), worker()];
-    for (let round = 0; round < 6; round++) await Promise.all([one.run(), two.run()]);
+    for (let round = 0; round < 6; round++) {
+      await Promise.all([one.run(), two.run()]);
+      await Promise.all([one.drain?.(), two.drain?.()]);
+    }
 
     expect(target.received).toHaveLength(6);
     const paid = target.received.map((r) => (JSON.parse(r.body) as Delivery).data.id);

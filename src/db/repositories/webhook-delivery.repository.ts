@@ -6,6 +6,7 @@ import type { WebhookEvent } from '../../domain/webhook-message.js';
 export interface ClaimedDelivery {
   id: string;
   webhookId: string;
+  partnerId: string;
   /** Number of this attempt (1 for the first). */
   attempt: number;
   url: string;
@@ -13,6 +14,17 @@ export interface ClaimedDelivery {
   event: WebhookEvent;
   data: Record<string, unknown>;
   eventCreatedAt: Date;
+}
+
+/** How many attempts this instance may start now: overall, per endpoint and per partner. */
+export interface ClaimLimits {
+  total: number;
+  perEndpoint: number;
+  perPartner: number;
+  /** Endpoints (webhook ids) with attempts in flight here, and how many more each may start. */
+  endpointFree: ReadonlyMap<string, number>;
+  /** Partners with attempts in flight here, and how many more each may start. */
+  partnerFree: ReadonlyMap<string, number>;
 }
 
 export type AttemptOutcome =
@@ -34,42 +46,77 @@ export interface AttemptLogRow {
 export function createWebhookDeliveryRepository(db: Db) {
   return {
     /**
-     * Claims due deliveries for this worker: rows locked by another claimer are skipped, and
-     * pushing next_attempt_at to the lease expiry keeps every other worker off them until then
-     * (a worker that dies mid-attempt releases them by simply letting the lease run out).
+     * Claims due deliveries for this worker, never more of one endpoint or partner than it has
+     * free slots, so a backlog of one partner cannot crowd another out of a pass. Rows locked by
+     * another claimer are skipped, and pushing next_attempt_at to the lease expiry keeps every
+     * other worker off them until then (a worker that dies mid-attempt releases them by simply
+     * letting the lease run out).
+     *
+     * Each active webhook is probed on its own (webhook_id, next_attempt_at) index for at most
+     * its free slots, so the cost follows the number of webhooks, not the size of a backlog.
+     * When the overall limit is short, partners take turns: every partner's first row, then
+     * every partner's second, oldest first within a turn.
      */
-    async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
-      const claimed = await db.transaction().execute(async (trx) => {
-        const due = await trx
-          .selectFrom('webhook_deliveries')
-          .select('id')
-          .where('status', '=', 'pending')
-          .where('next_attempt_at', '<=', now)
-          .orderBy('next_attempt_at')
-          .limit(limit)
-          .forUpdate()
-          .skipLocked()
-          .execute();
-        if (due.length === 0) return [];
-        return trx
-          .updateTable('webhook_deliveries')
-          .set({ next_attempt_at: leaseUntil, attempts: sql`attempts + 1`, updated_at: now })
-          .where('id', 'in', due.map((d) => d.id))
-          .returning(['id', 'attempts'])
-          .execute();
-      });
+    async claimDue(now: Date, leaseUntil: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+      if (limits.total <= 0) return [];
+      const endpointFree = JSON.stringify(Object.fromEntries(limits.endpointFree));
+      const partnerFree = JSON.stringify(Object.fromEntries(limits.partnerFree));
+      const { rows: claimed } = await sql<{ id: string; attempts: number }>`
+        WITH endpoint_free AS (
+          SELECT key::uuid AS webhook_id, value::int AS free FROM jsonb_each_text(${endpointFree}::jsonb)
+        ), partner_free AS (
+          SELECT key::uuid AS partner_id, value::int AS free FROM jsonb_each_text(${partnerFree}::jsonb)
+        ), endpoints AS (
+          SELECT w.id, w.partner_id, coalesce(ef.free, ${limits.perEndpoint}::int) AS free
+          FROM webhooks w
+          LEFT JOIN endpoint_free ef ON ef.webhook_id = w.id
+          LEFT JOIN partner_free pf ON pf.partner_id = w.partner_id
+          WHERE w.deleted_at IS NULL
+            AND coalesce(ef.free, ${limits.perEndpoint}::int) > 0
+            AND coalesce(pf.free, ${limits.perPartner}::int) > 0
+        ), locked AS (
+          SELECT e.partner_id, d.id, d.webhook_id, d.next_attempt_at
+          FROM endpoints e
+          CROSS JOIN LATERAL (
+            SELECT id, webhook_id, next_attempt_at FROM webhook_deliveries
+            WHERE webhook_id = e.id AND status = 'pending' AND next_attempt_at <= ${now}::timestamptz
+            ORDER BY next_attempt_at
+            LIMIT e.free
+            FOR UPDATE SKIP LOCKED
+          ) d
+        ), ranked AS (
+          SELECT id, partner_id, next_attempt_at,
+            row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS endpoint_rank
+          FROM locked
+        ), turns AS (
+          SELECT r.id, r.next_attempt_at, coalesce(pf.free, ${limits.perPartner}::int) AS partner_free,
+            row_number() OVER (PARTITION BY r.partner_id ORDER BY r.endpoint_rank, r.next_attempt_at, r.id) AS partner_rank
+          FROM ranked r
+          LEFT JOIN partner_free pf ON pf.partner_id = r.partner_id
+        ), chosen AS (
+          SELECT id FROM turns
+          WHERE partner_rank <= partner_free
+          ORDER BY partner_rank, next_attempt_at, id
+          LIMIT ${limits.total}::int
+        )
+        UPDATE webhook_deliveries d
+        SET next_attempt_at = ${leaseUntil}::timestamptz, attempts = d.attempts + 1, updated_at = ${now}::timestamptz
+        FROM chosen
+        WHERE d.id = chosen.id
+        RETURNING d.id, d.attempts`.execute(db);
       if (claimed.length === 0) return [];
       const rows = await db
         .selectFrom('webhook_deliveries as d')
         .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
         .innerJoin('events as e', 'e.id', 'd.event_id')
-        .select(['d.id', 'd.webhook_id', 'w.url', 'w.secret_ciphertext', 'e.event', 'e.payload', 'e.created_at'])
+        .select(['d.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'w.secret_ciphertext', 'e.event', 'e.payload', 'e.created_at'])
         .where('d.id', 'in', claimed.map((c) => c.id))
         .execute();
       const attempts = new Map(claimed.map((c) => [c.id, c.attempts]));
       return rows.map((r) => ({
         id: r.id,
         webhookId: r.webhook_id,
+        partnerId: r.partner_id,
         attempt: attempts.get(r.id) ?? 1,
         url: r.url,
         secretCiphertext: r.secret_ciphertext,

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import type { WebhooksTable } from '../db.types.js';
 import type { WebhookEvent } from '../../domain/webhook-message.js';
@@ -9,12 +9,31 @@ const PUBLIC_COLUMNS = ['id', 'url', 'events', 'created_at'] as const;
 
 export function createWebhookRepository(db: Db) {
   return {
-    async create(input: { partnerId: string; url: string; events: WebhookEvent[]; secretCiphertext: string }): Promise<WebhookRow> {
-      return db
-        .insertInto('webhooks')
-        .values({ partner_id: input.partnerId, url: input.url, events: JSON.stringify(input.events), secret_ciphertext: input.secretCiphertext })
-        .returning(PUBLIC_COLUMNS)
-        .executeTakeFirstOrThrow();
+    /**
+     * Inserts the webhook unless the partner already has `max` of them (deleted ones do not
+     * count); null then. The partner row lock makes concurrent registrations of one partner
+     * count one after another, so together they cannot pass the cap; NO KEY UPDATE leaves the
+     * key-share locks of inserts referencing the partner (payments, events) unblocked.
+     */
+    async createWithinLimit(
+      input: { partnerId: string; url: string; events: WebhookEvent[]; secretCiphertext: string },
+      max: number,
+    ): Promise<WebhookRow | null> {
+      return db.transaction().execute(async (trx) => {
+        await trx.selectFrom('partners').select('id').where('id', '=', input.partnerId).forNoKeyUpdate().executeTakeFirst();
+        const { n } = await trx
+          .selectFrom('webhooks')
+          .select(sql<number>`count(*)::int`.as('n'))
+          .where('partner_id', '=', input.partnerId)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirstOrThrow();
+        if (Number(n) >= max) return null;
+        return trx
+          .insertInto('webhooks')
+          .values({ partner_id: input.partnerId, url: input.url, events: JSON.stringify(input.events), secret_ciphertext: input.secretCiphertext })
+          .returning(PUBLIC_COLUMNS)
+          .executeTakeFirstOrThrow();
+      });
     },
 
     async listForPartner(partnerId: string): Promise<WebhookRow[]> {

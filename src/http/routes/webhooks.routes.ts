@@ -6,6 +6,7 @@ import {
   DeliveryListQuery,
   WebhookCreatedBody,
   WebhookDeletedBody,
+  WebhookLimitBody,
   WebhookListBody,
 } from '../schemas/webhook.schema.js';
 import type { WebhookService } from '../../services/webhook.service.js';
@@ -18,7 +19,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         tags: ['Webhooks'],
         summary: 'Register a webhook; the response is the only one that shows the secret',
         body: CreateWebhookBody,
-        response: { 201: WebhookCreatedBody, ...commonErrors },
+        response: { 201: WebhookCreatedBody, 409: WebhookLimitBody, ...commonErrors },
       },
     },
     async (request, reply) => {

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { IsoDateTime, Nullable, Uuid } from './common.schema.js';
+import { ErrorBody, IsoDateTime, Nullable, Uuid } from './common.schema.js';
 import { WEBHOOK_EVENTS } from '../../domain/webhook-message.js';
 
 const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted or payment.confirmed' });
@@ -26,6 +26,10 @@ export const WebhookCreatedBody = Type.Object({
   events: Type.Array(EventName),
   createdAt: IsoDateTime,
   secret: Type.String({ description: 'Returned only in this response' }),
+});
+
+export const WebhookLimitBody = Type.Object(ErrorBody.properties, {
+  description: 'The partner already has the most webhooks allowed (WEBHOOK_MAX_PER_PARTNER); delete one first.',
 });
 
 export const WebhookListBody = Type.Array(WebhookBody, { description: 'Webhook records, never with their secret' });
