@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../database.js';
 
 export type IdempotencyClaim =
@@ -11,43 +12,60 @@ export type IdempotencyClaim =
  * by the primary key on (partner_id, key), not by process memory.
  */
 export function createIdempotencyRepository(db: Db) {
+  /**
+   * Inserts the key, or takes over a row whose expiry has passed as if it were absent (the old
+   * payment stays; only the key is reused). One statement, so of concurrent claimers of an expired
+   * key the row lock lets one replace it, and the others then see the fresh row and lose.
+   */
+  async function insertOrReplaceExpired(input: { partnerId: string; key: string; requestHash: string; now: Date; lockUntil: Date; expiresAt: Date }): Promise<boolean> {
+    const { rows } = await sql<{ key: string }>`
+      INSERT INTO idempotency_keys (partner_id, key, request_hash, state, locked_until, expires_at)
+      VALUES (${input.partnerId}::uuid, ${input.key}, ${input.requestHash}, 'in_progress', ${input.lockUntil}::timestamptz, ${input.expiresAt}::timestamptz)
+      ON CONFLICT (partner_id, key) DO UPDATE SET
+        request_hash = EXCLUDED.request_hash,
+        state = EXCLUDED.state,
+        locked_until = EXCLUDED.locked_until,
+        expires_at = EXCLUDED.expires_at,
+        payment_id = NULL,
+        response_status = NULL,
+        response_body = NULL,
+        created_at = now()
+      WHERE idempotency_keys.expires_at <= ${input.now}::timestamptz
+      RETURNING key`.execute(db);
+    return rows.length > 0;
+  }
+
   return {
     async claim(input: { partnerId: string; key: string; requestHash: string; now: Date; lockUntil: Date; expiresAt: Date }): Promise<IdempotencyClaim> {
-      const inserted = await db
-        .insertInto('idempotency_keys')
-        .values({
-          partner_id: input.partnerId,
-          key: input.key,
-          request_hash: input.requestHash,
-          state: 'in_progress',
-          locked_until: input.lockUntil,
-          expires_at: input.expiresAt,
-        })
-        .onConflict((oc) => oc.columns(['partner_id', 'key']).doNothing())
-        .returning('key')
-        .executeTakeFirst();
-      if (inserted) return { kind: 'claimed', paymentId: null };
+      // The row can vanish between the upsert and the read (a sweep or a release); then claim afresh.
+      for (let attempt = 1; ; attempt++) {
+        if (await insertOrReplaceExpired(input)) return { kind: 'claimed', paymentId: null };
 
-      const existing = await db
-        .selectFrom('idempotency_keys')
-        .selectAll()
-        .where('partner_id', '=', input.partnerId)
-        .where('key', '=', input.key)
-        .executeTakeFirst();
-      if (!existing) return { kind: 'in_flight' };
-      if (existing.request_hash !== input.requestHash) return { kind: 'mismatch' };
-      if (existing.state === 'completed') return { kind: 'replay', status: existing.response_status ?? 201, body: existing.response_body };
-      // A released or abandoned claim (crash, upstream failure) is taken over atomically by one caller.
-      const taken = await db
-        .updateTable('idempotency_keys')
-        .set({ locked_until: input.lockUntil })
-        .where('partner_id', '=', input.partnerId)
-        .where('key', '=', input.key)
-        .where('state', '=', 'in_progress')
-        .where('locked_until', '<=', input.now)
-        .returning('payment_id')
-        .executeTakeFirst();
-      return taken ? { kind: 'claimed', paymentId: taken.payment_id } : { kind: 'in_flight' };
+        const existing = await db
+          .selectFrom('idempotency_keys')
+          .selectAll()
+          .where('partner_id', '=', input.partnerId)
+          .where('key', '=', input.key)
+          .executeTakeFirst();
+        if (!existing) {
+          if (attempt < 3) continue;
+          return { kind: 'in_flight' };
+        }
+        if (existing.request_hash !== input.requestHash) return { kind: 'mismatch' };
+        if (existing.state === 'completed') return { kind: 'replay', status: existing.response_status ?? 201, body: existing.response_body };
+        // A released or abandoned claim (crash, upstream failure) is taken over atomically by one caller.
+        const taken = await db
+          .updateTable('idempotency_keys')
+          .set({ locked_until: input.lockUntil })
+          .where('partner_id', '=', input.partnerId)
+          .where('key', '=', input.key)
+          .where('state', '=', 'in_progress')
+          .where('locked_until', '<=', input.now)
+          .where('expires_at', '>', input.now)
+          .returning('payment_id')
+          .executeTakeFirst();
+        return taken ? { kind: 'claimed', paymentId: taken.payment_id } : { kind: 'in_flight' };
+      }
     },
 
     async complete(partnerId: string, key: string, status: number, body: unknown): Promise<void> {
@@ -71,11 +89,20 @@ export function createIdempotencyRepository(db: Db) {
         .execute();
     },
 
-    async purgeExpired(now: Date): Promise<number> {
-      const res = await db.deleteFrom('idempotency_keys').where('expires_at', '<', now).executeTakeFirst();
-      return Number(res.numDeletedRows ?? 0);
+    /**
+     * Deletes at most `limit` keys expired at `now`. Rows another transaction holds (a claim
+     * replacing that very key, another instance's sweep) are skipped, not waited for.
+     */
+    async purgeExpired(now: Date, limit: number): Promise<number> {
+      const res = await sql`
+        DELETE FROM idempotency_keys
+        WHERE (partner_id, key) IN (
+          SELECT partner_id, key FROM idempotency_keys
+          WHERE expires_at <= ${now}::timestamptz
+          LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        )`.execute(db);
+      return Number(res.numAffectedRows ?? 0);
     },
-
   };
 }
 

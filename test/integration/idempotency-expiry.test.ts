@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { createIdempotencyRepository } from '../../src/db/repositories/idempotency.repository.js';
+
+interface Created {
+  id: string;
+  status: string;
+  amount: number;
+  message?: string;
+}
+
+const MINUTE = 60_000;
+
+let ctx: TestContext;
+let ttlMs: number;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  ttlMs = ctx.config.idempotencyTtlMs;
+});
+afterAll(() => ctx.close());
+
+async function partnerWith(refs: string[]): Promise<{ id: string; apiKey: string; invoiceIds: Map<string, string> }> {
+  const partner = await ctx.partner();
+  const invoiceIds = new Map<string, string>();
+  for (const ref of refs) {
+    const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${ref}` });
+    expect(res.statusCode).toBe(200);
+    invoiceIds.set(ref, res.json<{ id: string }>().id);
+  }
+  return { ...partner, invoiceIds };
+}
+
+const pay = (apiKey: string, key: string, payload: object) =>
+  ctx.api(apiKey, { method: 'POST', url: '/api/v1/payments', payload, headers: { 'x-idempotency-key': key } });
+
+async function cancel(apiKey: string, id: string): Promise<void> {
+  const res = await ctx.api(apiKey, { method: 'DELETE', url: `/api/v1/payments/${id}` });
+  expect(res.statusCode).toBe(200);
+}
+
+async function paymentCount(partnerId: string): Promise<number> {
+  return (await ctx.deps.db.selectFrom('payments').select('id').where('partner_id', '=', partnerId).execute()).length;
+}
+
+describe('idempotency key expiry', () => {
+  it('replays until IDEMPOTENCY_TTL_MS has passed, then treats the same key and body as a new request', async () => {
+    const p = await partnerWith(['ET-T-1']);
+    const body = { invoiceId: p.invoiceIds.get('ET-T-1') };
+    const first = await pay(p.apiKey, 'k-same-body', body);
+    expect(first.statusCode).toBe(201);
+    const firstId = first.json<Created>().id;
+    await cancel(p.apiKey, firstId);
+
+    ctx.advance(ttlMs - MINUTE);
+    const replay = await pay(p.apiKey, 'k-same-body', body);
+    expect(replay.statusCode).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.json<Created>()).toMatchObject({ id: firstId, message: 'idempotent' });
+
+    ctx.advance(2 * MINUTE);
+    const fresh = await pay(p.apiKey, 'k-same-body', body);
+    expect(fresh.statusCode).toBe(201);
+    expect(fresh.headers['idempotent-replayed']).toBeUndefined();
+    const freshId = fresh.json<Created>().id;
+    expect(freshId).not.toBe(firstId);
+    expect(fresh.json<Created>().message).toBeUndefined();
+    // The old payment is untouched; only the key was reused.
+    const old = await ctx.deps.db.selectFrom('payments').select('status').where('id', '=', firstId).executeTakeFirstOrThrow();
+    expect(old.status).toBe('canceled');
+
+    // The new key is live for a full TTL of its own.
+    const replayOfFresh = await pay(p.apiKey, 'k-same-body', body);
+    expect(replayOfFresh.headers['idempotent-replayed']).toBe('true');
+    expect(replayOfFresh.json<Created>().id).toBe(freshId);
+    await cancel(p.apiKey, freshId);
+  });
+
+  it('refuses a different body before expiry (422) and accepts it as a new payment after (201)', async () => {
+    const p = await partnerWith(['P-T-1']);
+    const invoiceId = p.invoiceIds.get('P-T-1');
+    const first = await pay(p.apiKey, 'k-other-body', { invoiceId });
+    expect(first.statusCode).toBe(201);
+    const firstId = first.json<Created>().id;
+    await cancel(p.apiKey, firstId);
+
+    ctx.advance(ttlMs - MINUTE);
+    expect((await pay(p.apiKey, 'k-other-body', { invoiceId, amount: 100 })).statusCode).toBe(422);
+
+    ctx.advance(2 * MINUTE);
+    const fresh = await pay(p.apiKey, 'k-other-body', { invoiceId, amount: 100 });
+    expect(fresh.statusCode).toBe(201);
+    expect(fresh.json<Created>()).toMatchObject({ amount: 100, status: 'submitted' });
+    expect(fresh.json<Created>().id).not.toBe(firstId);
+    expect(await paymentCount(p.id)).toBe(2);
+    await cancel(p.apiKey, fresh.json<Created>().id);
+  });
+
+  it('lets exactly one of many concurrent requests with an expired key create a payment', async () => {
+    const p = await partnerWith(['MOF-T-1']);
+    const body = { invoiceId: p.invoiceIds.get('MOF-T-1') };
+    const first = await pay(p.apiKey, 'k-burst', body);
+    expect(first.statusCode).toBe(201);
+    await cancel(p.apiKey, first.json<Created>().id);
+
+    ctx.advance(ttlMs + MINUTE);
+    const results = await Promise.all(Array.from({ length: 10 }, () => pay(p.apiKey, 'k-burst', body)));
+    expect(results.every((r) => r.statusCode === 201 || r.statusCode === 409)).toBe(true);
+    const created = results.filter((r) => r.statusCode === 201 && r.headers['idempotent-replayed'] === undefined);
+    expect(created).toHaveLength(1);
+    const ids = new Set(results.filter((r) => r.statusCode === 201).map((r) => r.json<Created>().id));
+    expect(ids.size).toBe(1);
+    expect(ids.has(first.json<Created>().id)).toBe(false);
+    expect(await paymentCount(p.id)).toBe(2);
+    await cancel(p.apiKey, [...ids][0] as string);
+  });
+});
+
+describe('idempotency repository claim of an expired key', () => {
+  const claimInput = (partnerId: string, key: string, requestHash: string, now: Date) => ({
+    partnerId,
+    key,
+    requestHash,
+    now,
+    lockUntil: new Date(now.getTime() + MINUTE),
+    expiresAt: new Date(now.getTime() + ttlMs),
+  });
+
+  it.each([
+    ['the same body', 'h2', 'in_flight'],
+    ['different bodies', 'h3', 'mismatch'],
+  ])('gives one winner to two concurrent claims with %s', async (_label, otherHash, loserKind) => {
+    const repo = createIdempotencyRepository(ctx.deps.db);
+    const { id: partnerId } = await ctx.partner();
+    const key = `k-race-${otherHash}`;
+    const t0 = ctx.now();
+    expect((await repo.claim(claimInput(partnerId, key, 'h1', t0))).kind).toBe('claimed');
+    await repo.complete(partnerId, key, 201, { id: 'old' });
+
+    const later = new Date(t0.getTime() + ttlMs);
+    const claims = await Promise.all([repo.claim(claimInput(partnerId, key, 'h2', later)), repo.claim(claimInput(partnerId, key, otherHash, later))]);
+    const kinds = claims.map((c) => c.kind).sort();
+    expect(kinds).toEqual(['claimed', loserKind].sort());
+    expect(claims.find((c) => c.kind === 'claimed')).toEqual({ kind: 'claimed', paymentId: null });
+
+    const row = await ctx.deps.db.selectFrom('idempotency_keys').selectAll().where('partner_id', '=', partnerId).where('key', '=', key).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ state: 'in_progress', response_body: null, response_status: null, payment_id: null });
+    expect(row.expires_at.getTime()).toBe(later.getTime() + ttlMs);
+  });
+
+  it('keeps a key that expires exactly now as expired, and one a millisecond later as live', async () => {
+    const repo = createIdempotencyRepository(ctx.deps.db);
+    const { id: partnerId } = await ctx.partner();
+    const t0 = ctx.now();
+    await repo.claim(claimInput(partnerId, 'k-edge', 'h1', t0));
+    await repo.complete(partnerId, 'k-edge', 201, { id: 'old' });
+    const beforeExpiry = new Date(t0.getTime() + ttlMs - 1);
+    expect(await repo.claim(claimInput(partnerId, 'k-edge', 'h1', beforeExpiry))).toEqual({ kind: 'replay', status: 201, body: { id: 'old' } });
+    expect((await repo.claim(claimInput(partnerId, 'k-edge', 'h1', new Date(t0.getTime() + ttlMs)))).kind).toBe('claimed');
+  });
+});
