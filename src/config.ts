@@ -32,12 +32,19 @@ const ConfigSchema = Type.Object({
   rateLimitFailOpen: Type.Boolean(),
   rateLimitRedisTimeoutMs: Int(200, 1),
   confirmPollMs: Int(2000, 10),
+  confirmBackoffMaxMs: Int(60_000, 10),
+  confirmConcurrencyPerSource: Int(4, 1),
+  paymentExpiryMs: Int(30 * 60_000, 1000),
   webhookAllowPrivate: Type.Boolean(),
   webhookSecretKey: Type.String({ minLength: 16 }),
   /** Delay before each attempt: the first entry is the initial delivery, the rest are retries. */
   webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1 }),
   webhookTimeoutMs: Int(5000, 1),
   webhookPollMs: Int(1000, 10),
+  /** Delivery attempts in flight per instance: overall, per webhook, per partner. */
+  webhookConcurrency: Type.Object({ total: Int(32, 1), perEndpoint: Int(2, 1), perPartner: Int(8, 1) }),
+  /** Webhooks a partner may have registered (deleted ones do not count). */
+  webhookMaxPerPartner: Int(10, 1),
   fcm: Type.Object({
     projectId: Type.Union([Type.String(), Type.Null()]),
     accessToken: Type.Union([Type.String(), Type.Null()]),
@@ -50,6 +57,13 @@ const ConfigSchema = Type.Object({
   authCacheTtlMs: Int(2000),
   invoiceCache: Type.Object({ ttlMs: Int(30_000), maxEntries: Int(50_000) }),
   idempotencyTtlMs: Int(48 * 3600 * 1000, 24 * 3600 * 1000),
+  /** Periods of at least a day: partners read the delivery log, and seconds mistaken for ms are refused. */
+  retention: Type.Object({
+    sweepMs: Int(60_000, 1000),
+    batchSize: Int(1000, 1),
+    webhookAttemptMs: Int(30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
+    eventMs: Int(90 * 24 * 3600 * 1000, 24 * 3600 * 1000),
+  }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -137,11 +151,20 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN', true),
     rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS', 200),
     confirmPollMs: int(env, 'CONFIRM_POLL_MS', 2000),
+    confirmBackoffMaxMs: int(env, 'CONFIRM_BACKOFF_MAX_MS', 60_000),
+    confirmConcurrencyPerSource: int(env, 'CONFIRM_CONCURRENCY_PER_SOURCE', 4),
+    paymentExpiryMs: int(env, 'PAYMENT_EXPIRY_MS', 30 * 60_000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', appEnv === 'local'),
     webhookSecretKey: required(env, 'WEBHOOK_SECRET_KEY', appEnv, LOCAL_WEBHOOK_KEY),
     webhookRetryScheduleMs: intList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', DEFAULT_WEBHOOK_SCHEDULE_MS),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000),
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000),
+    webhookConcurrency: {
+      total: int(env, 'WEBHOOK_CONCURRENCY', 32),
+      perEndpoint: int(env, 'WEBHOOK_CONCURRENCY_PER_ENDPOINT', 2),
+      perPartner: int(env, 'WEBHOOK_CONCURRENCY_PER_PARTNER', 8),
+    },
+    webhookMaxPerPartner: int(env, 'WEBHOOK_MAX_PER_PARTNER', 10),
     fcm: {
       projectId: str(env, 'FCM_PROJECT_ID'),
       accessToken: str(env, 'FCM_ACCESS_TOKEN'),
@@ -157,6 +180,12 @@ export function loadConfig(env: Env = process.env): Config {
       maxEntries: int(env, 'INVOICE_CACHE_MAX_ENTRIES', 50_000),
     },
     idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 48 * 3600 * 1000),
+    retention: {
+      sweepMs: int(env, 'RETENTION_SWEEP_MS', 60_000),
+      batchSize: int(env, 'RETENTION_BATCH_SIZE', 1000),
+      webhookAttemptMs: int(env, 'WEBHOOK_ATTEMPT_RETENTION_MS', 30 * 24 * HOUR),
+      eventMs: int(env, 'EVENT_RETENTION_MS', 90 * 24 * HOUR),
+    },
   };
   if (!Value.Check(ConfigSchema, config)) {
     const errors = [...Value.Errors(ConfigSchema, config)].map((e) => `${e.instancePath} ${e.message}`);

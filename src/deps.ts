@@ -1,4 +1,5 @@
-import { pino, type Logger as PinoLogger } from 'pino';
+import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+import { redactDbError } from './http/db-error.redactor.js';
 import type { Config } from './config.js';
 import { createDatabase, migrateToLatest, pingDatabase, type Db } from './db/database.js';
 import { createPartnerRepository } from './db/repositories/partner.repository.js';
@@ -17,12 +18,18 @@ import { createPaymentRepository } from './db/repositories/payment.repository.js
 import { createIdempotencyRepository } from './db/repositories/idempotency.repository.js';
 import { createEventRepository } from './db/repositories/event.repository.js';
 import { createPaymentService, type PaymentService } from './services/payment.service.js';
+import { createPaymentSubmitter } from './services/payment-submit.service.js';
+import { createPaymentResolver } from './services/payment-resolution.service.js';
+import { createMinistryCancellationService } from './services/ministry-cancellation.service.js';
+import { createMinistryCancellationRepository } from './db/repositories/ministry-cancellation.repository.js';
 import { createReportService, type ReportService } from './services/report.service.js';
 import { createSandboxService, type SandboxService } from './services/sandbox.service.js';
 import { createQrService } from './services/qr.service.js';
 import { loadQrConfig } from './services/qr-config.loader.js';
 import { createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js';
 import { createWebhookDeliveryJob } from './jobs/webhook-delivery.job.js';
+import { createRetentionSweepJob } from './jobs/retention-sweep.job.js';
+import { createRetentionRepository } from './db/repositories/retention.repository.js';
 import { createWebhookRepository } from './db/repositories/webhook.repository.js';
 import { createWebhookDeliveryRepository } from './db/repositories/webhook-delivery.repository.js';
 import { createDeviceRepository } from './db/repositories/device.repository.js';
@@ -35,6 +42,9 @@ import { createDeviceService, type DeviceService } from './services/device.servi
 import { createPushSender } from './services/push-sender.js';
 import type { MinistryAdapters, Source } from './ministry/ministry.types.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
+
+/** Checks of a new payment that keep CONFIRM_POLL_MS apart before the wait starts doubling. */
+const CONFIRM_FAST_CHECKS = 10;
 
 export interface AppServices {
   partners: PartnerService;
@@ -56,7 +66,7 @@ export interface Deps {
   metrics: Metrics;
   services: AppServices;
   isDbReady: () => Promise<boolean>;
-  /** Background jobs (confirmation poller, webhook delivery); tests run their passes directly. */
+  /** Background jobs (confirmation poller, webhook delivery, retention sweep); tests run their passes directly. */
   jobs: Job[];
   startJobs(): RunningJobs;
   close(): Promise<void>;
@@ -80,6 +90,8 @@ export function createLogger(config: Config): PinoLogger {
       paths: ['req.headers["x-api-key"]', 'req.headers.authorization', '*.secret', '*.apiKey', 'secret', 'apiKey'],
       censor: '[redacted]',
     },
+    // Database errors hold the statement's bound values, wherever they are logged from.
+    serializers: { err: (err: unknown) => stdSerializers.err(redactDbError(err) as Error) },
   });
 }
 
@@ -104,21 +116,47 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const partnerRepo = createPartnerRepository(db);
   const invoiceRepo = createInvoiceRepository(db);
   const paymentRepo = createPaymentRepository(db);
+  const idempotencyRepo = createIdempotencyRepository(db);
   const localInvoiceCache = createInvoiceCache(config.invoiceCache);
   // Instances that share Redis (for rate limits) also share invoice-cache invalidations.
   const invoiceCacheBus = config.redisUrl ? await withInvoiceCacheBus(localInvoiceCache, config.redisUrl, logger) : null;
   const invoiceCache = invoiceCacheBus ?? localInvoiceCache;
+  const events = createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
+  const cancellationRepo = createMinistryCancellationRepository(db);
+  const checkSchedule = { intervalMs: config.confirmPollMs, fastChecks: CONFIRM_FAST_CHECKS, maxDelayMs: config.confirmBackoffMaxMs };
+  const ministryCancellation = createMinistryCancellationService({ cancellations: cancellationRepo, ministries, schedule: checkSchedule, log: logger, now: opts.now });
+  const submitter = createPaymentSubmitter({
+    payments: paymentRepo,
+    invoices: invoiceRepo,
+    invoiceCache,
+    events,
+    ministries,
+    cancellations: cancellationRepo,
+    ministryCancellation,
+    log: logger,
+    now: opts.now,
+  });
+  const resolver = createPaymentResolver({
+    payments: paymentRepo,
+    invoices: invoiceRepo,
+    invoiceCache,
+    events,
+    ministries,
+    submitter,
+    expiryMs: config.paymentExpiryMs,
+    now: opts.now,
+  });
   const payments = createPaymentService({
     payments: paymentRepo,
     invoices: invoiceRepo,
     invoiceCache,
-    idempotency: createIdempotencyRepository(db),
-    events: createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] }),
+    idempotency: idempotencyRepo,
     ministries,
+    submitter,
+    resolver,
     qr: createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase }),
     log: logger,
     ministryTimeoutMs: config.ministryTimeoutMs,
-    confirmPollMs: config.confirmPollMs,
     idempotencyTtlMs: config.idempotencyTtlMs,
     now: opts.now,
   });
@@ -135,6 +173,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     deliveries: deliveryRepo,
     cipher,
     guard: createTargetGuard({ allowHttp: config.appEnv === 'local', allowPrivate: config.webhookAllowPrivate }),
+    maxPerPartner: config.webhookMaxPerPartner,
     now: opts.now,
   });
   const deliveryService = createWebhookDeliveryService({
@@ -167,8 +206,28 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   }
   metrics.observe({ paymentsByStatus: () => paymentRepo.countByStatus(), outboxBacklog: () => deliveryRepo.countPending() });
   const jobs: Job[] = [
-    createPaymentConfirmationJob({ payments: paymentRepo, service: payments, intervalMs: config.confirmPollMs, log: logger, now: opts.now }),
-    createWebhookDeliveryJob({ deliveries: deliveryRepo, service: deliveryService, intervalMs: config.webhookPollMs, timeoutMs: config.webhookTimeoutMs, now: opts.now }),
+    createPaymentConfirmationJob({
+      payments: paymentRepo,
+      cancellations: cancellationRepo,
+      resolver,
+      ministryCancellation,
+      schedule: checkSchedule,
+      concurrencyPerSource: config.confirmConcurrencyPerSource,
+      // A check is a status call, perhaps a submit or a cancel, and a write or two.
+      leaseMs: 3 * config.ministryTimeoutMs + config.confirmPollMs,
+      log: logger,
+      now: opts.now,
+    }),
+    createWebhookDeliveryJob({
+      deliveries: deliveryRepo,
+      service: deliveryService,
+      intervalMs: config.webhookPollMs,
+      timeoutMs: config.webhookTimeoutMs,
+      concurrency: config.webhookConcurrency,
+      log: logger,
+      now: opts.now,
+    }),
+    createRetentionSweepJob({ idempotency: idempotencyRepo, retention: createRetentionRepository(db), settings: config.retention, log: logger, now: opts.now }),
   ];
   return {
     config,

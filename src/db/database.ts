@@ -9,6 +9,9 @@ import { createStatementNamer, preparedStatementPool } from './prepared-statemen
 import * as m001 from './migrations/001-initial.migration.js';
 import * as m002 from './migrations/002-webhooks.migration.js';
 import * as m003 from './migrations/003-key-prefix.migration.js';
+import * as m004 from './migrations/004-payment-lifecycle.migration.js';
+import * as m005 from './migrations/005-webhook-fairness.migration.js';
+import * as m006 from './migrations/006-retention.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -26,6 +29,9 @@ const migrations: Record<string, Migration> = {
   '001-initial': m001,
   '002-webhooks': m002,
   '003-key-prefix': m003,
+  '004-payment-lifecycle': m004,
+  '005-webhook-fairness': m005,
+  '006-retention': m006,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

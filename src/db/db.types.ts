@@ -1,5 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { WebhookEvent } from '../domain/webhook-message.js';
+import type { PaymentStatus } from '../domain/payment-transitions.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -55,15 +56,18 @@ export interface PartnerInvoicesTable {
   last_seen_at: UpdatedAt;
 }
 
-export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
+export type { PaymentStatus };
 
 export interface PaymentsTable {
   id: Generated<string>;
   partner_id: string;
   invoice_id: string;
   amount: Numeric;
+  /** The ministry system the payment was sent to (its invoice's source). */
+  source: string;
   status: PaymentStatus;
   failure_reason: string | null;
+  submitted_at: Timestamp | null;
   paid_at: Timestamp | null;
   canceled_at: Timestamp | null;
   next_check_at: Timestamp | null;
@@ -150,6 +154,19 @@ export interface DevicesTable {
   updated_at: UpdatedAt;
 }
 
+/** A payment the ministry accepted and must cancel again; kept until the ministry confirms. */
+export interface MinistryCancellationsTable {
+  payment_id: string;
+  source: string;
+  ref_num: string;
+  reason: string;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  last_error: string | null;
+  done_at: Timestamp | null;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   partners: PartnersTable;
   api_keys: ApiKeysTable;
@@ -163,4 +180,5 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   devices: DevicesTable;
+  ministry_cancellations: MinistryCancellationsTable;
 }

@@ -1,10 +1,42 @@
 export type StoredInvoiceStatus = 'open' | 'paid' | 'canceled';
 export type InvoiceStatus = StoredInvoiceStatus | 'overdue';
 
+/** What a payment does to the invoices it holds. */
+export type InvoiceEvent = 'payment_confirmed' | 'payment_canceled';
+
+export interface InvoiceTransition {
+  from: InvoiceStatus;
+  event: InvoiceEvent;
+  to: StoredInvoiceStatus;
+}
+
+/**
+ * The invoice moves a payment makes. `overdue` is never stored: it is `open` seen after the due
+ * date (see isOverdue), so the rows leaving `overdue` apply to the stored `open`.
+ */
+export const INVOICE_TRANSITIONS: readonly InvoiceTransition[] = [
+  { from: 'open', event: 'payment_confirmed', to: 'paid' },
+  { from: 'overdue', event: 'payment_confirmed', to: 'paid' },
+  { from: 'paid', event: 'payment_canceled', to: 'open' },
+];
+
+/** The stored states an event may leave from, and the state it leads to. */
+export function invoiceMove(event: InvoiceEvent): { from: StoredInvoiceStatus[]; to: StoredInvoiceStatus } {
+  const rows = INVOICE_TRANSITIONS.filter((t) => t.event === event);
+  const to = rows[0]?.to;
+  if (!to) throw new Error(`no transition for invoice event ${event}`);
+  const from = [...new Set(rows.map((t) => (t.from === 'overdue' ? 'open' : t.from)))];
+  return { from, to };
+}
+
+/** The one overdue rule: stored `open` with a due date strictly in the past. SQL mirrors it in overdueSql. */
+export function isOverdue(status: StoredInvoiceStatus, dueDate: Date | null, now: Date): boolean {
+  return status === 'open' && dueDate !== null && dueDate.getTime() < now.getTime();
+}
+
 /** Overdue is derived at read time: an open invoice whose due date has passed. */
 export function effectiveInvoiceStatus(status: StoredInvoiceStatus, dueDate: Date | null, now: Date): InvoiceStatus {
-  if (status === 'open' && dueDate !== null && dueDate.getTime() < now.getTime()) return 'overdue';
-  return status;
+  return isOverdue(status, dueDate, now) ? 'overdue' : status;
 }
 
 export function isPayable(status: InvoiceStatus): boolean {

@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import { BadRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
+import { canMove, IllegalTransitionError } from '../domain/payment-transitions.js';
 import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
 import { amountFromNumber, amountToNumber, canonicalAmount, compareAmounts } from '../domain/money.js';
 import { isUniqueViolation } from '../db/database.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
-import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
+import type { PaymentSubmitter } from './payment-submit.service.js';
+import type { PaymentResolver } from './payment-resolution.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody, QrPayBody } from '../http/schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from './logger.js';
@@ -27,12 +29,12 @@ export interface PaymentServiceDeps {
   /** Told about every invoice row a payment changes, so cached reads never outlive the change here. */
   invoiceCache: InvoiceCache;
   idempotency: IdempotencyRepository;
-  events: EventRepository;
   ministries: MinistryAdapters;
+  submitter: PaymentSubmitter;
+  resolver: PaymentResolver;
   qr: QrBuilder;
   log: Logger;
   ministryTimeoutMs: number;
-  confirmPollMs: number;
   idempotencyTtlMs: number;
   now?: () => Date;
 }
@@ -80,6 +82,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       return await deps.payments.insertPending({
         partnerId,
         invoiceId: invoice.id,
+        source: invoice.source,
         amount,
         nextCheckAt: new Date(now().getTime() + pendingGraceMs),
         idempotencyKey: idemKey,
@@ -88,26 +91,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (isUniqueViolation(err)) throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
       throw err;
     }
-  }
-
-  /** Invoices the ministry settles together with this one, stored so they get stable ids. */
-  async function linkedInvoiceIds(source: Source, refNums: string[], partnerId: string): Promise<string[]> {
-    if (refNums.length === 0) return [];
-    const known = await deps.invoices.findByRefs(refNums.map((refNum) => ({ source, refNum })));
-    const missing = refNums.filter((r) => !known.some((k) => k.ref_num === r));
-    const fetched = await Promise.all(
-      missing.map((r) =>
-        deps.ministries[source].getByRef(r).catch((err: unknown) => {
-          deps.log.warn({ err, source }, 'linked invoice lookup failed');
-          return null;
-        }),
-      ),
-    );
-    const stored = await deps.invoices.upsert(fetched.filter((f) => f !== null));
-    deps.invoiceCache.forget(stored.map((r) => r.id));
-    const ids = [...known, ...stored].map((r) => r.id);
-    await deps.invoices.recordAccess(partnerId, ids);
-    return ids;
   }
 
   function createdBody(payment: PaymentDetail, invoice: InvoiceRow, standard: 'qrpay' | 'govstd'): PaymentCreatedBody {
@@ -120,40 +103,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       billNumber: payment.id.replace(/-/g, '').slice(0, 25),
     });
     return { success: true, ...toPaymentView(payment), qrpay };
-  }
-
-  async function markFailed(payment: PaymentRow, reason: string): Promise<void> {
-    await deps.payments.transaction(async (trx) => {
-      const moved = await deps.payments.transition(trx, payment.id, ['pending'], 'failed', { failureReason: reason, nextCheckAt: null });
-      if (moved) await deps.payments.releaseInvoices(trx, payment.id, null);
-    });
-  }
-
-  /** The submitted payment, or null when another actor settled it first. */
-  async function markSubmitted(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[]): Promise<PaymentDetail | null> {
-    const linked = await linkedInvoiceIds(invoice.source as Source, linkedRefNums.filter((r) => r !== invoice.ref_num), payment.partner_id);
-    return deps.payments.markSubmitted({
-      id: payment.id,
-      nextCheckAt: new Date(now().getTime() + deps.confirmPollMs),
-      linkedInvoiceIds: linked,
-      outbox: deps.events.outbox({ event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } }),
-    });
-  }
-
-  /**
-   * Asks the ministry to accept a pending payment. The payment id makes the call idempotent at
-   * the ministry, so a retry after a timeout cannot create a second upstream payment.
-   */
-  async function submit(payment: PaymentRow, invoice: InvoiceRow): Promise<PaymentDetail | null> {
-    let result;
-    try {
-      result = await deps.ministries[invoice.source as Source].submitPayment({ paymentId: payment.id, refNum: invoice.ref_num, amount: payment.amount });
-    } catch (err) {
-      throw new UpstreamUnavailableError(`submit of payment ${payment.id} failed`, { cause: err });
-    }
-    if (result.accepted) return markSubmitted(payment, invoice, result.linkedRefNums);
-    await markFailed(payment, result.reason);
-    return null;
   }
 
   /** `submitted` is the row submit() just wrote, when it did; otherwise the payment is read again. */
@@ -171,7 +120,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (resumeId) {
       const existing = await deps.payments.findById(resumeId);
       const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
-      const submitted = existing?.status === 'pending' ? await submit(existing, invoice) : null;
+      const submitted = existing?.status === 'pending' ? await deps.submitter.submit(existing, invoice) : null;
       return outcomeOf(resumeId, invoice, partner.qrStandard, submitted);
     }
     const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
@@ -179,7 +128,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
     const amount = resolveAmount(invoice, requested);
     const payment = await createPending(partner.id, invoice, amount, idemKey);
-    return outcomeOf(payment.id, invoice, partner.qrStandard, await submit(payment, invoice));
+    return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice));
   }
 
   async function withIdempotency(partner: AuthenticatedPartner, key: string, invoiceId: string, amount: number | undefined): Promise<CreateOutcome> {
@@ -209,31 +158,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     }
   }
 
-  /** Brings a pending or submitted payment up to date with the ministry; safe to call repeatedly. */
-  async function reconcile(payment: PaymentRow): Promise<void> {
-    const invoice = await deps.invoices.findById(payment.invoice_id);
-    if (!invoice) return;
-    const adapter = deps.ministries[invoice.source as Source];
-    const state = await adapter.getPayment({ paymentId: payment.id, refNum: invoice.ref_num });
-    if (payment.status === 'pending') {
-      if (state.status === 'unknown') await markFailed(payment, 'Payment could not be submitted to the ministry system');
-      // Resubmitting with the same id returns the ministry's original answer, including linked invoices.
-      else await submit(payment, invoice);
-      return;
-    }
-    if (payment.status === 'submitted' && state.status === 'confirmed') {
-      const paidAt = state.confirmedAt ? new Date(state.confirmedAt) : now();
-      const paid = await deps.payments.transaction(async (trx) => {
-        const moved = await deps.payments.transition(trx, payment.id, ['submitted'], 'confirmed', { paidAt, nextCheckAt: null });
-        if (!moved) return [];
-        const ids = await deps.payments.markInvoicesPaid(trx, payment.id);
-        await deps.events.append(trx, payment.partner_id, { event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
-        return ids;
-      });
-      deps.invoiceCache.forget(paid);
-    }
-  }
-
   return {
     async create(partner: AuthenticatedPartner, input: { invoiceId: string; amount?: number }, idemKey: string | undefined): Promise<CreateOutcome> {
       if (idemKey) return withIdempotency(partner, idemKey, input.invoiceId, input.amount);
@@ -246,36 +170,34 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (!payment) throw new NotFoundError('Payment');
       const due = payment.status === 'submitted' || (payment.status === 'pending' && (payment.next_check_at?.getTime() ?? 0) <= now().getTime());
       if (!due) return toPaymentView(payment);
-      await reconcile(payment).catch((err: unknown) => deps.log.warn({ err, paymentId: id }, 'live confirmation failed'));
+      await deps.resolver.check(payment).catch((err: unknown) => deps.log.warn({ err, paymentId: id }, 'live confirmation failed'));
       return toPaymentView((await deps.payments.findById(id)) ?? payment);
     },
 
     async cancel(partnerId: string, id: string): Promise<{ id: string; canceled: true }> {
       const payment = await deps.payments.findForPartner(partnerId, id);
       if (!payment) throw new NotFoundError('Payment');
-      if (payment.status !== 'submitted' && payment.status !== 'confirmed') {
-        throw new ConflictError(`Payment cannot be canceled in status ${payment.status}`);
-      }
+      if (!canMove(payment.status, 'partner_canceled')) throw new IllegalTransitionError(payment.status, 'partner_canceled');
       const invoice = requireInvoice(await deps.invoices.findById(payment.invoice_id));
       try {
-        await deps.ministries[invoice.source as Source].cancelPayment({ paymentId: id, refNum: invoice.ref_num });
+        await deps.ministries[payment.source as Source].cancelPayment({ paymentId: id, refNum: invoice.ref_num });
       } catch (err) {
         throw new UpstreamUnavailableError(`cancel of payment ${id} failed`, { cause: err });
       }
       const moved = await deps.payments.transaction(async (trx) => {
-        const row = await deps.payments.transition(trx, id, ['submitted', 'confirmed'], 'canceled', { canceledAt: now(), nextCheckAt: null });
-        return row ? { released: await deps.payments.releaseInvoices(trx, id, 'open') } : null;
+        const row = await deps.payments.move(trx, id, 'partner_canceled', now(), { canceledAt: now() });
+        // Only invoices this payment had paid reopen; the invoice table's guard leaves the rest.
+        return row ? { released: await deps.payments.releaseInvoices(trx, id, 'payment_canceled') } : null;
       });
-      // After the commit: a read between a forget and the commit would cache the old row again.
-      if (moved) deps.invoiceCache.forget(moved.released);
       if (!moved) {
         const current = await deps.payments.findById(id);
-        throw new ConflictError(`Payment cannot be canceled in status ${current?.status ?? 'unknown'}`);
+        throw new IllegalTransitionError(current?.status ?? payment.status, 'partner_canceled');
       }
+      // After the commit: a read between a forget and the commit would cache the old row again.
+      deps.invoiceCache.forget(moved.released);
       return { id, canceled: true };
     },
 
-    reconcile,
   };
 }
 

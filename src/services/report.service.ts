@@ -3,7 +3,7 @@ import { amountToNumber, canonicalAmount } from '../domain/money.js';
 import { createReportRepository } from '../db/repositories/report.repository.js';
 import type { Db } from '../db/database.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
-import { SOURCES, type MinistryAdapters, type SettlementEntry, type Source } from '../ministry/ministry.types.js';
+import { SOURCES, type MinistryAdapters, type SettlementEntry } from '../ministry/ministry.types.js';
 import type { PaymentListBody, SettlementBody, SummaryBody } from '../http/schemas/payment.schema.js';
 import type { Logger } from './logger.js';
 
@@ -44,16 +44,21 @@ export function createReportService(deps: { db: Db; payments: PaymentRepository;
       const failed = settled.filter((r) => r.status === 'rejected');
       failed.forEach((r) => deps.log.warn({ err: r.reason }, 'settlement source failed'));
       if (failed.length === SOURCES.length) throw new UpstreamUnavailableError('settlement unavailable from every source');
-      const own = await deps.payments.paidRefsForPartner(partnerId);
-      const entries = settled.flatMap((r, i) => {
-        if (r.status !== 'fulfilled') return [];
-        const source = SOURCES[i] as Source;
-        return r.value.filter((e: SettlementEntry) => own.has(`${source}\u0000${e.refNum}`));
-      });
+      const all = settled.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+      // An entry is this partner's only if it names one of its own standing payments.
+      const own = await deps.payments.ownSettledIds(partnerId, [...new Set(all.map((e) => e.paymentId))]);
+      const entries = all.filter((e) => own.has(e.paymentId));
       return {
         financeDay,
         success: failed.length === 0,
-        entries: entries.map((e) => ({ ...e, amount: amountToNumber(e.amount) })),
+        entries: entries.map((e: SettlementEntry) => ({
+          refNum: e.refNum,
+          amount: amountToNumber(e.amount),
+          payerReg: e.payerReg,
+          payerName: e.payerName,
+          description: e.description,
+          date: e.date,
+        })),
       };
     },
   };

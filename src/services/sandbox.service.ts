@@ -1,4 +1,5 @@
 import { ConflictError, NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
+import { canMove } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
 
@@ -31,7 +32,7 @@ export function createSandboxService(deps: SandboxServiceDeps) {
     async approve(partnerId: string, paymentId: string): Promise<SandboxApproval> {
       const payment = await deps.payments.findForPartner(partnerId, paymentId);
       if (!payment) throw new NotFoundError('Payment');
-      if (payment.status !== 'submitted') {
+      if (!canMove(payment.status, 'ministry_approved')) {
         throw new ConflictError(`Only a submitted payment can be approved; this one is ${payment.status}`);
       }
       const invoice = await deps.invoices.findById(payment.invoice_id);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import type { FastifyInstance } from 'fastify';
+import { checkInvariants, type RunSql } from '../helpers/invariants.js';
 
 /**
  * Kills the API with SIGKILL while payments, confirmations and webhook deliveries are in flight,
@@ -24,6 +25,10 @@ let dbUrl: string;
 let simulator: FastifyInstance;
 let simulatorUrl: string;
 let receiver: Server;
+/** A second ministry simulator (no auto-approval) for the linked-invoice crash test. */
+let linkedSimulator: FastifyInstance;
+let linkedSimulatorUrl: string;
+let releaseHeldSubmits: () => void = () => undefined;
 let receiverUrl: string;
 const received: { event: string; id: string }[] = [];
 let child: ChildProcess | null = null;
@@ -59,7 +64,43 @@ function fixtures(): FixtureFile {
   };
 }
 
-async function startApi(): Promise<void> {
+function linkedFixtures(): FixtureFile {
+  const invoice = (refNum: string, linkedRefNums: string[] = []) => ({
+    source: 'mof' as const,
+    refNum,
+    description: 'chaos linked',
+    amount: 700,
+    status: 'open' as const,
+    dueDate: null,
+    issuedAt: null,
+    payer: { register: '9900991', name: 'Chaos Linked' },
+    payee: { id: 'ORG-1', name: 'Org' },
+    linkedRefNums,
+  });
+  return { invoices: [invoice('CH-LA1', ['CH-LB1']), invoice('CH-LB1'), invoice('CH-LA2', ['CH-LB2']), invoice('CH-LB2')] };
+}
+
+/**
+ * The ministry accepts CH-LA1's payment at once but holds its answer until released, so the
+ * service can be killed after the accept and before it records anything.
+ */
+async function linkedPayments(): Promise<{ refNum: string; status: string }[]> {
+  const res = await fetch(`${linkedSimulatorUrl}/__control/payments`);
+  return ((await res.json()) as { payments: { refNum: string; status: string }[] }).payments;
+}
+
+async function buildLinkedSimulator(): Promise<FastifyInstance> {
+  const sim = await buildSimulator({ fixtures: linkedFixtures(), autoApproveMs: 0 });
+  const held = new Promise<void>((resolve) => (releaseHeldSubmits = resolve));
+  sim.addHook('onSend', async (request, _reply, payload) => {
+    const body = request.body as { invoiceNo?: string } | undefined;
+    if (request.method === 'POST' && request.url === '/mof/api/payments' && body?.invoiceNo === 'CH-LA1') await held;
+    return payload;
+  });
+  return sim;
+}
+
+async function startApi(ministryUrl = simulatorUrl): Promise<void> {
   child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
     env: {
       ...process.env,
@@ -68,9 +109,9 @@ async function startApi(): Promise<void> {
       PORT: String(apiPort),
       ADMIN_PORT: String(adminPort),
       ADMIN_TOKEN,
-      MINISTRY_MOF_URL: simulatorUrl,
-      MINISTRY_ETAX_URL: simulatorUrl,
-      MINISTRY_POLICE_URL: simulatorUrl,
+      MINISTRY_MOF_URL: ministryUrl,
+      MINISTRY_ETAX_URL: ministryUrl,
+      MINISTRY_POLICE_URL: ministryUrl,
       CONFIRM_POLL_MS: '100',
       WEBHOOK_POLL_MS: '100',
       RATE_LIMIT_PER_SECOND: '100000',
@@ -122,6 +163,28 @@ async function api(key: string, method: string, path: string, body?: unknown, he
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
+/** The money invariants over the chaos database, through a short-lived client. */
+async function booksViolations(): Promise<unknown[]> {
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    const run: RunSql = async (text) => (await client.query<Record<string, unknown>>(text)).rows;
+    return await checkInvariants(run);
+  } finally {
+    await client.end();
+  }
+}
+
+async function queryRows<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -147,6 +210,11 @@ beforeAll(async () => {
   const sa = simulator.server.address();
   simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
 
+  linkedSimulator = await buildLinkedSimulator();
+  await linkedSimulator.listen({ port: 0, host: '127.0.0.1' });
+  const la = linkedSimulator.server.address();
+  linkedSimulatorUrl = `http://127.0.0.1:${typeof la === 'object' && la ? la.port : 0}`;
+
   receiver = createServer((req, res) => {
     let data = '';
     req.on('data', (c: Buffer) => (data += c.toString()));
@@ -168,6 +236,8 @@ afterAll(async () => {
   if (!DATABASE_URL) return;
   await killApi();
   await simulator?.close();
+  releaseHeldSubmits();
+  await linkedSimulator?.close();
   await new Promise((r) => receiver?.close(r));
   const client = new pg.Client({ connectionString: DATABASE_URL });
   await client.connect();
@@ -258,5 +328,67 @@ describe.skipIf(!DATABASE_URL)('crash consistency (SIGKILL)', () => {
     } finally {
       await client.end();
     }
+    expect(await booksViolations()).toEqual([]);
   }, 240_000);
+
+  it('finishes the compensation of a refused linked payment after a kill between the ministry accept and the compensation', async () => {
+    await killApi();
+    await startApi(linkedSimulatorUrl);
+    const partner = await admin('POST', '/admin/partners', { name: 'Chaos Linked G' });
+    const other = await admin('POST', '/admin/partners', { name: 'Chaos Linked F' });
+    const g = partner.apiKey as string;
+    const f = other.apiKey as string;
+    const idOf = async (key: string, ref: string) => (await api(key, 'GET', `/invoices/ref/${ref}`)).body.id as string;
+    // G holds both B invoices: any payment that settles them too must be refused.
+    for (const ref of ['CH-LB1', 'CH-LB2']) expect((await api(g, 'POST', '/payments', { invoiceId: await idOf(g, ref) })).status).toBe(201);
+    const a1 = await idOf(f, 'CH-LA1');
+    const a2 = await idOf(f, 'CH-LA2');
+
+    // Kill 1: the ministry has accepted F's payment of A1, the service has not yet recorded it.
+    const first = api(f, 'POST', '/payments', { invoiceId: a1 }).catch(() => null);
+    expect(await waitFor(async () => (await linkedPayments()).some((p) => p.refNum === 'CH-LA1'), 10_000)).toBe(true);
+    await killApi();
+    await first;
+    releaseHeldSubmits();
+    // The ministry has the payment; the service had recorded nothing of its answer.
+    expect(await queryRows<{ status: string }>(`SELECT status FROM payments WHERE invoice_id = $1`, [a1])).toEqual([{ status: 'pending' }]);
+
+    // Kill 2: F's payment of A2 is refused and its cancellation owed, but the ministry has not answered it.
+    await startApi(linkedSimulatorUrl);
+    const cancelFault = await fetch(`${linkedSimulatorUrl}/__control/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ source: 'mof', mode: 'timeout', operation: 'cancel' }),
+    });
+    expect(cancelFault.status).toBe(200);
+    const second = api(f, 'POST', '/payments', { invoiceId: a2 }).catch(() => null);
+    const owed = await waitFor(async () => (await queryRows(`SELECT 1 FROM ministry_cancellations c JOIN payments p ON p.id = c.payment_id WHERE p.invoice_id = $1`, [a2])).length > 0, 10_000);
+    expect(owed).toBe(true);
+    await killApi();
+    await second;
+    // Refused and owed, but the ministry never answered the cancellation.
+    expect(await queryRows(`SELECT p.status, c.done_at FROM ministry_cancellations c JOIN payments p ON p.id = c.payment_id WHERE p.invoice_id = $1`, [a2])).toEqual([{ status: 'failed', done_at: null }]);
+    expect((await linkedPayments()).find((p) => p.refNum === 'CH-LA2')?.status).toBe('submitted');
+    await fetch(`${linkedSimulatorUrl}/__control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: 'mof', mode: 'none' }) });
+
+    await startApi(linkedSimulatorUrl);
+    const fIds = async () => (await queryRows<{ id: string; status: string }>(`SELECT id, status FROM payments WHERE invoice_id IN ($1, $2)`, [a1, a2]));
+    const compensated = await waitFor(async () => {
+      const rows = await fIds();
+      const done = await queryRows(`SELECT 1 FROM ministry_cancellations WHERE done_at IS NOT NULL AND payment_id = ANY($1::uuid[])`, [rows.map((r) => r.id)]);
+      return rows.length === 2 && rows.every((r) => r.status === 'failed') && done.length === 2;
+    }, 60_000);
+    expect(compensated).toBe(true);
+    const atMinistry = (await linkedPayments()).filter((p) => p.refNum === 'CH-LA1' || p.refNum === 'CH-LA2');
+    expect(atMinistry.map((p) => p.status)).toEqual(['canceled', 'canceled']);
+
+    // G's payments were never touched, and settle B when approved.
+    for (const ref of ['CH-LB1', 'CH-LB2']) expect((await fetch(`${linkedSimulatorUrl}/__control/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refNum: ref }) })).status).toBe(200);
+    const confirmed = await waitFor(async () => {
+      const list = (await api(g, 'GET', '/reports/payments?limit=100')).body.items as { status: string }[];
+      return list.length === 2 && list.every((i) => i.status === 'confirmed');
+    }, 30_000);
+    expect(confirmed).toBe(true);
+    expect(await booksViolations()).toEqual([]);
+  }, 180_000);
 });

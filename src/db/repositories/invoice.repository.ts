@@ -1,4 +1,5 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { StoredInvoiceStatus } from '../../domain/invoice-status.js';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { Database, InvoicesTable } from '../db.types.js';
@@ -37,7 +38,11 @@ async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[]): Promis
       oc.columns(['source', 'ref_num']).doUpdateSet((eb) => ({
         description: eb.ref('excluded.description'),
         amount: eb.ref('excluded.amount'),
-        status: eb.ref('excluded.status'),
+        // While a payment holds the invoice, its status is the payment's to change (the transition
+        // tables), not the ministry copy's: a copy read mid-payment must not pay or reopen it.
+        status: sql<StoredInvoiceStatus>`CASE WHEN EXISTS (
+          SELECT 1 FROM payment_invoices pi WHERE pi.invoice_id = invoices.id AND pi.active
+        ) THEN invoices.status ELSE excluded.status END`,
         due_date: eb.ref('excluded.due_date'),
         issued_at: eb.ref('excluded.issued_at'),
         vehicle_no: eb.ref('excluded.vehicle_no'),

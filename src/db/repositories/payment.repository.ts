@@ -1,11 +1,16 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
-import type { Database, PaymentsTable, PaymentStatus } from '../db.types.js';
+import type { Database, PaymentsTable } from '../db.types.js';
+import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domain/payment-transitions.js';
+import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
 import type { OutboxWrite } from './event.repository.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 type Trx = Transaction<Database>;
+
+/** A ministry may name payment ids that are not ours at all; only UUIDs can be compared. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface PaymentDetail extends PaymentRow {
   invoiceIds: string[];
@@ -35,11 +40,11 @@ export function createPaymentRepository(db: Db) {
      * Inserts a pending payment holding its invoice, and ties it to the caller's idempotency key,
      * in one statement: the partial unique index refuses a second holder and nothing is written.
      */
-    async insertPending(input: { partnerId: string; invoiceId: string; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow> {
+    async insertPending(input: { partnerId: string; invoiceId: string; source: string; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow> {
       const { rows } = await sql<PaymentRow>`
         WITH p AS (
-          INSERT INTO payments (partner_id, invoice_id, amount, status, next_check_at)
-          VALUES (${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz)
+          INSERT INTO payments (partner_id, invoice_id, source, amount, status, next_check_at)
+          VALUES (${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz)
           RETURNING *
         ), held AS (
           INSERT INTO payment_invoices (payment_id, invoice_id, position, active)
@@ -55,45 +60,66 @@ export function createPaymentRepository(db: Db) {
     },
 
     /**
-     * pending -> submitted, with the linked invoices the ministry settles together (one already held
-     * by another payment is skipped) and the outbox event, in one statement. Null when another actor
-     * moved the payment first.
+     * pending -> submitted for a payment that settles its own invoice only, with the outbox event,
+     * in one statement. Null when another actor moved the payment first.
      */
-    async markSubmitted(input: { id: string; nextCheckAt: Date; linkedInvoiceIds: string[]; outbox: OutboxWrite }): Promise<PaymentDetail | null> {
-      const linked = input.linkedInvoiceIds.map((invoiceId, i) => sql`(${invoiceId}::uuid, ${i + 1}::int)`);
-      const { rows } = await sql<PaymentRow & { linked_ids: string[] }>`
+    async markSubmitted(input: { id: string; at: Date; nextCheckAt: Date; outbox: OutboxWrite }): Promise<PaymentDetail | null> {
+      const move = paymentMove('ministry_accepted');
+      const { rows } = await sql<PaymentRow>`
         WITH moved AS (
-          UPDATE payments SET status = 'submitted', updated_at = ${new Date()}::timestamptz, next_check_at = ${input.nextCheckAt}::timestamptz
-          WHERE id = ${input.id}::uuid AND status = 'pending'
+          UPDATE payments SET status = ${move.to}, updated_at = ${input.at}::timestamptz, submitted_at = ${input.at}::timestamptz,
+            next_check_at = ${input.nextCheckAt}::timestamptz
+          WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
           RETURNING *
-        ), linked AS (
-          ${linked.length === 0 ? sql`SELECT NULL::uuid AS invoice_id, 0 AS position WHERE false` : sql`
-          INSERT INTO payment_invoices (payment_id, invoice_id, position, active)
-          SELECT moved.id, l.invoice_id, l.position, true FROM moved, (VALUES ${sql.join(linked)}) AS l(invoice_id, position)
-          ON CONFLICT DO NOTHING
-          RETURNING invoice_id, position`}
         ), ${input.outbox.ctes('moved')}
-        SELECT moved.*, (SELECT coalesce(jsonb_agg(invoice_id ORDER BY position), '[]'::jsonb) FROM linked) AS linked_ids
-        FROM moved`.execute(db);
+        SELECT * FROM moved`.execute(db);
       const row = rows[0];
-      if (!row) return null;
-      const { linked_ids: linkedIds, ...payment } = row;
-      return { ...payment, invoiceIds: [payment.invoice_id, ...linkedIds] };
+      return row ? { ...row, invoiceIds: [row.invoice_id] } : null;
     },
 
-    /** Moves a payment only if it is still in one of `from`; returns null when another actor moved it first. */
-    async transition(
-      trx: Trx,
+    /** Locks the payment for a move by `event`; false when it is not in a state the event leaves from. */
+    async lockFor(trx: Trx, id: string, event: PaymentEvent): Promise<boolean> {
+      const row = await trx.selectFrom('payments').select('id').where('id', '=', id).where('status', 'in', paymentMove(event).from).forUpdate().executeTakeFirst();
+      return row !== undefined;
+    },
+
+    /**
+     * Takes the linked invoices the ministry settles together with the payment's own, all or none,
+     * in the caller's transaction. The invoice rows are locked first so a concurrent confirmation of
+     * the same invoices waits for this one. `taken` when another payment holds one of them
+     * or one is already paid; then nothing is held.
+     */
+    async holdLinked(trx: Trx, paymentId: string, linkedInvoiceIds: string[]): Promise<'held' | 'taken'> {
+      if (linkedInvoiceIds.length === 0) return 'held';
+      // NO KEY UPDATE: it waits for a confirmation marking these invoices paid, but not for a new
+      // payment's foreign-key check on them (KEY SHARE), which would deadlock against our insert
+      // waiting on that payment's hold.
+      const invoices = await trx.selectFrom('invoices').select(['id', 'status']).where('id', 'in', linkedInvoiceIds).orderBy('id').forNoKeyUpdate().execute();
+      if (invoices.length !== linkedInvoiceIds.length || invoices.some((i) => !isPayable(i.status))) return 'taken';
+      const values = linkedInvoiceIds.map((invoiceId, i) => ({ payment_id: paymentId, invoice_id: invoiceId, position: i + 1, active: true }));
+      const inserted = await trx.insertInto('payment_invoices').values(values).onConflict((oc) => oc.doNothing()).returning('invoice_id').execute();
+      return inserted.length === linkedInvoiceIds.length ? 'held' : 'taken';
+    },
+
+    /**
+     * Moves a payment by `event` if it is in one of the states the transition table allows the
+     * event from (compare-and-set); null when it is not, e.g. another actor moved it first.
+     */
+    async move(
+      trx: Kysely<Database>,
       id: string,
-      from: PaymentStatus[],
-      to: PaymentStatus,
+      event: PaymentEvent,
+      at: Date,
       extra: { failureReason?: string; paidAt?: Date; canceledAt?: Date; nextCheckAt?: Date | null } = {},
     ): Promise<PaymentRow | null> {
+      const { from, to } = paymentMove(event);
       const row = await trx
         .updateTable('payments')
         .set({
           status: to,
-          updated_at: new Date(),
+          updated_at: at,
+          ...(to === 'submitted' ? { submitted_at: at } : {}),
+          ...(UNRESOLVED_STATUSES.includes(to) ? {} : { next_check_at: null }),
           ...(extra.failureReason !== undefined ? { failure_reason: extra.failureReason } : {}),
           ...(extra.paidAt !== undefined ? { paid_at: extra.paidAt } : {}),
           ...(extra.canceledAt !== undefined ? { canceled_at: extra.canceledAt } : {}),
@@ -106,8 +132,11 @@ export function createPaymentRepository(db: Db) {
       return row ?? null;
     },
 
-    /** Releases the payment's hold on its invoices and sets their stored status; returns the released ids. */
-    async releaseInvoices(trx: Trx, paymentId: string, invoiceStatus: 'open' | null): Promise<string[]> {
+    /**
+     * Ends the payment's hold on its invoices; with an invoice event, the released invoices move
+     * by it (from the states the invoice table allows). Returns the released ids.
+     */
+    async releaseInvoices(trx: Trx, paymentId: string, invoiceEvent: InvoiceEvent | null): Promise<string[]> {
       const held = await trx
         .updateTable('payment_invoices')
         .set({ active: false })
@@ -116,18 +145,21 @@ export function createPaymentRepository(db: Db) {
         .returning('invoice_id')
         .execute();
       const ids = held.map((h) => h.invoice_id);
-      if (invoiceStatus && ids.length > 0) {
-        await trx.updateTable('invoices').set({ status: invoiceStatus, updated_at: new Date() }).where('id', 'in', ids).execute();
+      if (invoiceEvent && ids.length > 0) {
+        const { from, to } = invoiceMove(invoiceEvent);
+        await trx.updateTable('invoices').set({ status: to, updated_at: new Date() }).where('id', 'in', ids).where('status', 'in', from).execute();
       }
       return ids;
     },
 
-    /** Marks the invoices the payment holds as paid; returns their ids. */
+    /** Moves the invoices the payment holds by the confirmation; returns their ids. */
     async markInvoicesPaid(trx: Trx, paymentId: string): Promise<string[]> {
+      const { from, to } = invoiceMove('payment_confirmed');
       const rows = await trx
         .updateTable('invoices')
-        .set({ status: 'paid', updated_at: new Date() })
+        .set({ status: to, updated_at: new Date() })
         .where('id', 'in', (eb) => eb.selectFrom('payment_invoices').select('invoice_id').where('payment_id', '=', paymentId).where('active', '=', true))
+        .where('status', 'in', from)
         .returning('id')
         .execute();
       return rows.map((r) => r.id);
@@ -144,29 +176,31 @@ export function createPaymentRepository(db: Db) {
     },
 
     /**
-     * Claims due pending/submitted payments for this instance: rows locked by another claimer are
-     * skipped, and pushing next_check_at forward is the lease that keeps others off them.
+     * Claims due unresolved payments for this instance, at most `limits[source]` of each ministry
+     * system (its free check slots), so a slow system's backlog never fills another's share. Rows
+     * locked by another claimer are skipped, and pushing next_check_at to the lease end keeps
+     * others off them; check_attempts counts the checks.
      */
-    async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<PaymentRow[]> {
-      return db.transaction().execute(async (trx) => {
-        const due = await trx
-          .selectFrom('payments')
-          .select('id')
-          .where('status', 'in', ['pending', 'submitted'])
-          .where('next_check_at', '<=', now)
-          .orderBy('next_check_at')
-          .limit(limit)
-          .forUpdate()
-          .skipLocked()
-          .execute();
-        if (due.length === 0) return [];
-        return trx
-          .updateTable('payments')
-          .set({ next_check_at: leaseUntil, check_attempts: sql`check_attempts + 1` })
-          .where('id', 'in', due.map((d) => d.id))
-          .returningAll()
-          .execute();
-      });
+    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<PaymentRow[]> {
+      const sources = Object.entries(limits).filter((e): e is [string, number] => (e[1] ?? 0) > 0);
+      if (sources.length === 0) return [];
+      const due = sources.map(([source, limit], i) => sql`${sql.raw(`due_${i}`)} AS (
+          SELECT id FROM payments
+          WHERE source = ${source} AND status IN (${sql.join(UNRESOLVED_STATUSES)}) AND next_check_at <= ${now}::timestamptz
+          ORDER BY next_check_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        )`);
+      const ids = sources.map((_, i) => sql`SELECT id FROM ${sql.raw(`due_${i}`)}`);
+      const { rows } = await sql<PaymentRow>`
+        WITH ${sql.join(due)}
+        UPDATE payments SET next_check_at = ${leaseUntil}::timestamptz, check_attempts = check_attempts + 1
+        WHERE id IN (${sql.join(ids, sql` UNION ALL `)})
+        RETURNING *`.execute(db);
+      return rows;
+    },
+
+    /** The next check of a payment still unresolved after one; a resolved payment is left alone. */
+    async reschedule(id: string, nextCheckAt: Date): Promise<void> {
+      await db.updateTable('payments').set({ next_check_at: nextCheckAt }).where('id', '=', id).where('status', 'in', UNRESOLVED_STATUSES).execute();
     },
 
     async listForPartner(partnerId: string, page: number, limit: number) {
@@ -191,17 +225,21 @@ export function createPaymentRepository(db: Db) {
       return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
     },
 
-    /** (source, ref_num) of every invoice this partner has paid through the service. */
-    async paidRefsForPartner(partnerId: string): Promise<Set<string>> {
+    /**
+     * Which of these payment ids (as the ministry's settlement names them) are this partner's own
+     * and still stand: a canceled or failed payment claims no settlement entry.
+     */
+    async ownSettledIds(partnerId: string, paymentIds: string[]): Promise<Set<string>> {
+      const ids = paymentIds.filter((id) => UUID.test(id));
+      if (ids.length === 0) return new Set();
       const rows = await db
-        .selectFrom('payment_invoices as pi')
-        .innerJoin('payments as p', 'p.id', 'pi.payment_id')
-        .innerJoin('invoices as i', 'i.id', 'pi.invoice_id')
-        .select(['i.source', 'i.ref_num'])
-        .where('p.partner_id', '=', partnerId)
-        .where('p.status', 'in', ['submitted', 'confirmed', 'canceled'])
+        .selectFrom('payments')
+        .select('id')
+        .where('partner_id', '=', partnerId)
+        .where('id', 'in', ids)
+        .where('status', 'in', ['submitted', 'confirmed'])
         .execute();
-      return new Set(rows.map((r) => `${r.source}\u0000${r.ref_num}`));
+      return new Set(rows.map((r) => r.id));
     },
   };
 }

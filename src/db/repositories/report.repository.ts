@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
+import { overdueSql } from '../invoice-status.sql.js';
 
 export interface SummaryRow {
   total: number;
@@ -14,7 +15,7 @@ export function createReportRepository(db: Db) {
   return {
     /** Counts over the invoices this partner has retrieved; overdue is derived from the due date. */
     async summary(partnerId: string, now: Date): Promise<SummaryRow> {
-      const overdue = sql<boolean>`(i.status = 'open' AND i.due_date IS NOT NULL AND i.due_date < ${now})`;
+      const overdue = overdueSql('i', now);
       const row = await db
         .selectFrom('partner_invoices as pi')
         .innerJoin('invoices as i', 'i.id', 'pi.invoice_id')

@@ -1,0 +1,59 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Db } from '../database.js';
+import type { Database, MinistryCancellationsTable } from '../db.types.js';
+
+export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
+
+/**
+ * The durable list of payments the ministry accepted but the service refused: each row is retried
+ * until the ministry confirms the cancellation, across crashes and instances.
+ */
+export function createMinistryCancellationRepository(db: Db) {
+  return {
+    /** Written in the transaction that refuses the payment, so the refusal never exists without it. */
+    async add(trx: Kysely<Database>, input: { paymentId: string; source: string; refNum: string; reason: string; dueAt: Date }): Promise<void> {
+      await trx
+        .insertInto('ministry_cancellations')
+        .values({ payment_id: input.paymentId, source: input.source, ref_num: input.refNum, reason: input.reason, next_attempt_at: input.dueAt })
+        .onConflict((oc) => oc.column('payment_id').doNothing())
+        .execute();
+    },
+
+    /** Claims due cancellations, at most `limits[source]` per ministry system, leased until `leaseUntil`. */
+    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<MinistryCancellationRow[]> {
+      const sources = Object.entries(limits).filter((e): e is [string, number] => (e[1] ?? 0) > 0);
+      if (sources.length === 0) return [];
+      const due = sources.map(([source, limit], i) => sql`${sql.raw(`due_${i}`)} AS (
+          SELECT payment_id FROM ministry_cancellations
+          WHERE source = ${source} AND done_at IS NULL AND next_attempt_at <= ${now}::timestamptz
+          ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        )`);
+      const ids = sources.map((_, i) => sql`SELECT payment_id FROM ${sql.raw(`due_${i}`)}`);
+      const { rows } = await sql<MinistryCancellationRow>`
+        WITH ${sql.join(due)}
+        UPDATE ministry_cancellations SET next_attempt_at = ${leaseUntil}::timestamptz, attempts = attempts + 1
+        WHERE payment_id IN (${sql.join(ids, sql` UNION ALL `)})
+        RETURNING *`.execute(db);
+      return rows;
+    },
+
+    async markDone(paymentId: string, at: Date): Promise<void> {
+      await db.updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
+    },
+
+    async markFailed(paymentId: string, error: string, retryAt: Date): Promise<void> {
+      await db
+        .updateTable('ministry_cancellations')
+        .set({ last_error: error.slice(0, 500), next_attempt_at: retryAt })
+        .where('payment_id', '=', paymentId)
+        .where('done_at', 'is', null)
+        .execute();
+    },
+
+    async find(paymentId: string): Promise<MinistryCancellationRow | null> {
+      return (await db.selectFrom('ministry_cancellations').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()) ?? null;
+    },
+  };
+}
+
+export type MinistryCancellationRepository = ReturnType<typeof createMinistryCancellationRepository>;

@@ -1,0 +1,39 @@
+import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
+import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
+import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
+import type { Logger } from './logger.js';
+
+export interface MinistryCancellationServiceDeps {
+  cancellations: MinistryCancellationRepository;
+  ministries: MinistryAdapters;
+  schedule: CheckSchedule;
+  log: Logger;
+  now?: () => Date;
+}
+
+/**
+ * Undoes, at the ministry, payments the service refused after the ministry had accepted them.
+ * Each attempt is recorded; a failed one is retried on the check schedule until the ministry
+ * confirms, so no accepted payment is ever left able to settle an invoice.
+ */
+export function createMinistryCancellationService(deps: MinistryCancellationServiceDeps) {
+  const now = deps.now ?? (() => new Date());
+
+  return {
+    /** One attempt; true when the ministry has confirmed the cancellation. */
+    async attempt(row: Pick<MinistryCancellationRow, 'payment_id' | 'source' | 'ref_num' | 'attempts'>): Promise<boolean> {
+      try {
+        await deps.ministries[row.source as Source].cancelPayment({ paymentId: row.payment_id, refNum: row.ref_num });
+      } catch (err) {
+        const retryAt = new Date(now().getTime() + nextCheckDelayMs(row.attempts, deps.schedule));
+        deps.log.warn({ err, paymentId: row.payment_id }, 'ministry cancellation failed; will retry');
+        await deps.cancellations.markFailed(row.payment_id, err instanceof Error ? err.message : String(err), retryAt);
+        return false;
+      }
+      await deps.cancellations.markDone(row.payment_id, now());
+      return true;
+    },
+  };
+}
+
+export type MinistryCancellationService = ReturnType<typeof createMinistryCancellationService>;

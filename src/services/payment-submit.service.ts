@@ -1,0 +1,129 @@
+import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
+import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { EventRepository } from '../db/repositories/event.repository.js';
+import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
+import type { PaymentEvent } from '../domain/payment-transitions.js';
+import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
+import { UpstreamUnavailableError } from '../domain/errors.js';
+import type { InvoiceCache } from './invoice-cache.js';
+import type { MinistryCancellationService } from './ministry-cancellation.service.js';
+import type { Logger } from './logger.js';
+
+export const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
+const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with this one is unknown to the ministry system';
+
+export interface PaymentSubmitterDeps {
+  payments: PaymentRepository;
+  invoices: InvoiceRepository;
+  invoiceCache: InvoiceCache;
+  events: EventRepository;
+  ministries: MinistryAdapters;
+  cancellations: MinistryCancellationRepository;
+  ministryCancellation: MinistryCancellationService;
+  log: Logger;
+  now?: () => Date;
+}
+
+/**
+ * Sends a pending payment to its ministry and records the answer. An accepted payment takes every
+ * invoice the ministry settles with it, or none: if one is held by another payment or paid, the
+ * payment is refused and, in the same transaction, a cancellation at the ministry is owed.
+ */
+export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
+  const now = deps.now ?? (() => new Date());
+
+  /**
+   * Invoices the ministry settles together with this one, stored so they get stable ids; null when
+   * the ministry does not know one of them (it cannot be claimed, so the payment must not stand).
+   * A failed lookup throws: the payment stays pending and is settled on a later try.
+   */
+  async function linkedInvoices(source: Source, refNums: string[]): Promise<string[] | null> {
+    if (refNums.length === 0) return [];
+    const known = await deps.invoices.findByRefs(refNums.map((refNum) => ({ source, refNum })));
+    const missing = refNums.filter((r) => !known.some((k) => k.ref_num === r));
+    let fetched;
+    try {
+      fetched = await Promise.all(missing.map((r) => deps.ministries[source].getByRef(r)));
+    } catch (err) {
+      throw new UpstreamUnavailableError(`linked invoice lookup at ${source} failed`, { cause: err });
+    }
+    const stored = await deps.invoices.upsert(fetched.filter((f) => f !== null));
+    deps.invoiceCache.forget(stored.map((r) => r.id));
+    if (fetched.some((f) => f === null)) return null;
+    // Order as the ministry named them: the positions in payment_invoices follow it.
+    const idByRef = new Map([...known, ...stored].map((r) => [r.ref_num, r.id]));
+    return refNums.map((r) => idByRef.get(r)).filter((id): id is string => id !== undefined);
+  }
+
+  async function refuse(payment: PaymentRow, event: PaymentEvent, reason: string): Promise<void> {
+    await deps.payments.transaction(async (trx) => {
+      const moved = await deps.payments.move(trx, payment.id, event, now(), { failureReason: reason });
+      if (moved) await deps.payments.releaseInvoices(trx, payment.id, null);
+    });
+  }
+
+  /** Accepted with linked invoices: all of them are held in one transaction, or the payment is refused. */
+  async function acceptWithLinked(payment: PaymentRow, invoice: InvoiceRow, linked: string[] | null): Promise<PaymentDetail | null> {
+    const at = now();
+    const outcome = await deps.payments.transaction(async (trx) => {
+      if (!(await deps.payments.lockFor(trx, payment.id, 'ministry_accepted'))) return 'moved' as const;
+      const refusal = linked === null ? LINKED_INVOICE_UNKNOWN : (await deps.payments.holdLinked(trx, payment.id, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
+      if (refusal) {
+        await deps.payments.move(trx, payment.id, 'linked_invoice_taken', at, { failureReason: refusal });
+        await deps.payments.releaseInvoices(trx, payment.id, null);
+        await deps.cancellations.add(trx, { paymentId: payment.id, source: payment.source, refNum: invoice.ref_num, reason: refusal, dueAt: at });
+        return 'refused' as const;
+      }
+      await deps.payments.move(trx, payment.id, 'ministry_accepted', at, { nextCheckAt: at });
+      await deps.events.append(trx, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
+      return 'submitted' as const;
+    });
+    if (outcome === 'refused') {
+      deps.log.warn({ paymentId: payment.id }, 'payment refused: a linked invoice is taken; canceling it at the ministry');
+      // One attempt now, so the ministry usually knows before the partner does; the job retries.
+      await deps.ministryCancellation.attempt({ payment_id: payment.id, source: payment.source, ref_num: invoice.ref_num, attempts: 0 });
+      return null;
+    }
+    if (outcome === 'moved') return null;
+    await deps.invoices.recordAccess(payment.partner_id, linked ?? []);
+    return deps.payments.findById(payment.id);
+  }
+
+  async function accept(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[]): Promise<PaymentDetail | null> {
+    const linked = await linkedInvoices(invoice.source as Source, linkedRefNums.filter((r) => r !== invoice.ref_num));
+    // An unknown linked invoice takes the same path as a taken one: nothing can be held for it.
+    if (linked === null || linked.length > 0) return acceptWithLinked(payment, invoice, linked);
+    const at = now();
+    return deps.payments.markSubmitted({
+      id: payment.id,
+      at,
+      // Due at once: the next pass checks it, and then every interval while the citizen pays.
+      nextCheckAt: at,
+      outbox: deps.events.outbox({ event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } }),
+    });
+  }
+
+  return {
+    /**
+     * Asks the ministry to accept a pending payment. The payment id makes the call idempotent at the
+     * ministry, so a retry after a timeout or a crash gets the first answer, linked invoices included.
+     * Returns the submitted payment, or null when it was refused or another actor moved it first.
+     */
+    async submit(payment: PaymentRow, invoice: InvoiceRow): Promise<PaymentDetail | null> {
+      let result;
+      try {
+        result = await deps.ministries[invoice.source as Source].submitPayment({ paymentId: payment.id, refNum: invoice.ref_num, amount: payment.amount });
+      } catch (err) {
+        throw new UpstreamUnavailableError(`submit of payment ${payment.id} failed`, { cause: err });
+      }
+      if (result.accepted) return accept(payment, invoice, result.linkedRefNums);
+      await refuse(payment, 'ministry_refused', result.reason);
+      return null;
+    },
+
+    /** The ministry never received it: nothing to undo there. */
+    neverReceived: (payment: PaymentRow) => refuse(payment, 'never_received', 'Payment could not be submitted to the ministry system'),
+  };
+}
+
+export type PaymentSubmitter = ReturnType<typeof createPaymentSubmitter>;

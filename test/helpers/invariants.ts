@@ -1,0 +1,63 @@
+import { sql, type Kysely } from 'kysely';
+
+/** Runs one SQL text and gives back its rows: a Kysely database or a plain pg client. */
+export type RunSql = (text: string) => Promise<Record<string, unknown>[]>;
+
+export function kyselyRunner<DB>(db: Kysely<DB>): RunSql {
+  return async (text) => (await sql.raw<Record<string, unknown>>(text).execute(db)).rows;
+}
+
+/**
+ * The money invariants, each a query for the rows that break it (none is the only good answer).
+ * "Active" payments hold invoices: pending, submitted and confirmed ones.
+ */
+const INVARIANTS: Record<string, string> = {
+  'an invoice is held by at most one active payment': `
+    SELECT pi.invoice_id, count(*) AS holders
+    FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+    WHERE pi.active AND p.status IN ('pending', 'submitted', 'confirmed')
+    GROUP BY pi.invoice_id HAVING count(*) > 1`,
+  'no failed or canceled payment holds an invoice': `
+    SELECT p.id, p.status, pi.invoice_id
+    FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+    WHERE pi.active AND p.status IN ('failed', 'canceled')`,
+  'every paid invoice a payment touched is covered by exactly one confirmed payment': `
+    SELECT i.id, (
+      SELECT count(*) FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+      WHERE pi.invoice_id = i.id AND pi.active AND p.status = 'confirmed'
+    ) AS confirmed
+    FROM invoices i
+    WHERE i.status = 'paid' AND EXISTS (SELECT 1 FROM payment_invoices pi WHERE pi.invoice_id = i.id)
+      AND (
+        SELECT count(*) FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+        WHERE pi.invoice_id = i.id AND pi.active AND p.status = 'confirmed'
+      ) <> 1`,
+  'no invoice is covered by two confirmed payments': `
+    SELECT pi.invoice_id, count(*) AS confirmed
+    FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+    WHERE p.status = 'confirmed'
+    GROUP BY pi.invoice_id HAVING count(*) > 1`,
+  'every invoice a confirmed payment holds is paid': `
+    SELECT p.id, i.id AS invoice_id, i.status
+    FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id JOIN invoices i ON i.id = pi.invoice_id
+    WHERE pi.active AND p.status = 'confirmed' AND i.status <> 'paid'`,
+  'every unresolved payment holds its own invoice': `
+    SELECT p.id, p.status FROM payments p
+    WHERE p.status IN ('pending', 'submitted')
+      AND NOT EXISTS (SELECT 1 FROM payment_invoices pi WHERE pi.payment_id = p.id AND pi.invoice_id = p.invoice_id AND pi.active)`,
+};
+
+export interface Violation {
+  invariant: string;
+  rows: Record<string, unknown>[];
+}
+
+/** Every broken invariant with the rows that break it; an empty list when the books hold. */
+export async function checkInvariants(run: RunSql): Promise<Violation[]> {
+  const found: Violation[] = [];
+  for (const [invariant, text] of Object.entries(INVARIANTS)) {
+    const rows = await run(text);
+    if (rows.length > 0) found.push({ invariant, rows });
+  }
+  return found;
+}
