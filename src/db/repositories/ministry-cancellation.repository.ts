@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
+import { dueBySource } from '../due-by-source.js';
 import type { Database, MinistryCancellationsTable } from '../db.types.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
@@ -21,18 +22,15 @@ export function createMinistryCancellationRepository(db: Db) {
 
     /** Claims due cancellations, at most `limits[source]` per ministry system, leased until `leaseUntil`. */
     async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<MinistryCancellationRow[]> {
-      const sources = Object.entries(limits).filter((e): e is [string, number] => (e[1] ?? 0) > 0);
-      if (sources.length === 0) return [];
-      const due = sources.map(([source, limit], i) => sql`${sql.raw(`due_${i}`)} AS (
-          SELECT payment_id FROM ministry_cancellations
-          WHERE source = ${source} AND done_at IS NULL AND next_attempt_at <= ${now}::timestamptz
-          ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-        )`);
-      const ids = sources.map((_, i) => sql`SELECT payment_id FROM ${sql.raw(`due_${i}`)}`);
+      const due = dueBySource(limits, (source, limit) => sql`
+        SELECT payment_id FROM ministry_cancellations
+        WHERE source = ${source} AND done_at IS NULL AND next_attempt_at <= ${now}::timestamptz
+        ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+      if (!due) return [];
       const { rows } = await sql<MinistryCancellationRow>`
-        WITH ${sql.join(due)}
+        WITH ${due.ctes}
         UPDATE ministry_cancellations SET next_attempt_at = ${leaseUntil}::timestamptz, attempts = attempts + 1
-        WHERE payment_id IN (${sql.join(ids, sql` UNION ALL `)})
+        WHERE payment_id IN (${due.ids})
         RETURNING *`.execute(db);
       return rows;
     },

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
+import { dueBySource } from '../due-by-source.js';
 import type { Db } from '../database.js';
 import type { Database, PaymentsTable } from '../db.types.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domain/payment-transitions.js';
@@ -182,18 +183,15 @@ export function createPaymentRepository(db: Db) {
      * others off them; check_attempts counts the checks.
      */
     async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<PaymentRow[]> {
-      const sources = Object.entries(limits).filter((e): e is [string, number] => (e[1] ?? 0) > 0);
-      if (sources.length === 0) return [];
-      const due = sources.map(([source, limit], i) => sql`${sql.raw(`due_${i}`)} AS (
-          SELECT id FROM payments
-          WHERE source = ${source} AND status IN (${sql.join(UNRESOLVED_STATUSES)}) AND next_check_at <= ${now}::timestamptz
-          ORDER BY next_check_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-        )`);
-      const ids = sources.map((_, i) => sql`SELECT id FROM ${sql.raw(`due_${i}`)}`);
+      const due = dueBySource(limits, (source, limit) => sql`
+        SELECT id FROM payments
+        WHERE source = ${source} AND status IN (${sql.join(UNRESOLVED_STATUSES)}) AND next_check_at <= ${now}::timestamptz
+        ORDER BY next_check_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+      if (!due) return [];
       const { rows } = await sql<PaymentRow>`
-        WITH ${sql.join(due)}
+        WITH ${due.ctes}
         UPDATE payments SET next_check_at = ${leaseUntil}::timestamptz, check_attempts = check_attempts + 1
-        WHERE id IN (${sql.join(ids, sql` UNION ALL `)})
+        WHERE id IN (${due.ids})
         RETURNING *`.execute(db);
       return rows;
     },
