@@ -1,3 +1,5 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/db.types.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
@@ -62,12 +64,17 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
     });
   }
 
+  /** Holds every linked invoice, or none and gives the reason to refuse the payment. */
+  async function holdOrRefuse(trx: Transaction<Database>, paymentId: string, linked: string[]): Promise<string | null> {
+    return (await deps.payments.holdLinked(trx, paymentId, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
+  }
+
   /** Accepted with linked invoices: all of them are held in one transaction, or the payment is refused. */
   async function acceptWithLinked(payment: PaymentRow, invoice: InvoiceRow, linked: string[] | null): Promise<PaymentDetail | null> {
     const at = now();
     const outcome = await deps.payments.transaction(async (trx) => {
       if (!(await deps.payments.lockFor(trx, payment.id, 'ministry_accepted'))) return 'moved' as const;
-      const refusal = linked === null ? LINKED_INVOICE_UNKNOWN : (await deps.payments.holdLinked(trx, payment.id, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
+      const refusal = linked === null ? LINKED_INVOICE_UNKNOWN : await holdOrRefuse(trx, payment.id, linked);
       if (refusal) {
         await deps.payments.move(trx, payment.id, 'linked_invoice_taken', at, { failureReason: refusal });
         await deps.payments.releaseInvoices(trx, payment.id, null);

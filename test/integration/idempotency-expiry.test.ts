@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { createIdempotencyRepository } from '../../src/db/repositories/idempotency.repository.js';
 
 interface Created {
@@ -112,6 +113,7 @@ describe('idempotency key expiry', () => {
     expect(ids.size).toBe(1);
     expect(ids.has(first.json<Created>().id)).toBe(false);
     expect(await paymentCount(p.id)).toBe(2);
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
     await cancel(p.apiKey, [...ids][0] as string);
   });
 });

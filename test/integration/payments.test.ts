@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
+import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decode.js';
 
 interface Invoice {
@@ -276,6 +277,7 @@ describe('idempotency', () => {
     expect(ids.size).toBe(1);
     const rows = await ctx.deps.db.selectFrom('payments').select('id').where('partner_id', '=', p.id).execute();
     expect(rows).toHaveLength(1);
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
     await cancel([...ids][0] as string, p.apiKey);
   });
 
@@ -291,7 +293,9 @@ describe('idempotency', () => {
       .where('status', 'in', ['pending', 'submitted', 'confirmed'])
       .execute();
     expect(active).toHaveLength(1);
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
     await cancel(created[0]?.json<Created>().id as string);
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
 });
 
