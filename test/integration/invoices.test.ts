@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { OTHER_REG, PLATE, REG, TAX_REF } from '../helpers/fixtures.js';
+import { addOwnInvoice, unique } from '../helpers/own-invoice.js';
 
 interface Invoice {
   id: string;
@@ -83,15 +84,15 @@ describe('GET /invoices', () => {
 
 describe('single invoice endpoints', () => {
   it('reads the stored copy by id, and refresh re-reads the ministry', async () => {
-    const { body } = await search(`taxRef=${TAX_REF}`);
+    // Its own invoice: changing a shared fixture at the ministry would change every other search.
+    const own = await addOwnInvoice(ctx, 'etax', { amount: 25000.25, taxRef: unique('TR'), year: '2025' });
+    const { body } = await search(`taxRef=${own.taxRef}`);
     const id = body.invoices[0]?.id as string;
     const stored = await get(`/api/v1/invoices/${id}`);
     expect(stored.statusCode).toBe(200);
     expect(stored.json()).toEqual(body.invoices[0]);
 
-    await ctx.sim('/__control/invoices', {
-      invoices: [{ source: 'etax', refNum: 'ET-T-1', description: 'Төлбөр', amount: 26000, status: 'open', dueDate: '2099-12-31T00:00:00.000Z', issuedAt: null, payer: { register: REG, name: 'Тест ХХК' }, payee: { id: 'ORG-200', name: 'Татварын ерөнхий газар' }, taxRef: TAX_REF, year: '2025' }],
-    });
+    await ctx.sim('/__control/invoices', { invoices: [{ ...own, amount: 26000, issuedAt: null }] });
     expect((await get(`/api/v1/invoices/${id}`)).json<Invoice>().amount).toBe(25000.25);
     const refreshed = await get(`/api/v1/invoices/${id}/refresh`);
     expect(refreshed.statusCode).toBe(200);
@@ -137,14 +138,23 @@ describe('single invoice endpoints', () => {
 });
 
 describe('partial upstream failure', () => {
+  // Each test clears its faults in `finally`; this also covers a test that fails before its `try`.
+  afterEach(async () => {
+    for (const source of ['mof', 'etax', 'police']) await ctx.sim('/__control/faults', { source, mode: 'none' });
+  });
+
   it('answers from the other sources and stored copies when one source errors', async () => {
+    // A taxpayer only etax knows and nobody has searched yet (stored copies are shared by all
+    // partners, so a fixture taxpayer another test searched would be answered from them).
+    const unseen = unique('R');
+    await addOwnInvoice(ctx, 'etax', { payer: { register: unseen, name: 'Бусад' } });
     const before = (await search(`ttd=${REG}`)).body;
     await ctx.sim('/__control/faults', { source: 'etax', mode: 'error' });
     try {
       const { res, body } = await search(`ttd=${REG}`);
       expect(res.statusCode).toBe(200);
       expect(body.invoices.map((i) => i.id).sort()).toEqual(before.invoices.map((i) => i.id).sort());
-      const fresh = (await search(`ttd=${OTHER_REG}`)).body;
+      const fresh = (await search(`ttd=${unseen}`)).body;
       expect(fresh.invoices).toEqual([]);
     } finally {
       await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });

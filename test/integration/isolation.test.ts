@@ -1,8 +1,9 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
+import { addOwnInvoice } from '../helpers/own-invoice.js';
 
 let ctx: TestContext;
 let logs = '';
@@ -10,6 +11,14 @@ let a: { id: string; apiKey: string };
 let b: { id: string; apiKey: string };
 let invoiceId: string;
 let paymentId: string;
+/** Every API key handed out in this file, all of which must stay out of the logs. */
+const apiKeys: string[] = [];
+
+const partner = async () => {
+  const created = await ctx.partner();
+  apiKeys.push(created.apiKey);
+  return created;
+};
 
 beforeAll(async () => {
   const sink = new Writable({
@@ -19,13 +28,22 @@ beforeAll(async () => {
     },
   });
   ctx = await createTestContext({ logger: pino({ level: 'debug' }, sink) });
-  a = await ctx.partner();
-  b = await ctx.partner();
-  invoiceId = (await ctx.api(a.apiKey, { method: 'GET', url: '/api/v1/invoices/ref/MOF-T-1' })).json<{ id: string }>().id;
-  const created = await ctx.api(a.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId } });
-  paymentId = created.json<{ id: string }>().id;
 });
 afterAll(() => ctx.close());
+
+// Every test gets its own pair of partners, and A its own invoice and payment, so nothing one
+// test does (B searching, A paying) shows in another.
+beforeEach(async () => {
+  a = await partner();
+  b = await partner();
+  const { refNum } = await addOwnInvoice(ctx, 'mof', { amount: 12000.5 });
+  const invoice = await ctx.api(a.apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${refNum}` });
+  expect(invoice.statusCode).toBe(200);
+  invoiceId = invoice.json<{ id: string }>().id;
+  const created = await ctx.api(a.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId } });
+  expect(created.statusCode).toBe(201);
+  paymentId = created.json<{ id: string }>().id;
+});
 
 describe("partner B never reaches partner A's objects", () => {
   it('answers 404 on every id-taking endpoint', async () => {
@@ -56,7 +74,8 @@ describe("partner B never reaches partner A's objects", () => {
 
   it('does not reuse idempotency keys across partners', async () => {
     await ctx.api(b.apiKey, { method: 'GET', url: `/api/v1/invoices?ttd=${REG}` });
-    const other = (await ctx.api(b.apiKey, { method: 'GET', url: '/api/v1/invoices/ref/P-T-1' })).json<{ id: string }>().id;
+    const { refNum } = await addOwnInvoice(ctx, 'police', { amount: 50000 });
+    const other = (await ctx.api(b.apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${refNum}` })).json<{ id: string }>().id;
     const headers = { 'x-idempotency-key': 'same-key-both' };
     const first = await ctx.api(a.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: other }, headers });
     expect(first.statusCode).toBe(404);
@@ -75,6 +94,7 @@ describe('secrets stay out of the logs', () => {
     expect(logs).toContain('"reqId"');
     expect(logs).not.toContain(a.apiKey);
     expect(logs).not.toContain(b.apiKey);
+    for (const apiKey of apiKeys) expect(logs).not.toContain(apiKey);
     expect(logs).not.toContain(ctx.config.adminToken);
   });
 });

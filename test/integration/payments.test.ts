@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
+import { addOwnInvoice } from '../helpers/own-invoice.js';
 import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decode.js';
 
 interface Invoice {
@@ -50,6 +51,13 @@ const getPayment = (id: string, apiKey = key) => ctx.api(apiKey, { method: 'GET'
 const cancel = (id: string, apiKey = key) => ctx.api(apiKey, { method: 'DELETE', url: `/api/v1/payments/${id}` });
 const invoice = async (id: string) => (await ctx.api(key, { method: 'GET', url: `/api/v1/invoices/${id}` })).json<Invoice>();
 const approve = (refNum: string) => ctx.sim('/__control/approve', { refNum });
+
+/** An invoice no other test touches, retrieved by `apiKey` so it may pay it; its service id and refNum. */
+async function ownInvoice(source: 'mof' | 'etax' | 'police', extra: Parameters<typeof addOwnInvoice>[2] = {}, apiKey = key) {
+  const { refNum } = await addOwnInvoice(ctx, source, extra);
+  const id = (await ctx.api(apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${refNum}` })).json<Invoice>().id;
+  return { id, refNum };
+}
 
 describe('payment lifecycle', () => {
   it('pays, confirms, cancels and pays again', async () => {
@@ -185,7 +193,9 @@ describe('refusals', () => {
   });
 
   it('answers 409 with the status when canceling a failed payment', async () => {
-    const failed = await ctx.deps.db.selectFrom('payments').select('id').where('status', '=', 'failed').executeTakeFirstOrThrow();
+    const refusing = await ownInvoice('mof', { rejectPayment: true });
+    expect((await pay({ invoiceId: refusing.id })).statusCode).toBe(422);
+    const failed = await ctx.deps.db.selectFrom('payments').select('id').where('invoice_id', '=', refusing.id).where('status', '=', 'failed').executeTakeFirstOrThrow();
     const res = await cancel(failed.id);
     expect(res.statusCode).toBe(409);
     expect(res.json()).toEqual({ statusCode: 409, message: 'Payment cannot be canceled in status failed', error: 'Conflict' });
@@ -332,6 +342,11 @@ describe('upstream failure during payment', () => {
 
 describe('reports', () => {
   it('lists payments newest first with refNum and source, paged', async () => {
+    const p = await ctx.partner();
+    for (const source of ['mof', 'etax', 'police', 'mof', 'etax', 'police'] as const) {
+      expect((await pay({ invoiceId: (await ownInvoice(source, {}, p.apiKey)).id }, {}, p.apiKey)).statusCode).toBe(201);
+    }
+    const key = p.apiKey;
     const res = await ctx.api(key, { method: 'GET', url: '/api/v1/reports/payments?limit=2' });
     expect(res.statusCode).toBe(200);
     const body = res.json<{ items: { createdAt: string; refNum: string; source: string; partnerId: string }[]; total: number; page: number; limit: number }>();
@@ -361,16 +376,17 @@ describe('reports', () => {
   });
 
   it("returns the day's settlement restricted to the partner's own payments", async () => {
-    const invoiceId = idOf('MOF-T-LINK-B');
+    const own = await ownInvoice('mof');
+    const invoiceId = own.id;
     const created = (await pay({ invoiceId })).json<Created>();
-    await approve('MOF-T-LINK-B');
+    await approve(own.refNum);
     await getPayment(created.id);
     const financeDay = new Date(Date.now() + 8 * 3600_000).toISOString().slice(0, 10);
     const res = await ctx.api(key, { method: 'POST', url: '/api/v1/payments/report', payload: { financeDay } });
     expect(res.statusCode).toBe(200);
     const body = res.json<{ financeDay: string; success: boolean; entries: { refNum: string; amount: number; payerReg: string }[] }>();
     expect(body).toMatchObject({ financeDay, success: true });
-    expect(body.entries.map((e) => e.refNum)).toContain('MOF-T-LINK-B');
+    expect(body.entries.map((e) => e.refNum)).toContain(own.refNum);
     const other = await ctx.partner();
     const theirs = (await ctx.api(other.apiKey, { method: 'POST', url: '/api/v1/payments/report', payload: { financeDay } })).json<{ entries: unknown[] }>();
     expect(theirs.entries).toEqual([]);

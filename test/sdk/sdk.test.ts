@@ -24,6 +24,7 @@ import {
 } from '../../sdk/src/index.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { PLATE, REG, TAX_REF } from '../helpers/fixtures.js';
+import { addOwnInvoice } from '../helpers/own-invoice.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -195,25 +196,32 @@ describe('SDK against the real service', () => {
   });
 
   it('reads the summary, the payment list and the settlement report', async () => {
-    const summary = await client.reports.summary();
+    // Its own partner with two payments of its own, whatever the other tests paid or canceled.
+    const own = createClient({ baseUrl, apiKey: (await ctx.partner()).apiKey, retryBaseMs: 1 });
+    for (const source of ['mof', 'police'] as const) {
+      const { refNum } = await addOwnInvoice(ctx, source);
+      await own.payments.create({ invoiceId: (await own.invoices.byRef(refNum)).id });
+    }
+
+    const summary = await own.reports.summary();
     for (const field of ['total', 'open', 'overdue', 'paid', 'totalAmountDue'] as const) expect(typeof summary[field]).toBe('number');
     expect(summary.total).toBeGreaterThan(0);
 
-    const list = await client.reports.payments({ page: 1, limit: 2 });
+    const list = await own.reports.payments({ page: 1, limit: 2 });
     expect(list).toMatchObject({ page: 1, limit: 2 });
     expect(list.total).toBeGreaterThanOrEqual(2);
     expect(list.items).toHaveLength(2);
     expect(list.items[0]?.id).toMatch(UUID);
     expect(typeof list.items[0]?.refNum).toBe('string');
-    const defaults = await client.reports.payments();
+    const defaults = await own.reports.payments();
     expect(defaults).toMatchObject({ page: 1, limit: 20 });
 
     const financeDay = new Date(Date.now() + 8 * 3600_000).toISOString().slice(0, 10);
-    const report = await client.payments.settlement(financeDay);
+    const report = await own.payments.settlement(financeDay);
     expect(report.financeDay).toBe(financeDay);
     expect(typeof report.success).toBe('boolean');
     expect(Array.isArray(report.entries)).toBe(true);
-    await expect(client.payments.settlement('yesterday')).rejects.toBeInstanceOf(BadRequestError);
+    await expect(own.payments.settlement('yesterday')).rejects.toBeInstanceOf(BadRequestError);
   });
 
   it('registers a webhook, receives a signed delivery that verifyWebhook accepts, lists and deletes it', async () => {
