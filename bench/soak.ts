@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { apiEnv, freePort, freshDatabase, startProcess } from './bench-processes.js';
 
 /**
@@ -14,6 +14,8 @@ const KEYS = 40;
 /** Per key: under 60/min and 5/s, so the default limits are never hit. */
 const PER_KEY_INTERVAL_MS = 1100;
 const PG_URL = process.argv.find((a) => a.startsWith('--pg='))?.slice(5) ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** Where the summary goes; CI writes it to artifacts/ so a run leaves the clone as it found it. */
+const OUT = process.argv.find((a) => a.startsWith('--out='))?.slice(6) ?? 'bench/results/soak.json';
 const ADMIN_TOKEN = 'soak-admin-token';
 
 function fixtures(): string {
@@ -160,9 +162,9 @@ function report(stats: Stats, rss: number[]): void {
   const early = avg(rss.slice(quarter, 2 * quarter));
   const late = avg(rss.slice(-quarter));
   const flat = rss.length < 4 || late <= early * 1.25 + 10;
-  mkdirSync('bench/results', { recursive: true });
+  mkdirSync(dirname(OUT), { recursive: true });
   const summary = { seconds: SECONDS, keys: KEYS, requests: total, byStatus: Object.fromEntries(stats.byStatus), unexpected: stats.unexpected.length, rssMb: rss, flat };
-  writeFileSync('bench/results/soak.json', JSON.stringify(summary, null, 2));
+  writeFileSync(OUT, JSON.stringify(summary, null, 2));
   console.log(JSON.stringify({ ...summary, rssMb: `${rss[0] ?? 0} -> ${rss.at(-1) ?? 0} MB` }, null, 2));
   const failures = [stats.unexpected.length > 0 ? `unexpected statuses: ${[...new Set(stats.unexpected)].join(', ')}` : '', flat ? '' : `memory grew from ${early} to ${late} MB`].filter(Boolean);
   failures.forEach((f) => console.error(`soak: ${f}`));
