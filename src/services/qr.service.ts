@@ -2,6 +2,7 @@ import { buildBankLinks, buildShortUrl, type BankLink } from '../domain/bank-lin
 import type { BankLinkConfig } from '../domain/bank-links.schema.js';
 import { buildEmvcoPayload, type QrSchemeConfig, type QrStandard } from '../domain/emvco-qr.js';
 import { qrPngBase64 } from '../domain/qr-png.js';
+import { isUuid } from '../domain/uuid.js';
 
 export interface QrServiceDeps {
   banks: readonly BankLinkConfig[];
@@ -68,15 +69,13 @@ export function merchantAccountFor(
   return schemes[standard].merchantAccountPrefix + payeeId;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * EMVCo caps the reference label at 25 characters and a UUID has 36, so a UUID payment id is
  * written as its 128-bit value in base 36 (at most 25 characters, reversible, so a scanned QR
  * still leads back to the payment). Other ids are used as they are.
  */
 export function referenceLabelFor(paymentId: string): string {
-  if (!UUID.test(paymentId)) return paymentId;
+  if (!isUuid(paymentId)) return paymentId;
   return BigInt(`0x${paymentId.replace(/-/g, '')}`).toString(36).toUpperCase().padStart(25, '0');
 }
 

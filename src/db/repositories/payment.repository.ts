@@ -5,13 +5,11 @@ import type { Db } from '../database.js';
 import type { Database, PaymentsTable } from '../db.types.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domain/payment-transitions.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
+import { isUuid } from '../../domain/uuid.js';
 import type { OutboxWrite } from './event.repository.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 type Trx = Transaction<Database>;
-
-/** A ministry may name payment ids that are not ours at all; only UUIDs can be compared. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface PaymentDetail extends PaymentRow {
   invoiceIds: string[];
@@ -228,7 +226,8 @@ export function createPaymentRepository(db: Db) {
      * and still stand: a canceled or failed payment claims no settlement entry.
      */
     async ownSettledIds(partnerId: string, paymentIds: string[]): Promise<Set<string>> {
-      const ids = paymentIds.filter((id) => UUID.test(id));
+      // A ministry may name payment ids that are not ours at all; only UUIDs can be compared.
+      const ids = paymentIds.filter(isUuid);
       if (ids.length === 0) return new Set();
       const rows = await db
         .selectFrom('payments')
