@@ -8,7 +8,7 @@ export interface KeyedPool {
   /** Free slots overall. */
   free(): number;
   /** Starts the task if `key` has a free slot; false when it has none. */
-  tryRun(key: string, task: () => Promise<void>): boolean;
+  tryRun(key: string, task: () => Promise<unknown>): boolean;
   /** Resolves once every task started so far has finished. */
   idle(): Promise<void>;
 }
@@ -26,9 +26,12 @@ export function createKeyedPool(opts: { perKey: number; total: number; onError: 
     tryRun(key, task) {
       if (available(key) <= 0) return false;
       running.set(key, (running.get(key) ?? 0) + 1);
-      const done = Promise.resolve()
+      const done: Promise<void> = Promise.resolve()
         .then(task)
-        .catch((err: unknown) => opts.onError(err, key))
+        .then(
+          () => undefined,
+          (err: unknown) => opts.onError(err, key),
+        )
         .finally(() => {
           const left = (running.get(key) ?? 1) - 1;
           if (left > 0) running.set(key, left);

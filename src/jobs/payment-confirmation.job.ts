@@ -2,7 +2,7 @@ import type { Job } from './job-runner.js';
 import { createKeyedPool } from './keyed-pool.js';
 import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
-import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
+import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
 import { SOURCES } from '../ministry/ministry.types.js';
@@ -50,10 +50,6 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     }
   }
 
-  async function retryCancellation(row: MinistryCancellationRow): Promise<void> {
-    await deps.ministryCancellation.attempt(row);
-  }
-
   return {
     name: 'payment-confirmation',
     intervalMs: deps.schedule.intervalMs,
@@ -61,7 +57,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
       const at = now();
       const leaseUntil = new Date(at.getTime() + deps.leaseMs);
       const owed = await deps.cancellations.claimDue(at, leaseUntil, freeSlots());
-      owed.forEach((row) => pool.tryRun(row.source, () => retryCancellation(row)));
+      owed.forEach((row) => pool.tryRun(row.source, () => deps.ministryCancellation.attempt(row)));
       const due = await deps.payments.claimDue(at, leaseUntil, freeSlots());
       due.forEach((payment) => pool.tryRun(payment.source, () => checkPayment(payment, at)));
     },

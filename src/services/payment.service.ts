@@ -197,7 +197,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       deps.invoiceCache.forget(moved.released);
       return { id, canceled: true };
     },
-
   };
 }
 
