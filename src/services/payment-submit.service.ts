@@ -11,7 +11,7 @@ import type { InvoiceCache } from './invoice-cache.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';
 import type { Logger } from './logger.js';
 
-export const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
+const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
 const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with this one is unknown to the ministry system';
 
 export interface PaymentSubmitterDeps {
