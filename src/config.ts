@@ -64,6 +64,7 @@ const ConfigSchema = Type.Object({
     webhookAttemptMs: Int(30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
     eventMs: Int(90 * 24 * 3600 * 1000, 24 * 3600 * 1000),
   }),
+  counterRollup: Type.Object({ intervalMs: Int(1000, 100), batchSize: Int(5000, 1) }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -185,6 +186,10 @@ export function loadConfig(env: Env = process.env): Config {
       batchSize: int(env, 'RETENTION_BATCH_SIZE', 1000),
       webhookAttemptMs: int(env, 'WEBHOOK_ATTEMPT_RETENTION_MS', 30 * 24 * HOUR),
       eventMs: int(env, 'EVENT_RETENTION_MS', 90 * 24 * HOUR),
+    },
+    counterRollup: {
+      intervalMs: int(env, 'COUNTER_ROLLUP_MS', 1000),
+      batchSize: int(env, 'COUNTER_ROLLUP_BATCH_SIZE', 5000),
     },
   };
   if (!Value.Check(ConfigSchema, config)) {

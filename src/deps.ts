@@ -30,6 +30,9 @@ import { createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js
 import { createWebhookDeliveryJob } from './jobs/webhook-delivery.job.js';
 import { createRetentionSweepJob } from './jobs/retention-sweep.job.js';
 import { createRetentionRepository } from './db/repositories/retention.repository.js';
+import { createReportRepository } from './db/repositories/report.repository.js';
+import { createCounterRepository } from './db/repositories/counter.repository.js';
+import { createCounterRollupJob } from './jobs/counter-rollup.job.js';
 import { createWebhookRepository } from './db/repositories/webhook.repository.js';
 import { createWebhookDeliveryRepository } from './db/repositories/webhook-delivery.repository.js';
 import { createDeviceRepository } from './db/repositories/device.repository.js';
@@ -116,6 +119,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const partnerRepo = createPartnerRepository(db);
   const invoiceRepo = createInvoiceRepository(db);
   const paymentRepo = createPaymentRepository(db);
+  const reportRepo = createReportRepository(db);
   const idempotencyRepo = createIdempotencyRepository(db);
   const localInvoiceCache = createInvoiceCache(config.invoiceCache);
   // Instances that share Redis (for rate limits) also share invoice-cache invalidations.
@@ -191,7 +195,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, authCacheTtlMs: config.authCacheTtlMs, now: opts.now }),
     invoices: createInvoiceService({ invoices: invoiceRepo, ministries, cache: invoiceCache, log: logger, now: opts.now }),
     payments,
-    reports: createReportService({ db, payments: paymentRepo, ministries, log: logger, now: opts.now }),
+    reports: createReportService({ reports: reportRepo, payments: paymentRepo, ministries, log: logger, now: opts.now }),
     webhooks,
     devices,
     rateLimiter,
@@ -204,7 +208,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       timeoutMs: config.ministryTimeoutMs,
     });
   }
-  metrics.observe({ paymentsByStatus: () => paymentRepo.countByStatus(), outboxBacklog: () => deliveryRepo.countPending() });
+  metrics.observe({ paymentsByStatus: () => reportRepo.paymentsByStatus(), outboxBacklog: () => deliveryRepo.countPending() });
   const jobs: Job[] = [
     createPaymentConfirmationJob({
       payments: paymentRepo,
@@ -228,6 +232,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       now: opts.now,
     }),
     createRetentionSweepJob({ idempotency: idempotencyRepo, retention: createRetentionRepository(db), settings: config.retention, log: logger, now: opts.now }),
+    createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log: logger }),
   ];
   return {
     config,

@@ -12,6 +12,7 @@ import * as m003 from './migrations/003-key-prefix.migration.js';
 import * as m004 from './migrations/004-payment-lifecycle.migration.js';
 import * as m005 from './migrations/005-webhook-fairness.migration.js';
 import * as m006 from './migrations/006-retention.migration.js';
+import * as m007 from './migrations/007-counters.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '004-payment-lifecycle': m004,
   '005-webhook-fairness': m005,
   '006-retention': m006,
+  '007-counters': m007,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

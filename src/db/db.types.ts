@@ -7,6 +7,8 @@ type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
 /** NUMERIC comes back as a decimal string from both drivers; never parsed to float for arithmetic. */
 type Numeric = ColumnType<string, string, string>;
+/** bigint: node-postgres returns it as a string (exceeds 2^53 in principle). */
+type Int8 = ColumnType<string, string | number | bigint, string | number | bigint>;
 
 export interface PartnersTable {
   id: Generated<string>;
@@ -167,6 +169,21 @@ export interface MinistryCancellationsTable {
   created_at: CreatedAt;
 }
 
+/** One partner's count and amount for a label and bucket (see migration 007-counters). */
+export interface CountersTable {
+  kind: string;
+  partner_id: string;
+  label: string;
+  bucket: Timestamp;
+  n: Int8;
+  amount: Numeric;
+}
+
+/** A change to a counter, written by the triggers in the changing transaction; folded in by the roll-up job. */
+export interface CounterDeltasTable extends CountersTable {
+  id: Generated<Int8>;
+}
+
 export interface Database {
   partners: PartnersTable;
   api_keys: ApiKeysTable;
@@ -181,4 +198,6 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   devices: DevicesTable;
   ministry_cancellations: MinistryCancellationsTable;
+  counters: CountersTable;
+  counter_deltas: CounterDeltasTable;
 }

@@ -29,7 +29,7 @@ export function invoiceMove(event: InvoiceEvent): { from: StoredInvoiceStatus[];
   return { from, to };
 }
 
-/** The one overdue rule: stored `open` with a due date strictly in the past. SQL mirrors it in overdueSql. */
+/** The one overdue rule: stored `open` with a due date strictly in the past. The summary counters mirror it (test/integration/overdue-rule.test.ts). */
 export function isOverdue(status: StoredInvoiceStatus, dueDate: Date | null, now: Date): boolean {
   return status === 'open' && dueDate !== null && dueDate.getTime() < now.getTime();
 }

@@ -1,15 +1,16 @@
 import { UpstreamUnavailableError } from '../domain/errors.js';
 import { amountToNumber, canonicalAmount } from '../domain/money.js';
-import { createReportRepository } from '../db/repositories/report.repository.js';
-import type { Db } from '../db/database.js';
+import type { ReportRepository } from '../db/repositories/report.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
 import { SOURCES, type MinistryAdapters, type SettlementEntry } from '../ministry/ministry.types.js';
 import type { PaymentListBody, SettlementBody, SummaryBody } from '../http/schemas/payment.schema.js';
 import type { Logger } from './logger.js';
 
-export function createReportService(deps: { db: Db; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now?: () => Date }) {
+const DAY_MS = 24 * 3600 * 1000;
+
+export function createReportService(deps: { reports: ReportRepository; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now?: () => Date }) {
   const now = deps.now ?? (() => new Date());
-  const reports = createReportRepository(deps.db);
+  const { reports } = deps;
 
   return {
     async summary(partnerId: string): Promise<SummaryBody> {
@@ -18,7 +19,12 @@ export function createReportService(deps: { db: Db; payments: PaymentRepository;
     },
 
     async listPayments(partnerId: string, page: number, limit: number): Promise<PaymentListBody> {
-      const { items, total } = await deps.payments.listForPartner(partnerId, page, limit);
+      const offset = (page - 1) * limit;
+      const at = await reports.paymentPosition(partnerId, offset);
+      const items = at.day
+        ? await deps.payments.listForPartnerBefore(partnerId, new Date(at.day.getTime() + DAY_MS), offset - at.newer, limit)
+        : [];
+      const total = at.total;
       return {
         items: items.map((p) => ({
           id: p.id,

@@ -45,6 +45,34 @@ const INVARIANTS: Record<string, string> = {
     SELECT p.id, p.status FROM payments p
     WHERE p.status IN ('pending', 'submitted')
       AND NOT EXISTS (SELECT 1 FROM payment_invoices pi WHERE pi.payment_id = p.id AND pi.invoice_id = p.invoice_id AND pi.active)`,
+  /*
+   * An independent recount of every counter of migration 007 (rolled-up totals plus pending
+   * deltas): a counter the triggers got wrong shows as a row with both figures.
+   */
+  'every counter equals a recount of the rows it counts': `
+    WITH kept AS (
+      SELECT kind, partner_id, label, bucket, sum(n) AS n, sum(amount) AS amount
+      FROM (SELECT kind, partner_id, label, bucket, n, amount FROM counters
+            UNION ALL SELECT kind, partner_id, label, bucket, n, amount FROM counter_deltas) c
+      GROUP BY kind, partner_id, label, bucket
+      HAVING sum(n) <> 0 OR sum(amount) <> 0
+    ), counted AS (
+      SELECT 'invoice' AS kind, pi.partner_id, i.status AS label,
+             CASE WHEN i.status = 'open' AND i.due_date IS NOT NULL THEN i.due_date ELSE 'infinity'::timestamptz END AS bucket,
+             count(*) AS n, sum(i.amount) AS amount
+      FROM partner_invoices pi JOIN invoices i ON i.id = pi.invoice_id
+      GROUP BY 1, 2, 3, 4
+      UNION ALL
+      SELECT 'payment_status', partner_id, status, 'infinity'::timestamptz, count(*), sum(amount) FROM payments GROUP BY 1, 2, 3, 4
+      UNION ALL
+      SELECT 'payment_day', partner_id, '', date_trunc('day', created_at, 'UTC'), count(*), sum(amount) FROM payments GROUP BY 1, 2, 3, 4
+    )
+    SELECT coalesce(k.kind, c.kind) AS kind, coalesce(k.partner_id, c.partner_id) AS partner_id,
+           coalesce(k.label, c.label) AS label, coalesce(k.bucket, c.bucket) AS bucket,
+           k.n AS kept, c.n AS counted, k.amount AS kept_amount, c.amount AS counted_amount
+    FROM kept k FULL JOIN counted c
+      ON c.kind = k.kind AND c.partner_id = k.partner_id AND c.label = k.label AND c.bucket = k.bucket
+    WHERE k.n IS DISTINCT FROM c.n OR k.amount IS DISTINCT FROM c.amount`,
 };
 
 export interface Violation {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
-import { overdueSql } from '../../src/db/invoice-status.sql.js';
+import { createReportRepository } from '../../src/db/repositories/report.repository.js';
 import { isOverdue, type StoredInvoiceStatus } from '../../src/domain/invoice-status.js';
 
 let ctx: TestContext;
@@ -10,7 +10,11 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-it('agrees in SQL with the domain overdue rule', async () => {
+/*
+ * The summary counts overdue invoices from the counters' due-date buckets (migration 007); this
+ * holds that SQL to the domain rule `isOverdue`, at the edges of the rule.
+ */
+it('counts overdue in the summary exactly as the domain overdue rule says', async () => {
   const now = new Date('2026-06-01T00:00:00.000Z');
   const cases: [StoredInvoiceStatus, string | null][] = [
     ['open', '2026-05-31T23:59:59.999Z'],
@@ -20,10 +24,23 @@ it('agrees in SQL with the domain overdue rule', async () => {
     ['paid', '2020-01-01T00:00:00.000Z'],
     ['canceled', '2020-01-01T00:00:00.000Z'],
   ];
+  const reports = createReportRepository(ctx.deps.db);
   for (const [status, due] of cases) {
-    const { rows } = await sql<{ overdue: boolean }>`
-      SELECT ${overdueSql('i', now)} AS overdue
-      FROM (SELECT ${status}::text AS status, ${due}::timestamptz AS due_date) AS i`.execute(ctx.deps.db);
-    expect(rows[0]?.overdue, `${status} due ${due}`).toBe(isOverdue(status, due ? new Date(due) : null, now));
+    const partner = await ctx.partner();
+    await sql`
+      WITH i AS (
+        INSERT INTO invoices (source, ref_num, description, amount, status, due_date, payee_id, payee_name)
+        VALUES ('mof', ${`OVERDUE-${partner.id}`}, 'rule', 100, ${status}, ${due}::timestamptz, 'ORG', 'Org')
+        RETURNING id
+      )
+      INSERT INTO partner_invoices (partner_id, invoice_id) SELECT ${partner.id}::uuid, id FROM i`.execute(ctx.deps.db);
+    const summary = await reports.summary(partner.id, now);
+    const overdue = isOverdue(status, due ? new Date(due) : null, now);
+    expect(summary, `${status} due ${due}`).toMatchObject({
+      total: 1,
+      overdue: overdue ? 1 : 0,
+      open: status === 'open' && !overdue ? 1 : 0,
+      paid: status === 'paid' ? 1 : 0,
+    });
   }
 });

@@ -199,26 +199,23 @@ export function createPaymentRepository(db: Db) {
       await db.updateTable('payments').set({ next_check_at: nextCheckAt }).where('id', '=', id).where('status', 'in', UNRESOLVED_STATUSES).execute();
     },
 
-    async listForPartner(partnerId: string, page: number, limit: number) {
-      const [items, count] = await Promise.all([
-        db
-          .selectFrom('payments as p')
-          .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
-          .select(['p.id', 'p.status', 'p.amount', 'p.partner_id', 'p.created_at', 'i.ref_num', 'i.source'])
-          .where('p.partner_id', '=', partnerId)
-          .orderBy('p.created_at', 'desc')
-          .orderBy('p.id', 'desc')
-          .limit(limit)
-          .offset((page - 1) * limit)
-          .execute(),
-        db.selectFrom('payments').select(sql<number>`count(*)::int`.as('n')).where('partner_id', '=', partnerId).executeTakeFirstOrThrow(),
-      ]);
-      return { items, total: Number(count.n) };
-    },
-
-    async countByStatus(): Promise<Record<string, number>> {
-      const rows = await db.selectFrom('payments').select(['status', sql<number>`count(*)::int`.as('n')]).groupBy('status').execute();
-      return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+    /**
+     * The partner's payments created before `before`, newest first, from the `skip`-th on. The
+     * caller seeks `before` to a day boundary first (see ReportRepository.paymentPosition), so
+     * `skip` never exceeds one day's payments however long the history.
+     */
+    async listForPartnerBefore(partnerId: string, before: Date, skip: number, limit: number) {
+      return db
+        .selectFrom('payments as p')
+        .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
+        .select(['p.id', 'p.status', 'p.amount', 'p.partner_id', 'p.created_at', 'i.ref_num', 'p.source'])
+        .where('p.partner_id', '=', partnerId)
+        .where('p.created_at', '<', before)
+        .orderBy('p.created_at', 'desc')
+        .orderBy('p.id', 'desc')
+        .offset(skip)
+        .limit(limit)
+        .execute();
     },
 
     /**
@@ -233,7 +230,8 @@ export function createPaymentRepository(db: Db) {
         .selectFrom('payments')
         .select('id')
         .where('partner_id', '=', partnerId)
-        .where('id', 'in', ids)
+        // One array parameter: a busy day's settlement names more payments than a query may have parameters.
+        .where('id', '=', sql<string>`ANY(${ids}::uuid[])`)
         .where('status', 'in', ['submitted', 'confirmed'])
         .execute();
       return new Set(rows.map((r) => r.id));

@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
-import { overdueSql } from '../invoice-status.sql.js';
 
 export interface SummaryRow {
   total: number;
@@ -11,24 +10,64 @@ export interface SummaryRow {
   amount_due: string;
 }
 
+/** A counter kind's rows for one partner or all: the rolled-up counters plus the deltas not yet folded in. */
+function counterRows(db: Db, kind: string, partnerId?: string) {
+  const rolled = db.selectFrom('counters').select(['label', 'bucket', 'n', 'amount']).where('kind', '=', kind);
+  const pending = db.selectFrom('counter_deltas').select(['label', 'bucket', 'n', 'amount']).where('kind', '=', kind);
+  return partnerId === undefined
+    ? rolled.unionAll(pending)
+    : rolled.where('partner_id', '=', partnerId).unionAll(pending.where('partner_id', '=', partnerId));
+}
+
+/**
+ * Reports read from the counters of migration 007 (kept by triggers in the transactions that
+ * change the rows), so their cost follows the number of buckets, never the history.
+ */
 export function createReportRepository(db: Db) {
   return {
-    /** Counts over the invoices this partner has retrieved; overdue is derived from the due date. */
+    /**
+     * Counts over the invoices this partner has retrieved. An open invoice's bucket is its due
+     * date (`infinity` without one), so `bucket < now` is the overdue rule of `isOverdue`.
+     */
     async summary(partnerId: string, now: Date): Promise<SummaryRow> {
-      const overdue = overdueSql('i', now);
-      const row = await db
-        .selectFrom('partner_invoices as pi')
-        .innerJoin('invoices as i', 'i.id', 'pi.invoice_id')
-        .where('pi.partner_id', '=', partnerId)
+      return db
+        .selectFrom(counterRows(db, 'invoice', partnerId).as('c'))
         .select([
-          sql<number>`count(*)::int`.as('total'),
-          sql<number>`(count(*) FILTER (WHERE i.status = 'open' AND NOT ${overdue}))::int`.as('open'),
-          sql<number>`(count(*) FILTER (WHERE ${overdue}))::int`.as('overdue'),
-          sql<number>`(count(*) FILTER (WHERE i.status = 'paid'))::int`.as('paid'),
-          sql<string>`coalesce(sum(i.amount) FILTER (WHERE i.status = 'open'), 0)::text`.as('amount_due'),
+          sql<number>`coalesce(sum(c.n), 0)::int`.as('total'),
+          sql<number>`coalesce(sum(c.n) FILTER (WHERE c.label = 'open' AND c.bucket >= ${now}), 0)::int`.as('open'),
+          sql<number>`coalesce(sum(c.n) FILTER (WHERE c.label = 'open' AND c.bucket < ${now}), 0)::int`.as('overdue'),
+          sql<number>`coalesce(sum(c.n) FILTER (WHERE c.label = 'paid'), 0)::int`.as('paid'),
+          sql<string>`coalesce(sum(c.amount) FILTER (WHERE c.label = 'open'), 0)::text`.as('amount_due'),
         ])
         .executeTakeFirstOrThrow();
-      return row;
+    },
+
+    /**
+     * Where row `offset` of the partner's payments, newest first, lies: the UTC day holding it
+     * (null past the end) and how many of the partner's payments are newer than that day.
+     */
+    async paymentPosition(partnerId: string, offset: number): Promise<{ total: number; day: Date | null; newer: number }> {
+      const { rows } = await sql<{ total: string; day: Date | null; newer: string | null }>`
+        WITH days AS (
+          SELECT c.bucket, sum(c.n) AS n FROM (${counterRows(db, 'payment_day', partnerId)}) c GROUP BY c.bucket
+        ), ranked AS (
+          SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC) - n AS newer FROM days
+        )
+        SELECT (SELECT coalesce(sum(n), 0) FROM days) AS total, r.bucket AS day, r.newer
+        FROM (SELECT 1) AS one
+        LEFT JOIN ranked r ON r.newer <= ${offset} AND r.newer + r.n > ${offset}`.execute(db);
+      const row = rows[0];
+      return { total: Number(row?.total ?? 0), day: row?.day ?? null, newer: Number(row?.newer ?? 0) };
+    },
+
+    /** Payments by status over every partner, for the metrics gauge. */
+    async paymentsByStatus(): Promise<Record<string, number>> {
+      const rows = await db
+        .selectFrom(counterRows(db, 'payment_status').as('c'))
+        .select(['c.label', sql<string>`sum(c.n)`.as('n')])
+        .groupBy('c.label')
+        .execute();
+      return Object.fromEntries(rows.map((r) => [r.label, Number(r.n)]));
     },
   };
 }
