@@ -253,3 +253,64 @@ describe('retention settings', () => {
     expect(() => loadConfig({ RETENTION_BATCH_SIZE: '0' })).toThrow(/retention/);
   });
 });
+
+/*
+ * The sweep's two safety rules, over random histories and random passes: a key inside its TTL is
+ * never deleted, nor an attempt (or the delivery and event behind it) of a delivery still pending.
+ */
+describe('retention safety over random histories', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    const retention: Config['retention'] = { ...testConfig().retention, batchSize: 3 };
+    ctx = await createTestContext({ config: { retention } });
+  });
+  afterAll(() => ctx.close());
+
+  it('never deletes a live idempotency key or anything of a pending delivery', async () => {
+    let a = 2026;
+    const rand = (n: number) => {
+      a = (Math.imul(a, 1103515245) + 12345) >>> 0;
+      return a % n;
+    };
+    const seed = seeder(ctx);
+    const repo = createIdempotencyRepository(ctx.deps.db);
+    const { id: partnerId } = await ctx.partner();
+    const webhook = await seed.webhook(partnerId);
+    const keys: { key: string; expiresAt: number }[] = [];
+    const pending: { event: string; delivery: string; attempts: string[] }[] = [];
+    let deleted = 0;
+
+    for (let round = 0; round < 8; round++) {
+      for (let i = 0; i < 6; i++) {
+        const now = ctx.now();
+        const expiresAt = new Date(now.getTime() + (rand(5) - 2) * DAY + rand(1000));
+        const key = `k-${round}-${i}`;
+        await repo.claim({ partnerId, key, requestHash: 'h', now, lockUntil: now, expiresAt });
+        keys.push({ key, expiresAt: expiresAt.getTime() });
+        const event = await seed.event(partnerId, rand(120) * DAY);
+        const status = (['pending', 'delivered', 'failed', 'canceled'] as const)[rand(4)] ?? 'pending';
+        const d = await seed.delivery(webhook, event, status, [rand(120) * DAY, rand(60) * DAY]);
+        if (status === 'pending') pending.push({ event, delivery: d.id, attempts: d.attempts });
+      }
+      for (let pass = 0; pass < 1 + rand(3); pass++) await sweepJob(ctx).run();
+
+      const left = new Set(await keysOf(ctx, partnerId));
+      const live = keys.filter((k) => k.expiresAt > ctx.now().getTime());
+      for (const k of live) expect(left.has(k.key), `live key ${k.key}`).toBe(true);
+      deleted += keys.length - left.size;
+      expect(await existing(ctx, 'events', pending.map((p) => p.event))).toEqual(new Set(pending.map((p) => p.event)));
+      expect(await existing(ctx, 'webhook_deliveries', pending.map((p) => p.delivery))).toEqual(new Set(pending.map((p) => p.delivery)));
+      const attempts = pending.flatMap((p) => p.attempts);
+      expect(await existing(ctx, 'webhook_attempts', attempts)).toEqual(new Set(attempts));
+      ctx.advance(rand(3) * DAY);
+    }
+    // The histories must have given the sweep something to delete, or the rules were never tested.
+    expect(deleted).toBeGreaterThan(0);
+    const { events } = await ctx.deps.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<number>().as('events'))
+      .where('partner_id', '=', partnerId)
+      .executeTakeFirstOrThrow();
+    expect(Number(events)).toBeLessThan(8 * 6);
+  });
+});
