@@ -209,6 +209,15 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     });
   }
   metrics.observe({ paymentsByStatus: () => reportRepo.paymentsByStatus(), outboxBacklog: () => deliveryRepo.countPending() });
+  const webhookJob = createWebhookDeliveryJob({
+    deliveries: deliveryRepo,
+    service: deliveryService,
+    intervalMs: config.webhookPollMs,
+    timeoutMs: config.webhookTimeoutMs,
+    concurrency: config.webhookConcurrency,
+    log: logger,
+    now: opts.now,
+  });
   const jobs: Job[] = [
     createPaymentConfirmationJob({
       payments: paymentRepo,
@@ -221,16 +230,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       leaseMs: 3 * config.ministryTimeoutMs + config.confirmPollMs,
       log: logger,
       now: opts.now,
+      onChecked: () => webhookJob.nudge(),
     }),
-    createWebhookDeliveryJob({
-      deliveries: deliveryRepo,
-      service: deliveryService,
-      intervalMs: config.webhookPollMs,
-      timeoutMs: config.webhookTimeoutMs,
-      concurrency: config.webhookConcurrency,
-      log: logger,
-      now: opts.now,
-    }),
+    webhookJob,
     createRetentionSweepJob({ idempotency: idempotencyRepo, retention: createRetentionRepository(db), settings: config.retention, log: logger, now: opts.now }),
     createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log: logger }),
   ];

@@ -10,6 +10,11 @@ export interface Job {
    * whose pass does all its work before returning leave it out.
    */
   drain?(): Promise<void>;
+  /**
+   * Stops claiming new work (passes and refills become no-ops) and resolves once the work in
+   * flight has finished: shutdown. Jobs that claim again on their own as slots free have it.
+   */
+  stop?(): Promise<void>;
 }
 
 export interface RunningJobs {
@@ -40,7 +45,7 @@ export function startJobs(jobs: Job[], log: Logger): RunningJobs {
       stopped = true;
       timers.forEach(clearInterval);
       await Promise.allSettled([...inFlight]);
-      await Promise.allSettled(jobs.map((job) => job.drain?.()));
+      await Promise.allSettled(jobs.map((job) => (job.stop ? job.stop() : job.drain?.())));
     },
   };
 }

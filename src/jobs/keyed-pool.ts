@@ -13,7 +13,15 @@ export interface KeyedPool {
   idle(): Promise<void>;
 }
 
-export function createKeyedPool(opts: { perKey: number; total: number; onError: (err: unknown, key: string) => void }): KeyedPool {
+export interface KeyedPoolOptions {
+  perKey: number;
+  total: number;
+  onError: (err: unknown, key: string) => void;
+  /** Called once a task's slot is free again (its key's count already lowered). */
+  onFree?: (key: string) => void;
+}
+
+export function createKeyedPool(opts: KeyedPoolOptions): KeyedPool {
   const running = new Map<string, number>();
   const inFlight = new Set<Promise<void>>();
 
@@ -37,6 +45,7 @@ export function createKeyedPool(opts: { perKey: number; total: number; onError: 
           if (left > 0) running.set(key, left);
           else running.delete(key);
           inFlight.delete(done);
+          opts.onFree?.(key);
         });
       inFlight.add(done);
       return true;

@@ -1,5 +1,6 @@
 import type { Job } from './job-runner.js';
 import { createKeyedPool } from './keyed-pool.js';
+import { createSerialPass } from './serial-pass.js';
 import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
@@ -20,12 +21,16 @@ export interface PaymentConfirmationJobDeps {
   leaseMs: number;
   log: Logger;
   now?: () => Date;
+  /** Called after each check (a confirmation may have written an outbox row): the webhook job delivers it now. */
+  onChecked?: () => void;
 }
 
 /**
  * Checks unresolved payments with their ministry and retries owed ministry cancellations. Work is
  * claimed per ministry system, only as much as that system has free slots, and runs beside later
  * passes: a slow or failing system fills its own slots and never delays another system's checks.
+ * When a slot frees and the last claim found work, the job claims again at once, so a backlog
+ * drains as fast as the ministries answer instead of one batch of slots per interval.
  * Claims use SKIP LOCKED and a lease (next_check_at pushed forward), so any number of instances
  * can run this at once.
  */
@@ -35,7 +40,12 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     perKey: deps.concurrencyPerSource,
     total: deps.concurrencyPerSource * SOURCES.length,
     onError: (err, source) => deps.log.warn({ err, source }, 'confirmation check failed'),
+    onFree: (source) => {
+      if (saturated.has(source)) refill();
+    },
   });
+  /** Systems whose slots the last pass filled: more of their work may be due, so a freed slot claims again at once. */
+  let saturated = new Set<string>();
   // Due a little early, so the pass one interval later always finds it due.
   const slackMs = Math.floor(deps.schedule.intervalMs / 10);
 
@@ -47,20 +57,38 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     } finally {
       const delay = nextCheckDelayMs(payment.check_attempts, deps.schedule) - slackMs;
       await deps.payments.reschedule(payment.id, new Date(claimedAt.getTime() + delay));
+      deps.onChecked?.();
     }
   }
+
+  async function pass(): Promise<void> {
+    const at = now();
+    const leaseUntil = new Date(at.getTime() + deps.leaseMs);
+    const offered = freeSlots();
+    const owed = await deps.cancellations.claimDue(at, leaseUntil, offered);
+    owed.forEach((row) => pool.tryRun(row.source, () => deps.ministryCancellation.attempt(row)));
+    const left = Object.fromEntries(SOURCES.map((s) => [s, (offered[s] ?? 0) - owed.filter((r) => r.source === s).length]));
+    const due = await deps.payments.claimDue(at, leaseUntil, left);
+    due.forEach((payment) => pool.tryRun(payment.source, () => checkPayment(payment, at)));
+    // Judged by what was offered, not by the slots now free: checks finishing meanwhile free slots too.
+    saturated = new Set(SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)));
+  }
+  const passes = createSerialPass(pass);
+  const refill = () => passes.now().catch((err: unknown) => deps.log.error({ err, job: 'payment-confirmation' }, 'job pass failed'));
 
   return {
     name: 'payment-confirmation',
     intervalMs: deps.schedule.intervalMs,
-    async run() {
-      const at = now();
-      const leaseUntil = new Date(at.getTime() + deps.leaseMs);
-      const owed = await deps.cancellations.claimDue(at, leaseUntil, freeSlots());
-      owed.forEach((row) => pool.tryRun(row.source, () => deps.ministryCancellation.attempt(row)));
-      const due = await deps.payments.claimDue(at, leaseUntil, freeSlots());
-      due.forEach((payment) => pool.tryRun(payment.source, () => checkPayment(payment, at)));
+    run: () => passes.now(),
+    async drain() {
+      while (passes.busy() || pool.free() < deps.concurrencyPerSource * SOURCES.length) {
+        await passes.idle();
+        await pool.idle();
+      }
     },
-    drain: () => pool.idle(),
+    async stop() {
+      await passes.stop();
+      await pool.idle();
+    },
   };
 }

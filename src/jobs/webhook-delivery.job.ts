@@ -1,6 +1,7 @@
 import type { Job } from './job-runner.js';
 import { createKeyedPool } from './keyed-pool.js';
-import type { ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import { createSerialPass } from './serial-pass.js';
+import type { ClaimedDelivery, ClaimLimits, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookDeliveryService } from '../services/webhook-delivery.service.js';
 import type { Logger } from '../services/logger.js';
 
@@ -37,13 +38,40 @@ function freeOf(counts: Map<string, number>, cap: number): Map<string, number> {
 }
 
 /**
+ * The endpoints a claim gave every slot it offered them (their own, their partner's or the
+ * overall limit): judged by what was offered, not by the slots free afterwards, since attempts
+ * finishing meanwhile free slots too.
+ */
+function saturatedEndpoints(busy: ClaimedDelivery[], claimed: ClaimedDelivery[], limits: ClaimLimits): Set<string> {
+  const perEndpoint = countBy(claimed, (c) => c.webhookId);
+  const perPartner = countBy(claimed, (c) => c.partnerId);
+  const totalHit = claimed.length >= limits.total;
+  return new Set(
+    busy
+      .filter(
+        (c) =>
+          totalHit ||
+          (perEndpoint.get(c.webhookId) ?? 0) >= (limits.endpointFree.get(c.webhookId) ?? limits.perEndpoint) ||
+          (perPartner.get(c.partnerId) ?? 0) >= (limits.partnerFree.get(c.partnerId) ?? limits.perPartner),
+      )
+      .map((c) => c.webhookId),
+  );
+}
+
+/**
  * Delivers due webhook deliveries. A pass claims only as many rows of each endpoint and partner
  * as they have free slots here, starts the attempts and returns without waiting for them: a
  * hanging receiver holds its own slots until its timeout, never the next pass or another
- * partner's deliveries. Rows are claimed with SKIP LOCKED and a lease, so any number of
+ * partner's deliveries. A freed slot claims again at once while there is work, so a fast
+ * receiver takes a backlog as fast as it answers. Rows are claimed with SKIP LOCKED and a lease, so any number of
  * instances can run this at once and each attempt is made by one of them.
  */
-export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): Job {
+export interface WebhookDeliveryJob extends Job {
+  /** New deliveries may be due (a confirmation just committed its outbox row): claim now, not at the next interval. */
+  nudge(): void;
+}
+
+export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookDeliveryJob {
   const now = deps.now ?? (() => new Date());
   const { concurrency } = deps;
   const pool = createKeyedPool({
@@ -51,10 +79,16 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): Job {
     total: concurrency.total,
     // An unrecorded attempt is retried when its lease runs out.
     onError: (err, webhookId) => deps.log.error({ err, webhookId }, 'webhook attempt could not be recorded'),
+    onFree: (webhookId) => {
+      if (saturated.has(webhookId)) nudge();
+    },
   });
   const inFlight = new Map<string, ClaimedDelivery>();
-  // Passes must not interleave: each one's limits assume no other claim is being started.
-  let previous: Promise<void> = Promise.resolve();
+  /**
+   * Endpoints the last pass left without a free slot (their own, their partner's or the overall
+   * cap): more of their deliveries may be due, so a freed slot claims again at once.
+   */
+  let saturated = new Set<string>();
 
   function start(claim: ClaimedDelivery): void {
     inFlight.set(claim.id, claim);
@@ -75,24 +109,38 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): Job {
     const at = now();
     const leaseUntil = new Date(at.getTime() + deps.timeoutMs + LEASE_MARGIN_MS);
     const running = [...inFlight.values()];
-    const claimed = await deps.deliveries.claimDue(at, leaseUntil, {
+    const limits = {
       total: pool.free(),
       perEndpoint: concurrency.perEndpoint,
       perPartner: concurrency.perPartner,
       endpointFree: freeOf(countBy(running, (c) => c.webhookId), concurrency.perEndpoint),
       partnerFree: freeOf(countBy(running, (c) => c.partnerId), concurrency.perPartner),
-    });
+    };
+    const claimed = await deps.deliveries.claimDue(at, leaseUntil, limits);
     claimed.forEach(start);
+    saturated = saturatedEndpoints([...running, ...claimed], claimed, limits);
   }
+
+  // Passes never interleave: each one's limits assume no other claim is being started.
+  const passes = createSerialPass(pass);
+  const nudge = () => {
+    passes.now().catch((err: unknown) => deps.log.error({ err, job: 'webhook-delivery' }, 'job pass failed'));
+  };
 
   return {
     name: 'webhook-delivery',
     intervalMs: deps.intervalMs,
-    run() {
-      const next = previous.then(pass);
-      previous = next.catch(() => undefined);
-      return next;
+    run: () => passes.now(),
+    nudge,
+    async drain() {
+      while (passes.busy() || inFlight.size > 0) {
+        await passes.idle();
+        await pool.idle();
+      }
     },
-    drain: () => pool.idle(),
+    async stop() {
+      await passes.stop();
+      await pool.idle();
+    },
   };
 }

@@ -78,6 +78,31 @@ it('confirms an approval at a healthy system while a slow system has 50 payments
   const again = await ctx.deps.db.selectFrom('payments').select('check_attempts').where('id', 'in', etaxPayments.map((p) => p.id)).execute();
   expect(again.filter((p) => p.check_attempts > 0)).toHaveLength(ctx.config.confirmConcurrencyPerSource);
 
+  // Once etax answers quickly again, the freed slots take the rest of its backlog (all due by
+  // now) without waiting for a pass.
+  ctx.advance(ctx.config.confirmPollMs);
+  await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });
   await job.drain?.();
+  const checked = await ctx.deps.db.selectFrom('payments').select('check_attempts').where('id', 'in', etaxPayments.map((p) => p.id)).execute();
+  expect(checked.every((p) => p.check_attempts > 0)).toBe(true);
   expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
+});
+
+it('confirms a backlog larger than its slots in one pass, claiming again as each slot frees', async () => {
+  const refs = Array.from({ length: 12 }, (_, i) => `BACKLOG-MOF-${i}`);
+  await ctx.sim('/__control/invoices', { invoices: refs.map((r) => ({ ...fixture('mof', r), payer: { register: '8200003', name: 'Backlog' } })) });
+  const { apiKey } = await ctx.partner();
+  const found = (await ctx.api(apiKey, { method: 'GET', url: '/api/v1/invoices?ttd=8200003' })).json<{ invoices: { id: string }[] }>();
+  const payments = await Promise.all(
+    found.invoices.map(async (i) => (await ctx.api(apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: i.id } })).json<{ id: string }>()),
+  );
+  for (const ref of refs) expect((await ctx.sim('/__control/approve', { refNum: ref })).statusCode).toBe(200);
+  expect(refs.length).toBeGreaterThan(2 * ctx.config.confirmConcurrencyPerSource);
+
+  const job = ctx.deps.jobs.find((j) => j.name === 'payment-confirmation');
+  if (!job) throw new Error('no confirmation job');
+  await job.run();
+  await job.drain?.();
+  const rows = await ctx.deps.db.selectFrom('payments').select('status').where('id', 'in', payments.map((p) => p.id)).execute();
+  expect(rows.map((r) => r.status)).toEqual(refs.map(() => 'confirmed'));
 });

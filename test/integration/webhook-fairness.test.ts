@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { addOwnInvoice } from '../helpers/own-invoice.js';
 import { createEventRepository } from '../../src/db/repositories/event.repository.js';
 import { createWebhookDeliveryRepository, type ClaimLimits } from '../../src/db/repositories/webhook-delivery.repository.js';
 import type { Job } from '../../src/jobs/job-runner.js';
@@ -110,12 +111,45 @@ describe('delivery fairness', () => {
     expect(await claimedOf()).toHaveLength(CONCURRENCY.perPartner);
     expect(drained).toBe(false);
 
-    // Shutdown waits for the attempts in flight; the receivers going away ends them.
+    // Shutdown claims nothing more and waits for the attempts in flight; the receivers going away ends them.
+    const stopping = job.stop?.();
     await Promise.all(receivers.splice(0).map((r) => r.close()));
+    await stopping;
     await drain;
     expect(await attemptCount(aHooks)).toBe(CONCURRENCY.perPartner);
     const after = await claimedOf();
     expect(after.every((d) => d.status === 'pending' && d.attempts === 1)).toBe(true);
+  });
+
+  it('delivers a backlog larger than its slots in one pass, claiming again as each slot frees', async () => {
+    const p = await ctx.partner();
+    const healthy = await receiver();
+    await registerOk(p.apiKey, healthy.url);
+    const backlog = 4 * CONCURRENCY.perEndpoint;
+    await submitted(p.id, backlog);
+
+    const job = deliveryJob();
+    await job.run();
+    await job.drain?.();
+    expect(healthy.received).toHaveLength(backlog);
+  });
+
+  it('delivers a confirmation without waiting for its own pass: the confirmation job nudges it', async () => {
+    const p = await ctx.partner();
+    const healthy = await receiver();
+    const res = await ctx.api(p.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url: healthy.url, secret: SECRET, events: ['payment.confirmed'] } });
+    expect(res.statusCode).toBe(201);
+    const { refNum } = await addOwnInvoice(ctx, 'police');
+    const invoiceId = (await ctx.api(p.apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${refNum}` })).json<{ id: string }>().id;
+    expect((await ctx.api(p.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId } })).statusCode).toBe(201);
+    await ctx.sim('/__control/approve', { refNum });
+
+    const confirmation = ctx.deps.jobs.find((j) => j.name === 'payment-confirmation');
+    await confirmation?.run();
+    await confirmation?.drain?.();
+    // Only the confirmation job was run: the delivery job's own pass never came.
+    await deliveryJob().drain?.();
+    expect(healthy.received.map((r) => (JSON.parse(r.body) as { event: string }).event)).toEqual(['payment.confirmed']);
   });
 
   it('takes partners in turns when the overall limit is short', async () => {
