@@ -39,6 +39,8 @@ const statements = [
     amount numeric(24, 2) NOT NULL
   )`,
   `CREATE INDEX counter_deltas_key_idx ON counter_deltas (kind, partner_id)`,
+  // The invoice trigger finds the partners holding a changed invoice; the primary key leads with the partner.
+  `CREATE INDEX IF NOT EXISTS partner_invoices_invoice_idx ON partner_invoices (invoice_id)`,
 
   // An invoice changing status, amount or due date moves it between the buckets of every partner that holds it.
   `CREATE FUNCTION counters_invoices_updated() RETURNS trigger LANGUAGE plpgsql AS $$
