@@ -13,6 +13,7 @@ import * as m004 from './migrations/004-payment-lifecycle.migration.js';
 import * as m005 from './migrations/005-webhook-fairness.migration.js';
 import * as m006 from './migrations/006-retention.migration.js';
 import * as m007 from './migrations/007-counters.migration.js';
+import * as m008 from './migrations/008-sweep-indexes.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '005-webhook-fairness': m005,
   '006-retention': m006,
   '007-counters': m007,
+  '008-sweep-indexes': m008,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -99,6 +99,8 @@ export function createIdempotencyRepository(db: Db) {
         WHERE (partner_id, key) IN (
           SELECT partner_id, key FROM idempotency_keys
           WHERE expires_at <= ${now}::timestamptz
+          -- Oldest first, by the expires_at index: unordered, PostgreSQL scans the table for them.
+          ORDER BY expires_at
           LIMIT ${limit} FOR UPDATE SKIP LOCKED
         )`.execute(db);
       return Number(res.numAffectedRows ?? 0);
