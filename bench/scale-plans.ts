@@ -1,0 +1,93 @@
+/**
+ * `EXPLAIN (ANALYZE, BUFFERS)` of the queries the reports and background claims really send: each
+ * repository method runs once against a Kysely whose log hook records the compiled statements,
+ * then each statement is explained with its own parameters inside a transaction that is rolled
+ * back, so the explained claims and deletes change nothing.
+ */
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../src/db/db.types.js';
+import { createCounterRepository } from '../src/db/repositories/counter.repository.js';
+import { createIdempotencyRepository } from '../src/db/repositories/idempotency.repository.js';
+import { createMinistryCancellationRepository } from '../src/db/repositories/ministry-cancellation.repository.js';
+import { createPaymentRepository } from '../src/db/repositories/payment.repository.js';
+import { createReportRepository } from '../src/db/repositories/report.repository.js';
+import { createRetentionRepository } from '../src/db/repositories/retention.repository.js';
+import { createWebhookDeliveryRepository } from '../src/db/repositories/webhook-delivery.repository.js';
+
+const DAY = 24 * 3600 * 1000;
+
+interface Captured {
+  label: string;
+  query: CompiledQuery;
+}
+
+type Step = [label: string, run: (db: Kysely<Database>) => Promise<unknown>];
+
+function steps(partnerId: string, webhookId: string, settledIds: string[], lastOffset: number): Step[] {
+  const limits = { mof: 4, etax: 4, police: 4 };
+  const lease = () => new Date(Date.now() + 10_000);
+  const claimLimits = { total: 32, perEndpoint: 2, perPartner: 8, endpointFree: new Map(), partnerFree: new Map() };
+  return [
+    ['GET /reports/summary', (db) => createReportRepository(db).summary(partnerId, new Date())],
+    ['GET /reports/payments page 1: position', (db) => createReportRepository(db).paymentPosition(partnerId, 0)],
+    ['GET /reports/payments page 1: rows', (db) => createPaymentRepository(db).listForPartnerBefore(partnerId, new Date(Date.now() + DAY), 0, 20)],
+    ['GET /reports/payments last page: position', (db) => createReportRepository(db).paymentPosition(partnerId, lastOffset)],
+    ['POST /payments/report: settlement ownership', (db) => createPaymentRepository(db).ownSettledIds(partnerId, settledIds)],
+    ['GET /webhooks/{id}/deliveries', (db) => createWebhookDeliveryRepository(db).listAttempts(webhookId, 50)],
+    ['admin GET /metrics: payments by status', (db) => createReportRepository(db).paymentsByStatus()],
+    ['admin GET /metrics: pending deliveries', (db) => createWebhookDeliveryRepository(db).countPending()],
+    ['confirmation claim', (db) => createPaymentRepository(db).claimDue(new Date(), lease(), limits)],
+    ['owed ministry cancellations claim', (db) => createMinistryCancellationRepository(db).claimDue(new Date(), lease(), limits)],
+    ['webhook delivery claim', (db) => createWebhookDeliveryRepository(db).claimDue(new Date(), lease(), claimLimits)],
+    ['counter roll-up', (db) => createCounterRepository(db).rollup(5000)],
+    ['retention: expired idempotency keys', (db) => createIdempotencyRepository(db).purgeExpired(new Date(), 1000)],
+    ['retention: attempts, deliveries, events', (db) =>
+      createRetentionRepository(db).sweep({ attemptsBefore: new Date(Date.now() - 30 * DAY), eventsBefore: new Date(Date.now() - 90 * DAY) }, 1000)],
+  ];
+}
+
+/** Runs every step once, recording the statements it sent. */
+async function capture(url: string, list: Step[]): Promise<Captured[]> {
+  const captured: Captured[] = [];
+  let current = '';
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool }),
+    log: (event) => {
+      if (event.level === 'query' && !/^(begin|commit|rollback)/i.test(event.query.sql)) captured.push({ label: current, query: event.query });
+    },
+  });
+  try {
+    for (const [label, run] of list) {
+      current = label;
+      // Nothing is due in the seeded data, so a claim leases nothing; the retention steps delete
+      // one batch the sweep that follows would delete anyway.
+      await run(db);
+    }
+  } finally {
+    await db.destroy();
+  }
+  return captured;
+}
+
+export async function explainAll(url: string, opts: { partnerId: string; webhookId: string; settledIds: string[]; lastOffset: number }): Promise<string> {
+  const captured = await capture(url, steps(opts.partnerId, opts.webhookId, opts.settledIds, opts.lastOffset));
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const out: string[] = [];
+  try {
+    for (const { label, query } of captured) {
+      await client.query('BEGIN');
+      try {
+        const res = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`, [...query.parameters]);
+        out.push(`## ${label}\n\n${query.sql.replace(/\s+/g, ' ').trim()}\n\n${res.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`);
+      } finally {
+        await client.query('ROLLBACK');
+      }
+    }
+  } finally {
+    await client.end();
+  }
+  return out.join('\n');
+}
