@@ -71,6 +71,10 @@ async function capture(url: string, list: Step[]): Promise<Captured[]> {
   return captured;
 }
 
+/** A plan line that spells out a thousand-id array says nothing more past its start. */
+const clip = (line: string) => (line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)} …` : line);
+const MAX_LINE = 240;
+
 export async function explainAll(url: string, opts: { partnerId: string; webhookId: string; settledIds: string[]; lastOffset: number }): Promise<string> {
   const captured = await capture(url, steps(opts.partnerId, opts.webhookId, opts.settledIds, opts.lastOffset));
   const client = new pg.Client({ connectionString: url });
@@ -81,7 +85,7 @@ export async function explainAll(url: string, opts: { partnerId: string; webhook
       await client.query('BEGIN');
       try {
         const res = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`, [...query.parameters]);
-        out.push(`## ${label}\n\n${query.sql.replace(/\s+/g, ' ').trim()}\n\n${res.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`);
+        out.push(`## ${label}\n\n${query.sql.replace(/\s+/g, ' ').trim()}\n\n${res.rows.map((r) => clip(r['QUERY PLAN'])).join('\n')}\n`);
       } finally {
         await client.query('ROLLBACK');
       }
