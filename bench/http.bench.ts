@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request as AcRequest } from 'autocannon';
 import { apiEnv, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
+import { lifecycleBench, lifecycleTable, type LifecycleResult } from './lifecycle.bench.js';
 
 /**
  * `npm run bench`: the service on PostgreSQL and on PGlite against a bare Fastify baseline, in
@@ -25,7 +26,9 @@ const INVOICES_PER_REGISTER = 1500;
 const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** `--stores=postgres` and `--endpoints=read,pay` narrow a run while working on one path. */
 const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
-const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status').split(',');
+const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,lifecycle').split(',');
+/** `lifecycle` is not one endpoint of one store: it runs after them (bench/lifecycle.bench.ts). */
+const STORE_ENDPOINTS = ENDPOINTS.filter((name) => name !== 'lifecycle');
 /** `--cpu-prof`: the API (per store) and the simulator write V8 CPU profiles to bench/results/profiles/. */
 const CPU_PROF = process.argv.includes('--cpu-prof');
 /**
@@ -270,7 +273,7 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       status: { label: 'GET /payments/{id}', method: 'GET', next: () => { const p = pick(payments); return { path: `/api/v1/payments/${p.id}`, key: p.key }; } },
     };
     let payments: { key: string; id: string }[] = [];
-    for (const name of ENDPOINTS) {
+    for (const name of STORE_ENDPOINTS) {
       const target = targets[name];
       if (!target) throw new Error(`unknown endpoint ${name}; known: ${Object.keys(targets).join(', ')}`);
       if (name === 'status') payments = await collectPayments(api, keys, nextInvoiceToPay);
@@ -367,6 +370,16 @@ function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row
   return lines.join('\n');
 }
 
+/**
+ * At half the payment peak this run measured on PostgreSQL (the issue's "50% load"), or at
+ * `--lifecycle-rate` payments per second when the run did not measure it.
+ */
+async function runLifecycle(rows: Row[]): Promise<LifecycleResult | null> {
+  const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps;
+  const rate = Number(flag('lifecycle-rate') ?? (payPeak ? Math.floor(payPeak / 2) : 100));
+  return lifecycleBench({ pgUrl: PG_URL, rate, durationS: Number(flag('lifecycle-duration') ?? 20), apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS });
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   if (!FROM_SOURCE) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
@@ -386,7 +399,7 @@ async function main(): Promise<void> {
   let fanOut: FanOut[] = [];
   let baselineHalf: BaselineHalf | null = null;
   try {
-    const pgDb = STORES.includes('postgres') ? await freshDatabase(PG_URL, 'bench') : null;
+    const pgDb = STORES.includes('postgres') && STORE_ENDPOINTS.length > 0 ? await freshDatabase(PG_URL, 'bench') : null;
     if (pgDb) {
       try {
         const res = await withSimulator(fixtures, (sim) => benchStore('postgres', sim, measureBaseline, pgDb.url));
@@ -397,7 +410,7 @@ async function main(): Promise<void> {
         await pgDb.drop();
       }
     }
-    if (STORES.includes('pglite')) {
+    if (STORES.includes('pglite') && STORE_ENDPOINTS.length > 0) {
       const lite = await withSimulator(fixtures, (sim) => benchStore('pglite', sim, measureBaseline, null));
       rows.push(...lite.rows);
       rss.pglite = lite.rssMb;
@@ -407,14 +420,15 @@ async function main(): Promise<void> {
   } finally {
     await baseline.stop();
   }
+  const lifecycle = ENDPOINTS.includes('lifecycle') ? await runLifecycle(rows) : null;
 
-  const md = table(baselines, baselineHalf, rows, rss, fanOut);
+  const md = [table(baselines, baselineHalf, rows, rss, fanOut), ...(lifecycle ? ['', lifecycleTable(lifecycle)] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
   const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, lifecycle }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
