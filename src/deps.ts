@@ -230,7 +230,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       leaseMs: 3 * config.ministryTimeoutMs + config.confirmPollMs,
       log: logger,
       now: opts.now,
-      onChecked: () => webhookJob.nudge(),
+      onResolved: () => webhookJob.nudge(),
     }),
     webhookJob,
     createRetentionSweepJob({ idempotency: idempotencyRepo, retention: createRetentionRepository(db), settings: config.retention, log: logger, now: opts.now }),

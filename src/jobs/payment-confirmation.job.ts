@@ -2,7 +2,7 @@ import type { Job } from './job-runner.js';
 import { createKeyedPool } from './keyed-pool.js';
 import { createSerialPass } from './serial-pass.js';
 import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
-import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payment.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
@@ -21,8 +21,8 @@ export interface PaymentConfirmationJobDeps {
   leaseMs: number;
   log: Logger;
   now?: () => Date;
-  /** Called after each check (a confirmation may have written an outbox row): the webhook job delivers it now. */
-  onChecked?: () => void;
+  /** Called after a check resolved a payment (a confirmation wrote an outbox row): the webhook job delivers it now. */
+  onResolved?: () => void;
 }
 
 /**
@@ -49,15 +49,24 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
   // Due a little early, so the pass one interval later always finds it due.
   const slackMs = Math.floor(deps.schedule.intervalMs / 10);
 
+  // Claims come four times per check interval: a payment whose check falls due waits at most a
+  // quarter interval for a pass, not a whole one (approval to webhook is budgeted at one interval).
+  const claimEveryMs = Math.max(50, Math.floor(deps.schedule.intervalMs / 4));
+
   const freeSlots = () => Object.fromEntries(SOURCES.map((s) => [s, pool.available(s)]));
 
-  async function checkPayment(payment: PaymentRow, claimedAt: Date): Promise<void> {
+  async function checkPayment(payment: ClaimedPayment, claimedAt: Date): Promise<void> {
+    let outcome: 'resolved' | 'unresolved' = 'unresolved';
     try {
-      await deps.resolver.check(payment);
+      outcome = await deps.resolver.check(payment, payment.ref_num);
     } finally {
-      const delay = nextCheckDelayMs(payment.check_attempts, deps.schedule) - slackMs;
-      await deps.payments.reschedule(payment.id, new Date(claimedAt.getTime() + delay));
-      deps.onChecked?.();
+      // A resolved payment has no next check; the reschedule would find nothing to move.
+      if (outcome === 'unresolved') {
+        const delay = nextCheckDelayMs(payment.check_attempts, deps.schedule) - slackMs;
+        await deps.payments.reschedule(payment.id, new Date(claimedAt.getTime() + delay));
+      } else {
+        deps.onResolved?.();
+      }
     }
   }
 
@@ -78,7 +87,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
 
   return {
     name: 'payment-confirmation',
-    intervalMs: deps.schedule.intervalMs,
+    intervalMs: claimEveryMs,
     run: () => passes.now(),
     async drain() {
       while (passes.busy() || pool.free() < deps.concurrencyPerSource * SOURCES.length) {

@@ -4,7 +4,7 @@ import type { PaymentEvent } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
-import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
+import type { MinistryAdapters, UpstreamPaymentState, Source } from '../ministry/ministry.types.js';
 import type { InvoiceCache } from './invoice-cache.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 
@@ -35,15 +35,10 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
 
   async function confirm(payment: PaymentRow, confirmedAt: string | null): Promise<void> {
     const paidAt = confirmedAt ? new Date(confirmedAt) : now();
-    const paid = await deps.payments.transaction(async (trx) => {
-      const moved = await deps.payments.move(trx, payment.id, 'ministry_approved', now(), { paidAt });
-      if (!moved) return [];
-      const ids = await deps.payments.markInvoicesPaid(trx, payment.id);
-      await deps.events.append(trx, payment.partner_id, { event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
-      return ids;
-    });
+    const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
+    const paid = await deps.payments.markConfirmed({ id: payment.id, at: now(), paidAt, outbox });
     // After the commit: a read between a forget and the commit would cache the old row again.
-    deps.invoiceCache.forget(paid);
+    deps.invoiceCache.forget(paid ?? []);
   }
 
   /** Ends an unconfirmed payment and releases its invoices; they were never paid by it. */
@@ -56,32 +51,47 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     });
   }
 
-  async function check(payment: PaymentRow): Promise<void> {
+  /** A pending payment is submitted again, which needs its whole invoice. */
+  async function resubmit(payment: PaymentRow, state: UpstreamPaymentState): Promise<void> {
+    if (state.status === 'unknown') return void (await deps.submitter.neverReceived(payment));
     const invoice = await deps.invoices.findById(payment.invoice_id);
-    if (!invoice) return;
-    const ref = { paymentId: payment.id, refNum: invoice.ref_num };
+    if (invoice) await deps.submitter.submit(payment, invoice);
+  }
+
+  /**
+   * Asks the ministry about the payment (by `refNum` when the caller has it, else its invoice's)
+   * and moves it by the answer. Resolves to whether the payment may still be unresolved: a
+   * confirmed or ended payment needs no further check.
+   */
+  async function check(payment: PaymentRow, refNum?: string): Promise<'resolved' | 'unresolved'> {
+    const ref = refNum ?? (await deps.invoices.findById(payment.invoice_id))?.ref_num;
+    if (ref === undefined) return 'unresolved';
     const adapter = deps.ministries[payment.source as Source];
-    const state = await adapter.getPayment(ref);
+    const state = await adapter.getPayment({ paymentId: payment.id, refNum: ref });
     if (payment.status === 'pending') {
-      if (state.status === 'unknown') await deps.submitter.neverReceived(payment);
-      else await deps.submitter.submit(payment, invoice);
-      return;
+      await resubmit(payment, state);
+      return 'unresolved';
     }
-    if (payment.status !== 'submitted') return;
+    if (payment.status !== 'submitted') return 'resolved';
     switch (state.status) {
       case 'confirmed':
-        return confirm(payment, state.confirmedAt);
+        await confirm(payment, state.confirmedAt);
+        return 'resolved';
       case 'canceled':
-        return end(payment, 'ministry_canceled');
+        await end(payment, 'ministry_canceled');
+        return 'resolved';
       case 'rejected':
-        return end(payment, 'ministry_rejected');
+        await end(payment, 'ministry_rejected');
+        return 'resolved';
       case 'unknown':
-        return end(payment, 'ministry_forgot');
+        await end(payment, 'ministry_forgot');
+        return 'resolved';
       case 'submitted':
-        if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return;
+        if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return 'unresolved';
         // The ministry first: once it has canceled, the citizen can no longer pay this payment.
-        await adapter.cancelPayment(ref);
-        return end(payment, 'expired');
+        await adapter.cancelPayment({ paymentId: payment.id, refNum: ref });
+        await end(payment, 'expired');
+        return 'resolved';
     }
   }
 

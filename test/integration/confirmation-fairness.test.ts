@@ -15,7 +15,8 @@ const REGISTER = '8200002';
 let ctx: TestContext;
 
 beforeAll(async () => {
-  ctx = await createTestContext({ config: { ministryTimeoutMs: 5000 } });
+  // Few slots, so the backlog below outnumbers them without many payments.
+  ctx = await createTestContext({ config: { ministryTimeoutMs: 5000, confirmConcurrencyPerSource: 4 } });
 });
 afterAll(async () => {
   await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });

@@ -11,6 +11,11 @@ import type { OutboxWrite } from './event.repository.js';
 export type PaymentRow = Selectable<PaymentsTable>;
 type Trx = Transaction<Database>;
 
+/** A payment claimed for a check, with its invoice's refNum: the ministry is asked by it. */
+export interface ClaimedPayment extends PaymentRow {
+  ref_num: string;
+}
+
 export interface PaymentDetail extends PaymentRow {
   invoiceIds: string[];
 }
@@ -74,6 +79,32 @@ export function createPaymentRepository(db: Db) {
         SELECT * FROM moved`.execute(db);
       const row = rows[0];
       return row ? { ...row, invoiceIds: [row.invoice_id] } : null;
+    },
+
+    /**
+     * submitted -> confirmed, the invoices it holds marked paid and the outbox event, in one
+     * statement (one round trip where a transaction took five: the confirmation job's hot path).
+     * The invoices' update reads `moved`, so it runs after the payment row is locked, in the lock
+     * order of every other path. Null when another actor moved the payment first; else the ids of
+     * the invoices it paid.
+     */
+    async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite }): Promise<string[] | null> {
+      const move = paymentMove('ministry_approved');
+      const paid = invoiceMove('payment_confirmed');
+      const { rows } = await sql<{ moved: boolean; ids: string[] }>`
+        WITH moved AS (
+          UPDATE payments SET status = ${move.to}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz, next_check_at = NULL
+          WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
+          RETURNING *
+        ), paid AS (
+          UPDATE invoices SET status = ${paid.to}, updated_at = ${input.at}::timestamptz
+          WHERE id IN (SELECT pi.invoice_id FROM payment_invoices pi JOIN moved ON pi.payment_id = moved.id WHERE pi.active)
+            AND status IN (${sql.join(paid.from)})
+          RETURNING id
+        ), ${input.outbox.ctes('moved')}
+        SELECT EXISTS (SELECT 1 FROM moved) AS moved, coalesce((SELECT array_agg(id) FROM paid), '{}') AS ids`.execute(db);
+      const row = rows[0];
+      return row?.moved ? row.ids : null;
     },
 
     /** Locks the payment for a move by `event`; false when it is not in a state the event leaves from. */
@@ -151,19 +182,6 @@ export function createPaymentRepository(db: Db) {
       return ids;
     },
 
-    /** Moves the invoices the payment holds by the confirmation; returns their ids. */
-    async markInvoicesPaid(trx: Trx, paymentId: string): Promise<string[]> {
-      const { from, to } = invoiceMove('payment_confirmed');
-      const rows = await trx
-        .updateTable('invoices')
-        .set({ status: to, updated_at: new Date() })
-        .where('id', 'in', (eb) => eb.selectFrom('payment_invoices').select('invoice_id').where('payment_id', '=', paymentId).where('active', '=', true))
-        .where('status', 'in', from)
-        .returning('id')
-        .execute();
-      return rows.map((r) => r.id);
-    },
-
     async findForPartner(partnerId: string, id: string): Promise<PaymentDetail | null> {
       const { rows } = await db.executeQuery(detailForPartner({ id, partnerId }));
       return rows[0] ?? null;
@@ -180,17 +198,17 @@ export function createPaymentRepository(db: Db) {
      * locked by another claimer are skipped, and pushing next_check_at to the lease end keeps
      * others off them; check_attempts counts the checks.
      */
-    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<PaymentRow[]> {
+    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<ClaimedPayment[]> {
       const due = dueBySource(limits, (source, limit) => sql`
         SELECT id FROM payments
         WHERE source = ${source} AND status IN (${sql.join(UNRESOLVED_STATUSES)}) AND next_check_at <= ${now}::timestamptz
         ORDER BY next_check_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
       if (!due) return [];
-      const { rows } = await sql<PaymentRow>`
+      const { rows } = await sql<ClaimedPayment>`
         WITH ${due.ctes}
         UPDATE payments SET next_check_at = ${leaseUntil}::timestamptz, check_attempts = check_attempts + 1
         WHERE id IN (${due.ids})
-        RETURNING *`.execute(db);
+        RETURNING *, (SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id) AS ref_num`.execute(db);
       return rows;
     },
 

@@ -131,34 +131,35 @@ export function createWebhookDeliveryRepository(db: Db) {
      * from a worker whose lease already ran out leave the newer claim alone.
      */
     async finish(claim: ClaimedDelivery, outcome: AttemptOutcome, at: Date): Promise<void> {
-      await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto('webhook_attempts')
-          .values({
-            delivery_id: claim.id,
-            webhook_id: claim.webhookId,
-            attempt: claim.attempt,
-            succeeded: outcome.succeeded,
-            status_code: outcome.statusCode,
-            duration_ms: Math.round(outcome.durationMs),
-            error: outcome.succeeded ? null : outcome.error,
-            next_retry_at: outcome.succeeded ? null : outcome.nextAttemptAt,
-            created_at: at,
-          })
-          .execute();
-        const next = outcome.succeeded
-          ? { status: 'delivered' as const, delivered_at: at }
-          : outcome.nextAttemptAt
-            ? { next_attempt_at: outcome.nextAttemptAt }
-            : { status: 'failed' as const };
-        await trx
-          .updateTable('webhook_deliveries')
-          .set({ ...next, updated_at: at })
-          .where('id', '=', claim.id)
-          .where('status', '=', 'pending')
-          .where('attempts', '=', claim.attempt)
-          .execute();
-      });
+      const next = outcome.succeeded
+        ? { status: 'delivered' as const, delivered_at: at }
+        : outcome.nextAttemptAt
+          ? { next_attempt_at: outcome.nextAttemptAt }
+          : { status: 'failed' as const };
+      // One statement, so one round trip, for the log row and the delivery's new state together.
+      await db
+        .with('logged', (q) =>
+          q
+            .insertInto('webhook_attempts')
+            .values({
+              delivery_id: claim.id,
+              webhook_id: claim.webhookId,
+              attempt: claim.attempt,
+              succeeded: outcome.succeeded,
+              status_code: outcome.statusCode,
+              duration_ms: Math.round(outcome.durationMs),
+              error: outcome.succeeded ? null : outcome.error,
+              next_retry_at: outcome.succeeded ? null : outcome.nextAttemptAt,
+              created_at: at,
+            })
+            .returning('delivery_id'),
+        )
+        .updateTable('webhook_deliveries')
+        .set({ ...next, updated_at: at })
+        .where('id', '=', claim.id)
+        .where('status', '=', 'pending')
+        .where('attempts', '=', claim.attempt)
+        .execute();
     },
 
     /** Newest attempts first across all deliveries of one webhook. */
