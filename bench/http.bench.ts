@@ -371,13 +371,13 @@ function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row
 }
 
 /**
- * At half the payment peak this run measured on PostgreSQL (the issue's "50% load"), or at
- * `--lifecycle-rate` payments per second when the run did not measure it.
+ * The steady phases run at half the lifecycle peak the bench measures first (the issue's "50%
+ * load"), or at `--lifecycle-rate` payments per second.
  */
-async function runLifecycle(rows: Row[]): Promise<LifecycleResult | null> {
-  const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps;
-  const rate = Number(flag('lifecycle-rate') ?? (payPeak ? Math.floor(payPeak / 2) : 100));
-  return lifecycleBench({ pgUrl: PG_URL, rate, durationS: Number(flag('lifecycle-duration') ?? 20), apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS });
+function runLifecycle(): Promise<LifecycleResult | null> {
+  const rate = flag('lifecycle-rate');
+  const apiNodeFlags = [...API_NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/lifecycle'] : [])];
+  return lifecycleBench({ pgUrl: PG_URL, rate: rate ? Number(rate) : null, durationS: Number(flag('lifecycle-duration') ?? 20), apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags });
 }
 
 async function main(): Promise<void> {
@@ -420,9 +420,10 @@ async function main(): Promise<void> {
   } finally {
     await baseline.stop();
   }
-  const lifecycle = ENDPOINTS.includes('lifecycle') ? await runLifecycle(rows) : null;
+  const lifecycle = ENDPOINTS.includes('lifecycle') ? await runLifecycle() : null;
 
-  const md = [table(baselines, baselineHalf, rows, rss, fanOut), ...(lifecycle ? ['', lifecycleTable(lifecycle)] : [])].join('\n');
+  const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps ?? null;
+  const md = [...(rows.length > 0 ? [table(baselines, baselineHalf, rows, rss, fanOut), ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak)] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
   const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
