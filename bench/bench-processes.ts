@@ -78,6 +78,22 @@ export async function freshDatabase(adminUrl: string, prefix: string): Promise<{
   };
 }
 
+/** A partner made through the admin API. */
+export async function createPartner(adminUrl: string, adminToken: string, name: string): Promise<{ id: string; apiKey: string }> {
+  const res = await fetch(`${adminUrl}/admin/partners`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
+  if (!res.ok) throw new Error(`POST /admin/partners: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { id: string; apiKey: string };
+}
+
+/** The p-th percentile of ascending samples (nearest rank); NaN when there are none. */
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? NaN;
+}
+
 /** Environment for an API child process wired to a simulator, on PGlite unless a database is given. */
 export function apiEnv(opts: { port: number; adminPort: number; adminToken: string; simulatorUrl: string; databaseUrl: string | null; extra?: Record<string, string> }): Record<string, string> {
   const env: Record<string, string> = {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request as AcRequest } from 'autocannon';
-import { apiEnv, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
+import { apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
 import { lifecycleBench, lifecycleTable, type LifecycleResult } from './lifecycle.bench.js';
 
@@ -197,14 +197,7 @@ async function fanOutCheck(api: string, simUrl: string, key: string): Promise<Fa
 
 async function createPartners(adminUrl: string): Promise<string[]> {
   const keys: string[] = [];
-  for (let p = 0; p < PARTNERS; p++) {
-    const partner = await json(`${adminUrl}/admin/partners`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `Bench ${p}` }),
-    });
-    keys.push(partner.apiKey as string);
-  }
+  for (let p = 0; p < PARTNERS; p++) keys.push((await createPartner(adminUrl, ADMIN_TOKEN, `Bench ${p}`)).apiKey);
   return keys;
 }
 

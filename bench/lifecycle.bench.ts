@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { apiEnv, freePort, freshDatabase, startProcess } from './bench-processes.js';
+import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess } from './bench-processes.js';
 
 const SOURCES = ['mof', 'etax', 'police'] as const;
 type Source = (typeof SOURCES)[number];
@@ -109,8 +109,6 @@ async function json(url: string, init: RequestInit = {}): Promise<Record<string,
   return (await res.json()) as Record<string, unknown>;
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? NaN;
-
 interface Partner {
   key: string;
 }
@@ -118,12 +116,7 @@ interface Partner {
 async function setUpPartners(api: string, adminUrl: string, hookUrl: string): Promise<Partner[]> {
   const partners: Partner[] = [];
   for (let p = 0; p < PARTNERS; p++) {
-    const made = await json(`${adminUrl}/admin/partners`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `Lifecycle ${p}` }),
-    });
-    const key = made.apiKey as string;
+    const key = (await createPartner(adminUrl, ADMIN_TOKEN, `Lifecycle ${p}`)).apiKey;
     await json(`${api}/webhooks`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'content-type': 'application/json' },

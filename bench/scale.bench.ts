@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { apiEnv, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
+import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, type Proc } from './bench-processes.js';
 import { seedStatements } from './scale-seed.js';
 import { explainAll } from './scale-plans.js';
 import { sweepToSteadyState, tableSizes, type TableSize } from './scale-retention.js';
@@ -80,10 +80,6 @@ async function call(url: string, init: RequestInit = {}): Promise<{ status: numb
   const res = await fetch(url, init);
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as unknown) : null };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? NaN;
 }
 
 /** WARMUP untimed calls, then RUNS timed ones, one after another; `i` numbers the call. */
@@ -157,11 +153,7 @@ async function startApi(ports: Ports): Promise<Proc> {
 
 /** The measured partner (with a webhook at a local receiver) and the others, through the admin API. */
 async function createPartners(ports: Ports, hookUrl: string) {
-  const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-  const create = async (name: string) => {
-    const res = await call(`http://127.0.0.1:${ports.adminPort}/admin/partners`, { method: 'POST', headers: admin, body: JSON.stringify({ name }) });
-    return res.body as { id: string; apiKey: string };
-  };
+  const create = (name: string) => createPartner(`http://127.0.0.1:${ports.adminPort}`, ADMIN_TOKEN, name);
   const partner = await create('Scale Bank');
   const others: string[] = [];
   for (let i = 0; i < OTHER_PARTNERS; i++) others.push((await create(`Other ${i}`)).id);

@@ -4,7 +4,7 @@ import type { PaymentEvent } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
-import type { MinistryAdapters, UpstreamPaymentState, Source } from '../ministry/ministry.types.js';
+import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
 import type { InvoiceCache } from './invoice-cache.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 
@@ -19,6 +19,9 @@ export interface PaymentResolverDeps {
   expiryMs: number;
   now?: () => Date;
 }
+
+/** The move for each way the ministry can end a submitted payment. */
+const MINISTRY_ENDS = { canceled: 'ministry_canceled', rejected: 'ministry_rejected', unknown: 'ministry_forgot' } as const satisfies Record<string, PaymentEvent>;
 
 /** Why the service ended a payment the ministry ended, for the partner's failure reason. */
 const MINISTRY_ENDED: Partial<Record<PaymentEvent, string>> = {
@@ -51,48 +54,37 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     });
   }
 
-  /** A pending payment is submitted again, which needs its whole invoice. */
-  async function resubmit(payment: PaymentRow, state: UpstreamPaymentState): Promise<void> {
-    if (state.status === 'unknown') return void (await deps.submitter.neverReceived(payment));
-    const invoice = await deps.invoices.findById(payment.invoice_id);
-    if (invoice) await deps.submitter.submit(payment, invoice);
-  }
-
   /**
    * Asks the ministry about the payment (by `refNum` when the caller has it, else its invoice's)
    * and moves it by the answer. Resolves to whether the payment may still be unresolved: a
    * confirmed or ended payment needs no further check.
    */
   async function check(payment: PaymentRow, refNum?: string): Promise<'resolved' | 'unresolved'> {
-    const ref = refNum ?? (await deps.invoices.findById(payment.invoice_id))?.ref_num;
+    // A pending payment is submitted again, which needs its whole invoice; a submitted one, its refNum.
+    const invoice = refNum === undefined || payment.status === 'pending' ? await deps.invoices.findById(payment.invoice_id) : null;
+    const ref = refNum ?? invoice?.ref_num;
     if (ref === undefined) return 'unresolved';
     const adapter = deps.ministries[payment.source as Source];
     const state = await adapter.getPayment({ paymentId: payment.id, refNum: ref });
     if (payment.status === 'pending') {
-      await resubmit(payment, state);
+      if (state.status === 'unknown') await deps.submitter.neverReceived(payment);
+      else if (invoice) await deps.submitter.submit(payment, invoice);
       return 'unresolved';
     }
     if (payment.status !== 'submitted') return 'resolved';
-    switch (state.status) {
-      case 'confirmed':
-        await confirm(payment, state.confirmedAt);
-        return 'resolved';
-      case 'canceled':
-        await end(payment, 'ministry_canceled');
-        return 'resolved';
-      case 'rejected':
-        await end(payment, 'ministry_rejected');
-        return 'resolved';
-      case 'unknown':
-        await end(payment, 'ministry_forgot');
-        return 'resolved';
-      case 'submitted':
-        if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return 'unresolved';
-        // The ministry first: once it has canceled, the citizen can no longer pay this payment.
-        await adapter.cancelPayment({ paymentId: payment.id, refNum: ref });
-        await end(payment, 'expired');
-        return 'resolved';
+    if (state.status === 'confirmed') {
+      await confirm(payment, state.confirmedAt);
+      return 'resolved';
     }
+    if (state.status === 'submitted') {
+      if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return 'unresolved';
+      // The ministry first: once it has canceled, the citizen can no longer pay this payment.
+      await adapter.cancelPayment({ paymentId: payment.id, refNum: ref });
+      await end(payment, 'expired');
+      return 'resolved';
+    }
+    await end(payment, MINISTRY_ENDS[state.status]);
+    return 'resolved';
   }
 
   return { check };
