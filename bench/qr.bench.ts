@@ -8,7 +8,7 @@ import os from 'node:os';
 import QRCode from 'qrcode';
 import { buildEmvcoPayload } from '../src/domain/emvco-qr.js';
 import { buildQrMatrix, encodeQrPng } from '../src/domain/qr-png.js';
-import { loadQrConfig } from '../src/services/qr-config.loader.js';
+import { loadQrConfig } from '../src/adapters/qr-config.loader.js';
 import { createQrService, type QrBuildInput } from '../src/services/qr.service.js';
 
 const WARMUP_CALLS = 2000;

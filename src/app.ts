@@ -1,12 +1,7 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyBaseLogger } from 'fastify';
-import { frameworkErrors, registerErrorHandling } from './http/plugins/errors.plugin.js';
-import { clientErrorHandler } from './http/client-error.handler.js';
-import { genReqId, registerRequestId } from './http/plugins/request-id.plugin.js';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { createFastify } from './http/fastify-instance.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
-import { createValidatorCompiler } from './http/validation.js';
 import { lazyChildLoggerFactory } from './http/request-logger.js';
 import { registerOpenApi } from './http/plugins/openapi.plugin.js';
 import { healthRoutes } from './http/routes/health.routes.js';
@@ -17,7 +12,7 @@ import { webhookRoutes } from './http/routes/webhooks.routes.js';
 import { deviceRoutes } from './http/routes/devices.routes.js';
 import { sandboxApiRoutes, sandboxPageRoutes } from './http/routes/sandbox.routes.js';
 import type { AppServices } from './deps.js';
-import type { Metrics } from './services/metrics.js';
+import type { Metrics } from './adapters/metrics.js';
 import { registerHttpMetrics } from './http/plugins/metrics.plugin.js';
 
 export interface AppOptions {
@@ -32,18 +27,11 @@ export const API_PREFIX = '/api/v1';
 
 /** Builds the partner API; never listens, so tests drive it with inject(). */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: opts.logger,
-    genReqId,
+  const app = createFastify(opts.logger, {
     childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: opts.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    frameworkErrors,
-    clientErrorHandler,
-  }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(createValidatorCompiler());
-  registerRequestId(app);
-  registerErrorHandling(app);
+  });
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   await registerOpenApi(app, API_PREFIX);
 

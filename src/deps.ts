@@ -6,14 +6,15 @@ import { createPartnerRepository } from './db/repositories/partner.repository.js
 import { createInvoiceRepository } from './db/repositories/invoice.repository.js';
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
 import { createInvoiceService, type InvoiceService } from './services/invoice.service.js';
-import { createInvoiceCache } from './services/invoice-cache.js';
-import { withInvoiceCacheBus } from './services/invoice-cache.bus.js';
-import { createMinistryAdapters } from './ministry/ministry.factory.js';
-import { createRateLimitServiceFromConfig } from './services/rate-limit/rate-limit.factory.js';
+import { createInvoiceCache } from './adapters/invoice-cache.js';
+import { withInvoiceCacheBus } from './adapters/invoice-cache.bus.js';
+import { invalidatingInvoices, invalidatingPayments, readThroughInvoices } from './adapters/invoice-cache.decorator.js';
+import { createMinistryAdapters } from './adapters/ministry/ministry.factory.js';
+import { createRateLimitServiceFromConfig } from './adapters/rate-limit/rate-limit.factory.js';
 import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
-import { instrumentAdapters } from './ministry/instrumented-adapter.js';
-import { guardAdapters } from './ministry/guarded-adapter.js';
-import { createMetrics, type Metrics } from './services/metrics.js';
+import { instrumentAdapters } from './adapters/ministry/instrumented-adapter.js';
+import { guardAdapters } from './adapters/ministry/guarded-adapter.js';
+import { createMetrics, type Metrics } from './adapters/metrics.js';
 import { createPaymentRepository } from './db/repositories/payment.repository.js';
 import { createIdempotencyRepository } from './db/repositories/idempotency.repository.js';
 import { createEventRepository } from './db/repositories/event.repository.js';
@@ -25,7 +26,8 @@ import { createMinistryCancellationRepository } from './db/repositories/ministry
 import { createReportService, type ReportService } from './services/report.service.js';
 import { createSandboxService, type SandboxService } from './services/sandbox.service.js';
 import { createQrService } from './services/qr.service.js';
-import { loadQrConfig } from './services/qr-config.loader.js';
+import { createSimulatorControlClient } from './adapters/simulator-control.client.js';
+import { loadQrConfig } from './adapters/qr-config.loader.js';
 import { createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js';
 import { createWebhookDeliveryJob } from './jobs/webhook-delivery.job.js';
 import { createRetentionSweepJob } from './jobs/retention-sweep.job.js';
@@ -39,11 +41,11 @@ import { createDeviceRepository } from './db/repositories/device.repository.js';
 import { createSecretCipher } from './domain/secret-cipher.js';
 import { createWebhookService, type WebhookService } from './services/webhook.service.js';
 import { createWebhookDeliveryService } from './services/webhook-delivery.service.js';
-import { createWebhookHttpClient } from './services/webhook-http.client.js';
-import { createTargetGuard } from './services/webhook-target.guard.js';
+import { createWebhookHttpClient } from './adapters/webhook-http.client.js';
+import { createTargetGuard } from './adapters/webhook-target.guard.js';
 import { createDeviceService, type DeviceService } from './services/device.service.js';
-import { createPushSender } from './services/push-sender.js';
-import type { MinistryAdapters, Source } from './ministry/ministry.types.js';
+import { createPushSender } from './adapters/push-sender.js';
+import type { MinistryAdapters, Source } from './adapters/ministry/ministry.types.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
 
 /** Checks of a new payment that keep CONFIRM_POLL_MS apart before the wait starts doubling. */
@@ -125,14 +127,16 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   // Instances that share Redis (for rate limits) also share invoice-cache invalidations.
   const invoiceCacheBus = config.redisUrl ? await withInvoiceCacheBus(localInvoiceCache, config.redisUrl, logger) : null;
   const invoiceCache = invoiceCacheBus ?? localInvoiceCache;
+  // Every write that changes invoice rows goes through these, so no cached read outlives it.
+  const invoiceStore = invalidatingInvoices(invoiceRepo, invoiceCache);
+  const paymentStore = invalidatingPayments(paymentRepo, invoiceCache);
   const events = createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   const cancellationRepo = createMinistryCancellationRepository(db);
   const checkSchedule = { intervalMs: config.confirmPollMs, fastChecks: CONFIRM_FAST_CHECKS, maxDelayMs: config.confirmBackoffMaxMs };
   const ministryCancellation = createMinistryCancellationService({ cancellations: cancellationRepo, ministries, schedule: checkSchedule, log: logger, now: opts.now });
   const submitter = createPaymentSubmitter({
-    payments: paymentRepo,
-    invoices: invoiceRepo,
-    invoiceCache,
+    payments: paymentStore,
+    invoices: invoiceStore,
     events,
     ministries,
     cancellations: cancellationRepo,
@@ -141,9 +145,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     now: opts.now,
   });
   const resolver = createPaymentResolver({
-    payments: paymentRepo,
-    invoices: invoiceRepo,
-    invoiceCache,
+    payments: paymentStore,
+    invoices: invoiceStore,
     events,
     ministries,
     submitter,
@@ -151,9 +154,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     now: opts.now,
   });
   const payments = createPaymentService({
-    payments: paymentRepo,
-    invoices: invoiceRepo,
-    invoiceCache,
+    payments: paymentStore,
+    invoices: invoiceStore,
     idempotency: idempotencyRepo,
     ministries,
     submitter,
@@ -193,7 +195,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const devices = createDeviceService({ devices: createDeviceRepository(db), push, log: logger, now: opts.now });
   const services: AppServices = {
     partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, authCacheTtlMs: config.authCacheTtlMs, now: opts.now }),
-    invoices: createInvoiceService({ invoices: invoiceRepo, ministries, cache: invoiceCache, log: logger, now: opts.now }),
+    invoices: createInvoiceService({ invoices: readThroughInvoices(invoiceRepo, invoiceCache), ministries, log: logger, now: opts.now }),
     payments,
     reports: createReportService({ reports: reportRepo, payments: paymentRepo, ministries, log: logger, now: opts.now }),
     webhooks,
@@ -202,10 +204,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   };
   if (config.appEnv !== 'production') {
     services.sandbox = createSandboxService({
-      payments: paymentRepo,
-      invoices: invoiceRepo,
-      simulatorUrl: opts.ministryUrls.mof,
-      timeoutMs: config.ministryTimeoutMs,
+      payments: paymentStore,
+      invoices: invoiceStore,
+      simulator: createSimulatorControlClient({ baseUrl: opts.ministryUrls.mof, timeoutMs: config.ministryTimeoutMs }),
     });
   }
   metrics.observe({ paymentsByStatus: () => reportRepo.paymentsByStatus(), outboxBacklog: () => deliveryRepo.countPending() });
@@ -220,7 +221,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   });
   const jobs: Job[] = [
     createPaymentConfirmationJob({
-      payments: paymentRepo,
+      payments: paymentStore,
       cancellations: cancellationRepo,
       resolver,
       ministryCancellation,

@@ -1,52 +1,82 @@
-/** Errors the services raise; the HTTP error handler maps each to its status and body. */
-export class AppError extends Error {
+/**
+ * Every way a use case can refuse, as a closed set of codes. Nothing below http/ knows a status
+ * code: the errors plugin maps each code to its status and body in one table.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'illegal_transition'
+  | 'unprocessable'
+  | 'payment_rejected'
+  | 'upstream_unavailable';
+
+export class DomainError extends Error {
   constructor(
-    readonly statusCode: number,
+    readonly code: ErrorCode,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.name = new.target.name;
   }
 }
 
-export class NotFoundError extends AppError {
+export class NotFoundError extends DomainError {
   constructor(what: string) {
-    super(404, `${what} not found`);
+    super('not_found', `${what} not found`);
   }
 }
 
-export class ConflictError extends AppError {
+export class ConflictError extends DomainError {
   constructor(message: string) {
-    super(409, message);
+    super('conflict', message);
   }
 }
 
-export class UnprocessableError extends AppError {
+export class UnprocessableError extends DomainError {
   constructor(message: string) {
-    super(422, message);
+    super('unprocessable', message);
   }
 }
 
-export class BadRequestError extends AppError {
+export class InvalidRequestError extends DomainError {
   constructor(readonly violations: string[]) {
-    super(400, violations.join('; '));
+    super('invalid_request', violations.join('; '));
   }
 }
 
-/** The ministry refused the payment: SPEC's 422 `{ success:false, refNum, message }`. */
-export class PaymentRejectedError extends AppError {
+/** A missing, unknown, expired or other-environment credential. */
+export class UnauthenticatedError extends DomainError {
+  constructor(message: string) {
+    super('unauthenticated', message);
+  }
+}
+
+export class ForbiddenError extends DomainError {
+  constructor(message: string) {
+    super('forbidden', message);
+  }
+}
+
+/** The ministry refused the payment: partners get its refNum with the reason. */
+export class PaymentRejectedError extends DomainError {
   constructor(
     readonly refNum: string,
     message: string,
   ) {
-    super(422, message);
+    super('payment_rejected', message);
   }
 }
 
 /** Upstream failure; partners only ever see the generic message. */
-export class UpstreamUnavailableError extends AppError {
-  constructor(readonly detail: string, options?: { cause?: unknown }) {
-    super(503, 'Service temporarily unavailable, please retry later');
-    if (options?.cause) this.cause = options.cause;
+export class UpstreamUnavailableError extends DomainError {
+  constructor(
+    readonly detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super('upstream_unavailable', 'Service temporarily unavailable, please retry later', options);
   }
 }

@@ -1,4 +1,4 @@
-import { AppError } from './errors.js';
+import { DomainError } from './errors.js';
 
 export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
 
@@ -46,12 +46,12 @@ export const HOLDING_STATUSES: readonly PaymentStatus[] = ['pending', 'submitted
 /** States the confirmation job still has to bring to an end. */
 export const UNRESOLVED_STATUSES: readonly PaymentStatus[] = ['pending', 'submitted'];
 
-export class IllegalTransitionError extends AppError {
+export class IllegalTransitionError extends DomainError {
   constructor(
     readonly from: PaymentStatus,
     readonly event: PaymentEvent,
   ) {
-    super(409, `Payment cannot be ${describe(event)} in status ${from}`);
+    super('illegal_transition', `Payment cannot be ${describe(event)} in status ${from}`);
   }
 }
 
@@ -81,7 +81,7 @@ export function paymentMove(event: PaymentEvent): PaymentMove {
   return move;
 }
 
-/** The state `event` moves a payment in `from` to; an illegal move is a domain error (409). */
+/** The state `event` moves a payment in `from` to; an illegal move is a domain error. */
 export function nextPaymentStatus(from: PaymentStatus, event: PaymentEvent): PaymentStatus {
   const move = paymentMove(event);
   if (!move.from.includes(from)) throw new IllegalTransitionError(from, event);

@@ -1,6 +1,6 @@
 import type { Job } from './job-runner.js';
 import type { CounterRepository } from '../db/repositories/counter.repository.js';
-import type { Logger } from '../services/logger.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export interface CounterRollupSettings {
   intervalMs: number;

@@ -1,4 +1,4 @@
-import type { Logger } from '../services/logger.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export interface Job {
   name: string;

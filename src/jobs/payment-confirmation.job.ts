@@ -6,8 +6,8 @@ import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payme
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
-import { SOURCES } from '../ministry/ministry.types.js';
-import type { Logger } from '../services/logger.js';
+import { SOURCES } from '../adapters/ministry/ministry.types.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export interface PaymentConfirmationJobDeps {
   payments: PaymentRepository;

@@ -1,7 +1,7 @@
 import type { Job } from './job-runner.js';
 import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
 import type { RetentionRepository } from '../db/repositories/retention.repository.js';
-import type { Logger } from '../services/logger.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export interface RetentionSettings {
   sweepMs: number;

@@ -3,7 +3,7 @@ import { createKeyedPool } from './keyed-pool.js';
 import { createSerialPass } from './serial-pass.js';
 import type { ClaimedDelivery, ClaimLimits, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookDeliveryService } from '../services/webhook-delivery.service.js';
-import type { Logger } from '../services/logger.js';
+import type { Logger } from '../domain/logger.port.js';
 
 /** Time a claim stays ours beyond the request timeout, for recording the outcome. */
 const LEASE_MARGIN_MS = 30_000;

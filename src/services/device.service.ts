@@ -1,20 +1,18 @@
+import type { Static } from 'typebox';
+import type { DeviceBody } from '../schemas/device.schema.js';
 import type { DeviceRepository } from '../db/repositories/device.repository.js';
-import type { PushMessage, PushSender } from './push-sender.js';
-import type { Logger } from './logger.js';
+import type { PushMessage, PushSender } from '../adapters/push-sender.js';
+import type { Logger } from '../domain/logger.port.js';
 
-export interface DeviceView {
-  id: string;
-  platform: 'ios' | 'android';
-  createdAt: string;
-}
+type DeviceView = Static<typeof DeviceBody>;
 
 export function createDeviceService(deps: { devices: DeviceRepository; push: PushSender; log: Logger; now?: () => Date }) {
   const now = deps.now ?? (() => new Date());
   return {
-    /** Upsert on (partner, userId, fcmToken): 201 when the device is new, 200 when it was known. */
-    async register(partnerId: string, input: { userId: string; fcmToken: string; platform: 'ios' | 'android' }): Promise<{ statusCode: 200 | 201; body: DeviceView }> {
+    /** Upsert on (partner, userId, fcmToken); `created` tells a new device from a known one. */
+    async register(partnerId: string, input: { userId: string; fcmToken: string; platform: 'ios' | 'android' }): Promise<{ created: boolean; device: DeviceView }> {
       const row = await deps.devices.upsert({ partnerId, ...input, at: now() });
-      return { statusCode: row.created ? 201 : 200, body: { id: row.id, platform: row.platform, createdAt: row.created_at.toISOString() } };
+      return { created: row.created, device: { id: row.id, platform: row.platform, createdAt: row.created_at.toISOString() } };
     },
 
     /** Sends to every device of one end user; a failing token does not stop the others. */

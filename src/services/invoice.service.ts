@@ -6,20 +6,17 @@ import {
   type MinistryAdapters,
   type Source,
   type UpstreamInvoice,
-} from '../ministry/ministry.types.js';
-import type { InvoiceBody, InvoiceListBody } from '../http/schemas/invoice.schema.js';
+} from '../adapters/ministry/ministry.types.js';
+import type { InvoiceBody, InvoiceListBody } from '../schemas/invoice.schema.js';
 import { sharedInvoiceView, sumAmounts, toInvoiceView } from './invoice.view.js';
-import type { Logger } from './logger.js';
-import type { InvoiceCache } from './invoice-cache.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export function createInvoiceService(deps: {
   invoices: InvoiceRepository;
   ministries: MinistryAdapters;
-  cache: InvoiceCache;
   log: Logger;
   now?: () => Date;
 }) {
-  const { cache } = deps;
   const now = deps.now ?? (() => new Date());
 
   async function fanOut<T>(call: (source: Source) => Promise<T>) {
@@ -38,21 +35,14 @@ export function createInvoiceService(deps: {
   }
 
   async function storeAndRecord(partnerId: string, found: UpstreamInvoice[]): Promise<InvoiceRow[]> {
-    const mark = cache.mark();
     const rows = await deps.invoices.upsert(found);
     await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
-    cache.remember(partnerId, rows, mark);
-    cache.announce(rows.map((r) => r.id));
     return rows;
   }
 
   async function requireForPartner(partnerId: string, id: string): Promise<InvoiceRow> {
-    const cached = cache.get(partnerId, id);
-    if (cached) return cached;
-    const mark = cache.mark();
     const row = await deps.invoices.findForPartner(partnerId, id);
     if (!row) throw new NotFoundError('Invoice');
-    cache.remember(partnerId, [row], mark);
     return row;
   }
 
@@ -60,7 +50,6 @@ export function createInvoiceService(deps: {
     /** Live search of every source in parallel; a failing source is answered from stored copies. */
     async search(partnerId: string, filter: InvoiceFilter): Promise<InvoiceListBody> {
       const { ok, failed } = await fanOut((s) => deps.ministries[s].search(filter));
-      const mark = cache.mark();
       const live = ok.flatMap((r) => r.value.filter((inv) => inv.source === r.source));
       const liveRows = live.length > 0 ? await deps.invoices.upsert(live) : [];
       const stored = await deps.invoices.findStored(filter, failed);
@@ -69,8 +58,6 @@ export function createInvoiceService(deps: {
       }
       const rows = [...liveRows, ...stored];
       await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
-      cache.remember(partnerId, rows, mark);
-      cache.announce(liveRows.map((r) => r.id));
       const at = now();
       return { invoices: rows.map((r) => toInvoiceView(r, at)), total: sumAmounts(rows) };
     },

@@ -1,7 +1,7 @@
 import { effectiveInvoiceStatus } from '../domain/invoice-status.js';
 import { amountToNumber, toMongo } from '../domain/money.js';
 import type { InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { InvoiceBody } from '../http/schemas/invoice.schema.js';
+import type { InvoiceBody } from '../schemas/invoice.schema.js';
 
 /** The partner-facing invoice: exactly SPEC's fields, never `source` or `ref_num`. */
 export function toInvoiceView(row: InvoiceRow, now: Date): InvoiceBody {

@@ -1,7 +1,7 @@
 import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
-import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
-import type { Logger } from './logger.js';
+import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export interface MinistryCancellationServiceDeps {
   cancellations: MinistryCancellationRepository;

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { AppError, NotFoundError } from '../domain/errors.js';
+import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/errors.js';
 import {
   acceptedKeyEnvironment,
   generateApiKey,
@@ -10,6 +10,8 @@ import {
   type KeyEnvironment,
 } from '../domain/api-key.js';
 import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
+
+export type Partner = PartnerRow;
 import type { AppEnv } from '../config.js';
 
 export interface AuthenticatedPartner {
@@ -29,6 +31,7 @@ export interface CreatePartnerInput {
 }
 
 const UNAUTHORIZED = 'Invalid or missing API key';
+const CACHE_MAX = 10_000;
 const UNKNOWN_CACHE_MAX = 10_000;
 
 interface VerifiedKey {
@@ -52,81 +55,76 @@ export function createPartnerService(deps: {
     return { apiKey, stored: { hash: hashApiKey(apiKey), prefix: keyPrefix(apiKey) } };
   }
 
-  // Known keys only, briefly: every request would otherwise cost a database round trip. Changes
-  // made through this instance clear it at once; other instances see them within the TTL.
-  const cache = new Map<string, { entry: VerifiedKey; at: number }>();
-  const CACHE_MAX = 10_000;
-  // Unknown keys too, for as long: a client retrying a wrong key, or a flood of one made-up key,
-  // would otherwise cost a read each. Bounded on its own, so made-up keys never evict known ones.
-  const unknown = new LRUCache<string, number>({ max: UNKNOWN_CACHE_MAX });
-  // One database read per key at a time: when a busy key's entry expired, every request in the
-  // round trip used to read it again, and at thousands of requests per second those reads queued
-  // in the pool and held all requests for tens of milliseconds.
-  const inflight = new Map<string, Promise<VerifiedKey | null>>();
-  // Bumped by every clear, so a read that started before a change cannot cache the old row.
-  let generation = 0;
+  const ttl = deps.authCacheTtlMs ?? 0;
   // Read on every request: without an injected clock, no Date is built for it.
   const clock = deps.now ? () => now().getTime() : Date.now;
+  // Exact ages under an injected clock: lru-cache otherwise reuses a reading for a millisecond.
+  const timing = { perf: { now: clock }, ttlResolution: 0 };
+  // lru-cache counts an entry fresh through the whole of its last millisecond; ours end at it.
+  const freshFor = (ms: number) => Math.max(Math.ceil(ms) - 1, 1);
 
   /** The key's row, checked against the hash and environment once, with the partner it names. */
   async function load(hash: string): Promise<VerifiedKey | null> {
-    const startedIn = generation;
     const row = await deps.partners.findByKeyHash(hash);
-    if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) {
-      cache.delete(hash);
-      if ((deps.authCacheTtlMs ?? 0) > 0 && startedIn === generation) unknown.set(hash, clock());
-      return null;
-    }
-    unknown.delete(hash);
+    if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) return null;
     const { id, name, qrStandard, environment } = row.partner;
-    const entry: VerifiedKey = { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16) }) };
-    if ((deps.authCacheTtlMs ?? 0) > 0 && startedIn === generation) {
-      if (cache.size >= CACHE_MAX) cache.clear();
-      cache.set(hash, { entry, at: clock() });
-    }
-    return entry;
+    return { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16) }) };
   }
 
-  function reload(hash: string): Promise<VerifiedKey | null> {
-    const running = inflight.get(hash);
-    if (running) return running;
-    const pending: Promise<VerifiedKey | null> = load(hash).finally(() => {
-      if (inflight.get(hash) === pending) inflight.delete(hash);
-    });
-    inflight.set(hash, pending);
-    return pending;
+  // Unknown keys, for the TTL: a client retrying a wrong key, or a flood of one made-up key, would
+  // otherwise cost a read each. Bounded on its own, so made-up keys never evict known ones.
+  const unknown = new LRUCache<string, true>({ max: UNKNOWN_CACHE_MAX, ttl: freshFor(ttl), ...timing });
+
+  /** What a fetch's first caller learns even when a change discards the fetch from the cache. */
+  interface FetchContext {
+    load?: Promise<VerifiedKey | null>;
   }
 
-  /**
-   * A cached entry is served while younger than the TTL; past half of it, the first request also
-   * starts a reload in the background, so a key in steady use never waits for the database.
-   */
+  // Known keys, briefly: every request would otherwise cost a database round trip. lru-cache runs
+  // one read per key at a time (at thousands of requests per second, expired entries read again by
+  // every request queued in the pool), and a change made here deletes the entry, which discards a
+  // read in flight. Entries go stale at half the TTL: the first request after that reloads in the
+  // background while the cached row still answers, so a key in steady use never waits; a row older
+  // than the TTL is never served (see lookup).
+  const known = new LRUCache<string, VerifiedKey, FetchContext>({
+    max: CACHE_MAX,
+    ttl: freshFor(ttl / 2),
+    noDeleteOnFetchRejection: true,
+    ...timing,
+    fetchMethod: async (hash, _stale, { signal, context }) => {
+      const loading = load(hash);
+      context.load = loading;
+      const entry = await loading;
+      if (!entry && !signal.aborted) unknown.set(hash, true);
+      return entry ?? undefined;
+    },
+  });
+
   async function lookup(hash: string): Promise<VerifiedKey | null> {
-    const ttl = deps.authCacheTtlMs ?? 0;
-    const refusedAt = unknown.get(hash);
-    if (refusedAt !== undefined) {
-      if (clock() - refusedAt < ttl) return null;
-      unknown.delete(hash);
+    if (ttl <= 0) return load(hash);
+    if (unknown.has(hash)) return null;
+    const context: FetchContext = {};
+    try {
+      // Past the TTL (half of it stale) the request waits for a fresh read.
+      const allowStale = known.getRemainingTTL(hash) > freshFor(ttl / 2) - ttl;
+      return (await known.fetch(hash, { allowStale, context })) ?? null;
+    } catch {
+      // The read failed, or a change discarded it: its first caller gets what that read gave (never
+      // cached), and callers who joined it read again.
+      if (context.load) return context.load;
+      return load(hash);
     }
-    const hit = cache.get(hash);
-    const age = hit ? clock() - hit.at : Infinity;
-    if (!hit || age >= ttl) return reload(hash);
-    if (age >= ttl / 2 && !inflight.has(hash)) reload(hash).catch(() => undefined);
-    return hit.entry;
   }
 
   function clearCache(): void {
-    generation++;
-    cache.clear();
+    known.clear();
     unknown.clear();
-    inflight.clear();
   }
 
   /** A key that now exists may have been refused, or be being refused, while it did not. */
   function forgetRefusal(hash: string): void {
-    generation++;
     unknown.delete(hash);
-    inflight.delete(hash);
+    known.delete(hash);
   }
 
   async function requirePartner(id: string): Promise<PartnerRow> {
@@ -166,14 +164,14 @@ export function createPartnerService(deps: {
       return { apiKey, previousKeysExpireAt };
     },
 
-    /** 401 for a missing, unknown, expired or other-environment key; 403 for an inactive partner. */
+    /** Unauthenticated for a missing, unknown, expired or other-environment key; forbidden for an inactive partner. */
     async authenticate(key: string | undefined): Promise<AuthenticatedPartner> {
-      if (!key || keyEnvironment(key) !== accepted) throw new AppError(401, UNAUTHORIZED);
+      if (!key || keyEnvironment(key) !== accepted) throw new UnauthenticatedError(UNAUTHORIZED);
       const verified = await lookup(hashApiKey(key));
-      if (!verified) throw new AppError(401, UNAUTHORIZED);
+      if (!verified) throw new UnauthenticatedError(UNAUTHORIZED);
       const { row, partner } = verified;
-      if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) throw new AppError(401, UNAUTHORIZED);
-      if (!row.partner.active) throw new AppError(403, 'Partner account is inactive');
+      if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) throw new UnauthenticatedError(UNAUTHORIZED);
+      if (!row.partner.active) throw new ForbiddenError('Partner account is inactive');
       return partner;
     },
   };

@@ -4,14 +4,12 @@ import type { PaymentEvent } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
-import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
-import type { InvoiceCache } from './invoice-cache.js';
+import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 
 export interface PaymentResolverDeps {
   payments: PaymentRepository;
   invoices: InvoiceRepository;
-  invoiceCache: InvoiceCache;
   events: EventRepository;
   ministries: MinistryAdapters;
   submitter: PaymentSubmitter;
@@ -39,9 +37,7 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
   async function confirm(payment: PaymentRow, confirmedAt: string | null): Promise<void> {
     const paidAt = confirmedAt ? new Date(confirmedAt) : now();
     const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
-    const paid = await deps.payments.markConfirmed({ id: payment.id, at: now(), paidAt, outbox });
-    // After the commit: a read between a forget and the commit would cache the old row again.
-    deps.invoiceCache.forget(paid ?? []);
+    await deps.payments.markConfirmed({ id: payment.id, at: now(), paidAt, outbox });
   }
 
   /** Ends an unconfirmed payment and releases its invoices; they were never paid by it. */

@@ -1,15 +1,12 @@
-import type { Transaction } from 'kysely';
-import type { Database } from '../db/db.types.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { PaymentDetail, PaymentRepository, PaymentRow, Trx } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentEvent } from '../domain/payment-transitions.js';
-import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
+import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
 import { UpstreamUnavailableError } from '../domain/errors.js';
-import type { InvoiceCache } from './invoice-cache.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../domain/logger.port.js';
 
 const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
 const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with this one is unknown to the ministry system';
@@ -17,7 +14,6 @@ const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with th
 export interface PaymentSubmitterDeps {
   payments: PaymentRepository;
   invoices: InvoiceRepository;
-  invoiceCache: InvoiceCache;
   events: EventRepository;
   ministries: MinistryAdapters;
   cancellations: MinistryCancellationRepository;
@@ -50,7 +46,6 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
       throw new UpstreamUnavailableError(`linked invoice lookup at ${source} failed`, { cause: err });
     }
     const stored = await deps.invoices.upsert(fetched.filter((f) => f !== null));
-    deps.invoiceCache.forget(stored.map((r) => r.id));
     if (fetched.some((f) => f === null)) return null;
     // Order as the ministry named them: the positions in payment_invoices follow it.
     const idByRef = new Map([...known, ...stored].map((r) => [r.ref_num, r.id]));
@@ -65,7 +60,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
   }
 
   /** Holds every linked invoice, or none and gives the reason to refuse the payment. */
-  async function holdOrRefuse(trx: Transaction<Database>, paymentId: string, linked: string[]): Promise<string | null> {
+  async function holdOrRefuse(trx: Trx, paymentId: string, linked: string[]): Promise<string | null> {
     return (await deps.payments.holdLinked(trx, paymentId, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
   }
 

@@ -1,38 +1,32 @@
 import { createHash } from 'node:crypto';
-import { BadRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
+import { InvalidRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
 import { canMove, IllegalTransitionError } from '../domain/payment-transitions.js';
 import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
 import { amountFromNumber, amountToNumber, canonicalAmount, compareAmounts } from '../domain/money.js';
-import { isUniqueViolation } from '../db/database.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
-import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
-import type { MinistryAdapters, Source } from '../ministry/ministry.types.js';
+import type { IdempotencyRepository, StoredOutcome } from '../db/repositories/idempotency.repository.js';
+import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import type { PaymentResolver } from './payment-resolution.service.js';
-import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody, QrPayBody } from '../http/schemas/payment.schema.js';
+import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
-import type { Logger } from './logger.js';
-import type { InvoiceCache } from './invoice-cache.js';
+import type { Logger } from '../domain/logger.port.js';
+import type { QrService } from './qr.service.js';
 
-export interface QrBuilder {
-  build(input: { standard: 'qrpay' | 'govstd'; paymentId: string; amount: string; payeeId: string; payeeName: string; billNumber: string }): QrPayBody;
-}
-
+/** A payment the ministry accepted, or one it refused: both are answers a replay repeats. */
 export type CreateOutcome =
-  | { statusCode: 201; body: PaymentCreatedBody; replayed: boolean }
-  | { statusCode: 422; body: PaymentFailedBody; replayed: boolean };
+  | { kind: 'created'; body: PaymentCreatedBody; replayed: boolean }
+  | { kind: 'rejected'; body: PaymentFailedBody; replayed: boolean };
 
 export interface PaymentServiceDeps {
   payments: PaymentRepository;
   invoices: InvoiceRepository;
-  /** Told about every invoice row a payment changes, so cached reads never outlive the change here. */
-  invoiceCache: InvoiceCache;
   idempotency: IdempotencyRepository;
   ministries: MinistryAdapters;
   submitter: PaymentSubmitter;
   resolver: PaymentResolver;
-  qr: QrBuilder;
+  qr: QrService;
   log: Logger;
   ministryTimeoutMs: number;
   idempotencyTtlMs: number;
@@ -70,7 +64,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   function resolveAmount(invoice: InvoiceRow, requested: number | undefined): string {
     if (requested === undefined) return canonicalAmount(invoice.amount);
     const amount = amountFromNumber(requested);
-    if (amount === null) throw new BadRequestError(['amount must be a positive number with at most 2 decimals']);
+    if (amount === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals']);
     if (compareAmounts(amount, invoice.amount) > 0) {
       throw new PaymentRejectedError(invoice.ref_num, 'Amount does not match the invoice balance');
     }
@@ -78,19 +72,16 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined): Promise<PaymentRow> {
-    try {
-      return await deps.payments.insertPending({
-        partnerId,
-        invoiceId: invoice.id,
-        source: invoice.source,
-        amount,
-        nextCheckAt: new Date(now().getTime() + pendingGraceMs),
-        idempotencyKey: idemKey,
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
-      throw err;
-    }
+    const payment = await deps.payments.insertPending({
+      partnerId,
+      invoiceId: invoice.id,
+      source: invoice.source,
+      amount,
+      nextCheckAt: new Date(now().getTime() + pendingGraceMs),
+      idempotencyKey: idemKey,
+    });
+    if (!payment) throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
+    return payment;
   }
 
   function createdBody(payment: PaymentDetail, invoice: InvoiceRow, standard: 'qrpay' | 'govstd'): PaymentCreatedBody {
@@ -110,10 +101,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const payment = submitted ?? (await deps.payments.findById(paymentId));
     if (!payment) throw new NotFoundError('Payment');
     if (payment.status === 'failed') {
-      return { statusCode: 422, body: { success: false, refNum: invoice.ref_num, message: payment.failure_reason ?? 'Payment was not accepted' }, replayed: false };
+      return { kind: 'rejected', body: { success: false, refNum: invoice.ref_num, message: payment.failure_reason ?? 'Payment was not accepted' }, replayed: false };
     }
     if (payment.status === 'pending') throw new UpstreamUnavailableError(`payment ${paymentId} still pending`);
-    return { statusCode: 201, body: createdBody(payment, invoice, standard), replayed: false };
+    return { kind: 'created', body: createdBody(payment, invoice, standard), replayed: false };
   }
 
   async function execute(partner: AuthenticatedPartner, invoiceId: string, requested: number | undefined, idemKey: string | undefined, resumeId: string | null): Promise<CreateOutcome> {
@@ -145,12 +136,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (claim.kind === 'mismatch') throw new UnprocessableError('Idempotency key was already used with a different request');
     if (claim.kind === 'in_flight') throw new ConflictError('A request with this idempotency key is still in progress');
     if (claim.kind === 'replay') {
-      const body = { ...(claim.body as object), message: 'idempotent' } as PaymentCreatedBody;
-      return claim.status === 422 ? { statusCode: 422, body: claim.body as PaymentFailedBody, replayed: true } : { statusCode: 201, body, replayed: true };
+      if (claim.outcome === 'rejected') return { kind: 'rejected', body: claim.body as PaymentFailedBody, replayed: true };
+      return { kind: 'created', body: { ...(claim.body as PaymentCreatedBody), message: 'idempotent' }, replayed: true };
     }
     try {
       const outcome = await execute(partner, invoiceId, amount, key, claim.paymentId);
-      await deps.idempotency.complete(partner.id, key, outcome.statusCode, outcome.body);
+      await deps.idempotency.complete(partner.id, key, outcome.kind satisfies StoredOutcome, outcome.body);
       return outcome;
     } catch (err) {
       await deps.idempotency.release(partner.id, key, now()).catch((e: unknown) => deps.log.error({ err: e }, 'idempotency release failed'));
@@ -187,14 +178,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       const moved = await deps.payments.transaction(async (trx) => {
         const row = await deps.payments.move(trx, id, 'partner_canceled', now(), { canceledAt: now() });
         // Only invoices this payment had paid reopen; the invoice table's guard leaves the rest.
-        return row ? { released: await deps.payments.releaseInvoices(trx, id, 'payment_canceled') } : null;
+        if (row) await deps.payments.releaseInvoices(trx, id, 'payment_canceled');
+        return row;
       });
       if (!moved) {
         const current = await deps.payments.findById(id);
         throw new IllegalTransitionError(current?.status ?? payment.status, 'partner_canceled');
       }
-      // After the commit: a read between a forget and the commit would cache the old row again.
-      deps.invoiceCache.forget(moved.released);
       return { id, canceled: true };
     },
   };

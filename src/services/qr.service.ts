@@ -1,4 +1,5 @@
-import { buildBankLinks, buildShortUrl, type BankLink } from '../domain/bank-links.js';
+import { buildBankLinks, buildShortUrl } from '../domain/bank-links.js';
+import type { QrPayBody } from '../schemas/payment.schema.js';
 import type { BankLinkConfig } from '../domain/bank-links.schema.js';
 import { buildEmvcoPayload, type QrSchemeConfig, type QrStandard } from '../domain/emvco-qr.js';
 import { qrPngBase64 } from '../domain/qr-png.js';
@@ -23,12 +24,7 @@ export interface QrBuildInput {
 }
 
 /** SPEC's `qrpay` object. */
-export interface QrPay {
-  qrText: string;
-  qrImage: string;
-  shortUrl: string;
-  urls: BankLink[];
-}
+export type QrPay = QrPayBody;
 
 export interface QrService {
   build(input: QrBuildInput): QrPay;

@@ -2,9 +2,9 @@ import { UpstreamUnavailableError } from '../domain/errors.js';
 import { amountToNumber, canonicalAmount } from '../domain/money.js';
 import type { ReportRepository } from '../db/repositories/report.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
-import { SOURCES, type MinistryAdapters, type SettlementEntry } from '../ministry/ministry.types.js';
-import type { PaymentListBody, SettlementBody, SummaryBody } from '../http/schemas/payment.schema.js';
-import type { Logger } from './logger.js';
+import { SOURCES, type MinistryAdapters, type SettlementEntry } from '../adapters/ministry/ministry.types.js';
+import type { PaymentListBody, SettlementBody, SummaryBody } from '../schemas/payment.schema.js';
+import type { Logger } from '../domain/logger.port.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 

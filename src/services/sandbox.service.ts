@@ -2,6 +2,8 @@ import { ConflictError, NotFoundError, UpstreamUnavailableError } from '../domai
 import { canMove } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
+import type { SimulatorControl } from '../adapters/simulator-control.client.js';
+import type { Source } from '../adapters/ministry/ministry.types.js';
 
 /**
  * Sandbox-only helpers (APP_ENV local/sandbox; never created in production). The partner API never
@@ -11,10 +13,7 @@ import type { PaymentRepository } from '../db/repositories/payment.repository.js
 export interface SandboxServiceDeps {
   payments: Pick<PaymentRepository, 'findForPartner'>;
   invoices: Pick<InvoiceRepository, 'findById'>;
-  /** Base URL of the simulated ministry systems (the control API lives under `/__control`). */
-  simulatorUrl: string;
-  timeoutMs?: number;
-  fetch?: typeof fetch;
+  simulator: SimulatorControl;
 }
 
 export interface SandboxApproval {
@@ -23,10 +22,6 @@ export interface SandboxApproval {
 }
 
 export function createSandboxService(deps: SandboxServiceDeps) {
-  const doFetch = deps.fetch ?? fetch;
-  const approveUrl = new URL('/__control/approve', deps.simulatorUrl).toString();
-  const timeoutMs = deps.timeoutMs ?? 3000;
-
   return {
     /** Asks the simulator to approve the ministry-side payment; the status moves on the next GET /payments/{id}. */
     async approve(partnerId: string, paymentId: string): Promise<SandboxApproval> {
@@ -37,24 +32,14 @@ export function createSandboxService(deps: SandboxServiceDeps) {
       }
       const invoice = await deps.invoices.findById(payment.invoice_id);
       if (!invoice) throw new NotFoundError('Invoice');
-
-      let res: Response;
+      let answer;
       try {
-        res = await doFetch(approveUrl, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ refNum: invoice.ref_num, source: invoice.source }),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
+        answer = await deps.simulator.approve({ refNum: invoice.ref_num, source: invoice.source as Source });
       } catch (err) {
         throw new UpstreamUnavailableError(`simulator approve failed: ${String(err)}`, { cause: err });
       }
-      const text = await res.text().catch(() => '');
-      if (res.status === 404) {
-        // The simulator has no submitted payment for the invoice: approved already (e.g. automatically) or canceled.
-        throw new ConflictError('The simulator has no submitted payment for this invoice; it may be approved already');
-      }
-      if (!res.ok) throw new UpstreamUnavailableError(`simulator approve answered ${res.status}: ${text.slice(0, 200)}`);
+      // The simulator has no submitted payment for the invoice: approved already (e.g. automatically) or canceled.
+      if (answer === 'unknown') throw new ConflictError('The simulator has no submitted payment for this invoice; it may be approved already');
       return { id: payment.id, approved: true };
     },
   };

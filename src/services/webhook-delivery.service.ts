@@ -1,8 +1,8 @@
 import type { SecretCipher } from '../domain/secret-cipher.js';
 import { deliveryBody, deliveryHeaders, nextAttemptDelay, type DeliveryMessage } from '../domain/webhook-message.js';
 import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
-import type { WebhookHttpClient } from './webhook-http.client.js';
-import type { Logger } from './logger.js';
+import type { WebhookHttpClient } from '../adapters/webhook-http.client.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export type DeliveryResult = 'delivered' | 'retry' | 'failed';
 

@@ -1,28 +1,14 @@
-import { BadRequestError, ConflictError, NotFoundError } from '../domain/errors.js';
+import { InvalidRequestError, ConflictError, NotFoundError } from '../domain/errors.js';
 import type { SecretCipher } from '../domain/secret-cipher.js';
 import type { WebhookEvent } from '../domain/webhook-message.js';
 import type { WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
-import type { TargetGuard } from './webhook-target.guard.js';
+import type { TargetGuard } from '../adapters/webhook-target.guard.js';
+import type { Static } from 'typebox';
+import type { DeliveryListBody, WebhookBody } from '../schemas/webhook.schema.js';
 
-export interface WebhookView {
-  id: string;
-  url: string;
-  events: WebhookEvent[];
-  createdAt: string;
-}
-
-export interface DeliveryAttemptView {
-  event: WebhookEvent;
-  deliveryId: string;
-  status: 'succeeded' | 'failed';
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  attempt: number;
-  nextRetryAt: string | null;
-  createdAt: string;
-}
+type WebhookView = Static<typeof WebhookBody>;
+type DeliveryList = Static<typeof DeliveryListBody>;
 
 function toView(row: WebhookRow): WebhookView {
   return { id: row.id, url: row.url, events: row.events, createdAt: row.created_at.toISOString() };
@@ -47,7 +33,7 @@ export function createWebhookService(deps: {
     /** The secret is echoed once, here; only its ciphertext is stored. */
     async register(partnerId: string, input: { url: string; secret: string; events: WebhookEvent[] }): Promise<WebhookView & { secret: string }> {
       const violations = await deps.guard.violations(input.url);
-      if (violations.length > 0) throw new BadRequestError(violations);
+      if (violations.length > 0) throw new InvalidRequestError(violations);
       const row = await deps.webhooks.createWithinLimit(
         { partnerId, url: input.url, events: [...new Set(input.events)], secretCiphertext: deps.cipher.encrypt(input.secret) },
         deps.maxPerPartner,
@@ -67,7 +53,7 @@ export function createWebhookService(deps: {
       return { id, deleted: true };
     },
 
-    async deliveries(partnerId: string, id: string, limit: number): Promise<{ items: DeliveryAttemptView[] }> {
+    async deliveries(partnerId: string, id: string, limit: number): Promise<DeliveryList> {
       await requireOwned(partnerId, id);
       const rows = await deps.deliveries.listAttempts(id, limit);
       return {

@@ -7,7 +7,7 @@ import { buildApp } from '../../src/app.js';
 import { buildAdminApp } from '../../src/admin-app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
-import { SOURCES, type Source } from '../../src/ministry/ministry.types.js';
+import { SOURCES, type Source } from '../../src/adapters/ministry/ministry.types.js';
 import { testFixtures } from './fixtures.js';
 
 export interface TestContext {

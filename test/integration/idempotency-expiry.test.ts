@@ -137,7 +137,7 @@ describe('idempotency repository claim of an expired key', () => {
     const key = `k-race-${otherHash}`;
     const t0 = ctx.now();
     expect((await repo.claim(claimInput(partnerId, key, 'h1', t0))).kind).toBe('claimed');
-    await repo.complete(partnerId, key, 201, { id: 'old' });
+    await repo.complete(partnerId, key, 'created', { id: 'old' });
 
     const later = new Date(t0.getTime() + ttlMs);
     const claims = await Promise.all([repo.claim(claimInput(partnerId, key, 'h2', later)), repo.claim(claimInput(partnerId, key, otherHash, later))]);
@@ -155,9 +155,9 @@ describe('idempotency repository claim of an expired key', () => {
     const { id: partnerId } = await ctx.partner();
     const t0 = ctx.now();
     await repo.claim(claimInput(partnerId, 'k-edge', 'h1', t0));
-    await repo.complete(partnerId, 'k-edge', 201, { id: 'old' });
+    await repo.complete(partnerId, 'k-edge', 'created', { id: 'old' });
     const beforeExpiry = new Date(t0.getTime() + ttlMs - 1);
-    expect(await repo.claim(claimInput(partnerId, 'k-edge', 'h1', beforeExpiry))).toEqual({ kind: 'replay', status: 201, body: { id: 'old' } });
+    expect(await repo.claim(claimInput(partnerId, 'k-edge', 'h1', beforeExpiry))).toEqual({ kind: 'replay', outcome: 'created', body: { id: 'old' } });
     expect((await repo.claim(claimInput(partnerId, 'k-edge', 'h1', new Date(t0.getTime() + ttlMs)))).kind).toBe('claimed');
   });
 });

@@ -94,26 +94,26 @@ describe('API key verification cache', () => {
     await service.update(id, { active: false });
     release();
     await inFlight;
-    await expect(service.authenticate(apiKey)).rejects.toMatchObject({ statusCode: 403 });
+    await expect(service.authenticate(apiKey)).rejects.toMatchObject({ code: 'forbidden' });
   });
 
   it('remembers an unknown key for the TTL: a flood of it reads the database once per TTL', async () => {
     const { service, advance } = setUp();
     const reads = vi.spyOn(repo, 'findByKeyHash');
     const unknownKey = generateApiKey('sandbox');
-    for (let i = 0; i < 20; i++) await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ statusCode: 401 });
+    for (let i = 0; i < 20; i++) await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ code: 'unauthenticated' });
     const concurrent = await Promise.allSettled(Array.from({ length: 20 }, () => service.authenticate(unknownKey)));
     expect(concurrent.every((r) => r.status === 'rejected')).toBe(true);
     expect(reads).toHaveBeenCalledTimes(1);
 
     advance(TTL_MS - 1);
-    await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ statusCode: 401 });
+    await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ code: 'unauthenticated' });
     expect(reads).toHaveBeenCalledTimes(1);
     advance(1);
-    for (let i = 0; i < 5; i++) await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ statusCode: 401 });
+    for (let i = 0; i < 5; i++) await expect(service.authenticate(unknownKey)).rejects.toMatchObject({ code: 'unauthenticated' });
     expect(reads).toHaveBeenCalledTimes(2);
     // Another unknown key is its own entry.
-    await expect(service.authenticate(generateApiKey('sandbox'))).rejects.toMatchObject({ statusCode: 401 });
+    await expect(service.authenticate(generateApiKey('sandbox'))).rejects.toMatchObject({ code: 'unauthenticated' });
     expect(reads).toHaveBeenCalledTimes(3);
     reads.mockRestore();
   });
@@ -121,14 +121,14 @@ describe('API key verification cache', () => {
   it('a key created or rotated through this instance works at once, even if it was refused just before', async () => {
     const { service } = setUp();
     const created = generateApiKey('sandbox');
-    await expect(service.authenticate(created)).rejects.toMatchObject({ statusCode: 401 });
+    await expect(service.authenticate(created)).rejects.toMatchObject({ code: 'unauthenticated' });
     nextKeys.push(created);
     const partner = await service.create({ name: 'Refused first' });
     expect(partner.apiKey).toBe(created);
     await expect(service.authenticate(created)).resolves.toMatchObject({ id: partner.id });
 
     const rotated = generateApiKey('sandbox');
-    await expect(service.authenticate(rotated)).rejects.toMatchObject({ statusCode: 401 });
+    await expect(service.authenticate(rotated)).rejects.toMatchObject({ code: 'unauthenticated' });
     nextKeys.push(rotated);
     expect((await service.rotateKey(partner.id)).apiKey).toBe(rotated);
     await expect(service.authenticate(rotated)).resolves.toMatchObject({ id: partner.id });
@@ -144,7 +144,7 @@ describe('API key verification cache', () => {
     const { id } = await service.create({ name: 'Raced' });
     const after = service.authenticate(key);
     release();
-    await expect(inFlight).rejects.toMatchObject({ statusCode: 401 });
+    await expect(inFlight).rejects.toMatchObject({ code: 'unauthenticated' });
     await expect(after).resolves.toMatchObject({ id });
     await expect(service.authenticate(key)).resolves.toMatchObject({ id });
   });
@@ -153,10 +153,10 @@ describe('API key verification cache', () => {
     const here = setUp();
     const there = createPartnerService({ partners: repo, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS });
     const key = generateApiKey('sandbox');
-    await expect(here.service.authenticate(key)).rejects.toMatchObject({ statusCode: 401 });
+    await expect(here.service.authenticate(key)).rejects.toMatchObject({ code: 'unauthenticated' });
     nextKeys.push(key);
     const { id } = await there.create({ name: 'Elsewhere' });
-    await expect(here.service.authenticate(key)).rejects.toMatchObject({ statusCode: 401 });
+    await expect(here.service.authenticate(key)).rejects.toMatchObject({ code: 'unauthenticated' });
     here.advance(TTL_MS);
     await expect(here.service.authenticate(key)).resolves.toMatchObject({ id });
   });
@@ -167,7 +167,7 @@ describe('API key verification cache', () => {
     await service.authenticate(apiKey);
     await db.deleteFrom('api_keys').where('partner_id', '=', id).execute();
     advance(TTL_MS);
-    await expect(service.authenticate(apiKey)).rejects.toMatchObject({ statusCode: 401 });
+    await expect(service.authenticate(apiKey)).rejects.toMatchObject({ code: 'unauthenticated' });
   });
 });
 

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
-import { createTargetGuard, PRIVATE_TARGET, publicOnlyLookup } from '../../src/services/webhook-target.guard.js';
-import { createWebhookHttpClient } from '../../src/services/webhook-http.client.js';
+import { createTargetGuard, PRIVATE_TARGET, publicOnlyLookup } from '../../src/adapters/webhook-target.guard.js';
+import { createWebhookHttpClient } from '../../src/adapters/webhook-http.client.js';
 
 // Nothing here sends traffic anywhere but 127.0.0.1, and the guard is expected to stop even that.
 const SECRET = 'whsec_0123456789abcdef';

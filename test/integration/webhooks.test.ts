@@ -11,7 +11,7 @@ import { testConfig, type Config } from '../../src/config.js';
 import { createWebhookDeliveryJob } from '../../src/jobs/webhook-delivery.job.js';
 import { createWebhookDeliveryRepository } from '../../src/db/repositories/webhook-delivery.repository.js';
 import { createWebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
-import { createWebhookHttpClient } from '../../src/services/webhook-http.client.js';
+import { createWebhookHttpClient } from '../../src/adapters/webhook-http.client.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
 import type { Job } from '../../src/jobs/job-runner.js';
 

@@ -11,7 +11,7 @@ import {
   loadQrConfig,
   loadQrSchemeConfig,
   QrConfigError,
-} from '../../src/services/qr-config.loader.js';
+} from '../../src/adapters/qr-config.loader.js';
 
 const QR_TEXT =
   '00020101021226280010mn.gov.pay0110GOV-MOF-015204931153034965405120005802MN5912Sangiin yaam' +

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createInvoiceCache } from '../../src/services/invoice-cache.js';
+import { createInvoiceCache } from '../../src/adapters/invoice-cache.js';
 import type { InvoiceRow } from '../../src/db/repositories/invoice.repository.js';
 
 function row(id: string, status = 'open'): InvoiceRow {

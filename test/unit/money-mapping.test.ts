@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoFromEpochMs, isoFromIso, isoFromMongolianLocal } from '../../src/ministry/date.mapping.js';
+import { isoFromEpochMs, isoFromIso, isoFromMongolianLocal } from '../../src/adapters/ministry/date.mapping.js';
 import {
   amountFromMongo,
   amountFromNumber,
@@ -7,8 +7,8 @@ import {
   amountToMongo,
   amountToNumber,
   canonicalAmount,
-} from '../../src/ministry/money.mapping.js';
-import { WireValueError } from '../../src/ministry/wire-value.error.js';
+} from '../../src/adapters/ministry/money.mapping.js';
+import { WireValueError } from '../../src/adapters/ministry/wire-value.error.js';
 
 describe('amount mapping', () => {
   it.each([

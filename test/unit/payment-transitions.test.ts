@@ -34,7 +34,7 @@ describe('payment transition table', () => {
       }
     })();
     expect(err).toBeInstanceOf(IllegalTransitionError);
-    expect((err as IllegalTransitionError).statusCode).toBe(409);
+    expect((err as IllegalTransitionError).code).toBe('illegal_transition');
   });
 
   it('leaves the final states only by a partner cancel of a confirmed payment', () => {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createFcmPushSender, createPushSender, fcmRequest } from '../../src/services/push-sender.js';
+import { createFcmPushSender, createPushSender, fcmRequest } from '../../src/adapters/push-sender.js';
 import { createDeviceService } from '../../src/services/device.service.js';
 import type { DeviceRepository } from '../../src/db/repositories/device.repository.js';
 

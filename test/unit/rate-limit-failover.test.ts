@@ -1,8 +1,8 @@
 import net from 'node:net';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRateLimitRedisClient } from '../../src/services/rate-limit/rate-limit.factory.js';
-import { createRedisRateLimitStore } from '../../src/services/rate-limit/redis-rate-limit.store.js';
+import { createRateLimitRedisClient } from '../../src/adapters/rate-limit/rate-limit.factory.js';
+import { createRedisRateLimitStore } from '../../src/adapters/rate-limit/redis-rate-limit.store.js';
 import { createRateLimitService } from '../../src/services/rate-limit/rate-limit.service.js';
 import { windowsFromSettings } from '../../src/services/rate-limit/rate-limiter.js';
 import type { Redis } from 'ioredis';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createSandboxService, type SandboxServiceDeps } from '../../src/services/sandbox.service.js';
+import { createSimulatorControlClient } from '../../src/adapters/simulator-control.client.js';
 import { ConflictError, NotFoundError, UpstreamUnavailableError } from '../../src/domain/errors.js';
 
 const PAYMENT_ID = '11111111-1111-4111-8111-111111111111';
@@ -20,8 +21,7 @@ function service(opts: { status?: string; fetch: typeof fetch; payment?: boolean
         opts.payment === false || partnerId !== 'p1' ? null : ({ id, status: opts.status ?? 'submitted', invoice_id: INVOICE_ID } as unknown as Payment),
     },
     invoices: { findById: async (id) => ({ id, source: 'etax', ref_num: 'ET-9' }) as unknown as Invoice },
-    simulatorUrl: 'http://127.0.0.1:3100/',
-    fetch: fetchSpy,
+    simulator: createSimulatorControlClient({ baseUrl: 'http://127.0.0.1:3100/', timeoutMs: 3000, fetch: fetchSpy }),
   });
   return { svc, calls };
 }

@@ -1,11 +1,18 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
 
+/** How the first request with a key ended: the answer a replay repeats. */
+export type StoredOutcome = 'created' | 'rejected';
+
 export type IdempotencyClaim =
   | { kind: 'claimed'; paymentId: string | null }
-  | { kind: 'replay'; status: number; body: unknown }
+  | { kind: 'replay'; outcome: StoredOutcome; body: unknown }
   | { kind: 'mismatch' }
   | { kind: 'in_flight' };
+
+/** The column keeps the status the partner was answered with, as rows written before it did. */
+const STATUS_OF_OUTCOME: Record<StoredOutcome, number> = { created: 201, rejected: 422 };
+const outcomeOfStatus = (status: number | null): StoredOutcome => (status === STATUS_OF_OUTCOME.rejected ? 'rejected' : 'created');
 
 /**
  * Idempotency keys live in the database, so concurrent duplicates across instances are decided
@@ -52,7 +59,7 @@ export function createIdempotencyRepository(db: Db) {
           return { kind: 'in_flight' };
         }
         if (existing.request_hash !== input.requestHash) return { kind: 'mismatch' };
-        if (existing.state === 'completed') return { kind: 'replay', status: existing.response_status ?? 201, body: existing.response_body };
+        if (existing.state === 'completed') return { kind: 'replay', outcome: outcomeOfStatus(existing.response_status), body: existing.response_body };
         // A released or abandoned claim (crash, upstream failure) is taken over atomically by one caller.
         const taken = await db
           .updateTable('idempotency_keys')
@@ -68,10 +75,10 @@ export function createIdempotencyRepository(db: Db) {
       }
     },
 
-    async complete(partnerId: string, key: string, status: number, body: unknown): Promise<void> {
+    async complete(partnerId: string, key: string, outcome: StoredOutcome, body: unknown): Promise<void> {
       await db
         .updateTable('idempotency_keys')
-        .set({ state: 'completed', response_status: status, response_body: JSON.stringify(body) })
+        .set({ state: 'completed', response_status: STATUS_OF_OUTCOME[outcome], response_body: JSON.stringify(body) })
         .where('partner_id', '=', partnerId)
         .where('key', '=', key)
         .execute();

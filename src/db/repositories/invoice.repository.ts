@@ -3,7 +3,7 @@ import type { StoredInvoiceStatus } from '../../domain/invoice-status.js';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { Database, InvoicesTable } from '../db.types.js';
-import type { InvoiceFilter, Source, UpstreamInvoice } from '../../ministry/ministry.types.js';
+import type { InvoiceFilter, Source, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
 

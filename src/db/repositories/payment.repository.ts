@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import { dueBySource } from '../due-by-source.js';
-import type { Db } from '../database.js';
+import { isUniqueViolation, type Db } from '../database.js';
 import type { Database, PaymentsTable } from '../db.types.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domain/payment-transitions.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
@@ -9,7 +9,7 @@ import { isUuid } from '../../domain/uuid.js';
 import type { OutboxWrite } from './event.repository.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
-type Trx = Transaction<Database>;
+export type Trx = Transaction<Database>;
 
 /** A payment claimed for a check, with its invoice's refNum: the ministry is asked by it. */
 export interface ClaimedPayment extends PaymentRow {
@@ -43,9 +43,10 @@ export function createPaymentRepository(db: Db) {
     /**
      * Inserts a pending payment holding its invoice, and ties it to the caller's idempotency key,
      * in one statement: the partial unique index refuses a second holder and nothing is written.
+     * Null when another payment holds the invoice.
      */
-    async insertPending(input: { partnerId: string; invoiceId: string; source: string; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow> {
-      const { rows } = await sql<PaymentRow>`
+    async insertPending(input: { partnerId: string; invoiceId: string; source: string; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow | null> {
+      const inserted = sql<PaymentRow>`
         WITH p AS (
           INSERT INTO payments (partner_id, invoice_id, source, amount, status, next_check_at)
           VALUES (${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz)
@@ -57,10 +58,15 @@ export function createPaymentRepository(db: Db) {
           UPDATE idempotency_keys SET payment_id = (SELECT id FROM p)
           WHERE partner_id = ${input.partnerId}::uuid AND key = ${input.idempotencyKey}
         )`}
-        SELECT * FROM p`.execute(db);
-      const row = rows[0];
-      if (!row) throw new Error('payment insert returned no row');
-      return row;
+        SELECT * FROM p`;
+      try {
+        const row = (await inserted.execute(db)).rows[0];
+        if (!row) throw new Error('payment insert returned no row');
+        return row;
+      } catch (err) {
+        if (isUniqueViolation(err)) return null;
+        throw err;
+      }
     },
 
     /**

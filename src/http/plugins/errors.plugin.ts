@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorObject } from 'ajv';
-import { AppError, BadRequestError, PaymentRejectedError, UpstreamUnavailableError } from '../../domain/errors.js';
+import { DomainError, InvalidRequestError, PaymentRejectedError, UpstreamUnavailableError, type ErrorCode } from '../../domain/errors.js';
 import { describeValidation } from '../validation.js';
 import { redactDbError } from '../db-error.redactor.js';
 
@@ -23,6 +23,19 @@ function sendError(reply: FastifyReply, status: number, message: string) {
 }
 
 const ROUTE_NOT_FOUND = 'Route not found';
+
+/** The one place a domain error code becomes an HTTP status. */
+const STATUS_OF: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  illegal_transition: 409,
+  unprocessable: 422,
+  payment_rejected: 422,
+  upstream_unavailable: 503,
+};
 
 /**
  * Errors Fastify raises itself, in the service's words: Fastify's own messages quote the path,
@@ -46,7 +59,7 @@ function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyR
   if (err.validation) {
     return sendBadRequest(reply, describeValidation(err.validation as ErrorObject[], err.validationContext ?? 'body'));
   }
-  if (err instanceof BadRequestError) return sendBadRequest(reply, err.violations);
+  if (err instanceof InvalidRequestError) return sendBadRequest(reply, err.violations);
   if (err instanceof PaymentRejectedError) {
     return reply.code(422).send({ success: false, refNum: err.refNum, message: err.message });
   }
@@ -54,7 +67,7 @@ function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyR
     request.log.warn({ err: redactDbError(err), detail: err.detail }, 'upstream unavailable');
     return reply.code(503).send(errorBody(503, err.message));
   }
-  if (err instanceof AppError) return reply.code(err.statusCode).send(errorBody(err.statusCode, err.message));
+  if (err instanceof DomainError) return reply.code(STATUS_OF[err.code]).send(errorBody(STATUS_OF[err.code], err.message));
   const known = typeof err.code === 'string' ? FRAMEWORK_ERRORS[err.code] : undefined;
   if (known) return sendError(reply, known.status, known.message);
   const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;

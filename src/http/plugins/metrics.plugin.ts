@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler, RouteOptions } from 'fastify';
-import type { Metrics } from '../../services/metrics.js';
+import type { Metrics } from '../../adapters/metrics.js';
 
 type Labels = { method: string; route: string; status: string };
 

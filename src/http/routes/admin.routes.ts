@@ -1,26 +1,18 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { AppError } from '../../domain/errors.js';
-import { BadRequestBody, ErrorBody, IdParams } from '../schemas/common.schema.js';
-import { CreatePartnerBody, CreatedPartnerBody, PartnerBody, RotatedKeyBody, UpdatePartnerBody } from '../schemas/admin.schema.js';
-import type { PartnerService } from '../../services/partner.service.js';
-import type { PartnerRow } from '../../db/repositories/partner.repository.js';
+import { BadRequestBody, ErrorBody, IdParams } from '../../schemas/common.schema.js';
+import { CreatePartnerBody, CreatedPartnerBody, PartnerBody, RotatedKeyBody, UpdatePartnerBody } from '../../schemas/admin.schema.js';
+import type { Partner, PartnerService } from '../../services/partner.service.js';
+import { registerAdminAuth } from '../plugins/admin-auth.plugin.js';
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
-function partnerView(p: PartnerRow) {
+function partnerView(p: Partner) {
   return { ...p, createdAt: p.createdAt.toISOString() };
 }
 
 const errors = { 400: BadRequestBody, 401: ErrorBody, 404: ErrorBody };
 
 export const adminRoutes: FastifyPluginAsyncTypebox<{ partners: PartnerService; adminToken: string }> = async (app, opts) => {
-  const expected = digest(`Bearer ${opts.adminToken}`);
-  app.addHook('onRequest', async (request) => {
-    const given = digest(request.headers.authorization ?? '');
-    if (!timingSafeEqual(given, expected)) throw new AppError(401, 'Invalid or missing admin token');
-  });
+  registerAdminAuth(app, opts.adminToken);
 
   app.post(
     '/admin/partners',

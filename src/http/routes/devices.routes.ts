@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { commonErrors } from '../schemas/common.schema.js';
-import { DeviceBody, RegisterDeviceBody } from '../schemas/device.schema.js';
+import { commonErrors } from '../../schemas/common.schema.js';
+import { DeviceBody, RegisterDeviceBody } from '../../schemas/device.schema.js';
 import type { DeviceService } from '../../services/device.service.js';
 
 export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }> = async (app, { devices }) => {
@@ -16,8 +16,8 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
     },
     async (request, reply) => {
       const outcome = await devices.register(request.partner.id, request.body);
-      reply.code(outcome.statusCode);
-      return outcome.body;
+      reply.code(outcome.created ? 201 : 200);
+      return outcome.device;
     },
   );
 };

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody, IdParams, commonErrors } from '../schemas/common.schema.js';
-import { InvoiceBody, InvoiceListBody, InvoiceSearchQuery, RefNumParams } from '../schemas/invoice.schema.js';
+import { ErrorBody, IdParams, commonErrors } from '../../schemas/common.schema.js';
+import { InvoiceBody, InvoiceListBody, InvoiceSearchQuery, RefNumParams } from '../../schemas/invoice.schema.js';
 import type { InvoiceService } from '../../services/invoice.service.js';
-import type { InvoiceFilterKind } from '../../ministry/ministry.types.js';
+import type { InvoiceFilterKind } from '../../adapters/ministry/ministry.types.js';
 
 const FILTER_KINDS: InvoiceFilterKind[] = ['ttd', 'vehicle', 'taxRef'];
 

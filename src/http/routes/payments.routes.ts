@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody, IdParams, commonErrors } from '../schemas/common.schema.js';
+import { ErrorBody, IdParams, commonErrors } from '../../schemas/common.schema.js';
 import {
   CancelBody,
   CreatePaymentBody,
@@ -10,7 +10,7 @@ import {
   PaymentFailedBody,
   SettlementBody,
   SettlementRequestBody,
-} from '../schemas/payment.schema.js';
+} from '../../schemas/payment.schema.js';
 import type { PaymentService } from '../../services/payment.service.js';
 import type { ReportService } from '../../services/report.service.js';
 
@@ -29,7 +29,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
     async (request, reply) => {
       const outcome = await opts.payments.create(request.partner, request.body, request.headers['x-idempotency-key']);
       if (outcome.replayed) reply.header('idempotent-replayed', 'true');
-      reply.code(outcome.statusCode);
+      reply.code(outcome.kind === 'created' ? 201 : 422);
       return outcome.body;
     },
   );

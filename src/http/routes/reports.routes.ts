@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { commonErrors } from '../schemas/common.schema.js';
-import { PaymentListBody, PaymentListQuery, SummaryBody } from '../schemas/payment.schema.js';
+import { commonErrors } from '../../schemas/common.schema.js';
+import { PaymentListBody, PaymentListQuery, SummaryBody } from '../../schemas/payment.schema.js';
 import type { ReportService } from '../../services/report.service.js';
 
 export const reportRoutes: FastifyPluginAsyncTypebox<{ reports: ReportService }> = async (app, { reports }) => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody, Uuid, commonErrors } from '../schemas/common.schema.js';
+import { ErrorBody, Uuid, commonErrors } from '../../schemas/common.schema.js';
 import type { SandboxService } from '../../services/sandbox.service.js';
 
 /** Read once at start-up: one self-contained page (inline CSS and JS, no external resources). */

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody, IdParams, commonErrors } from '../schemas/common.schema.js';
+import { ErrorBody, IdParams, commonErrors } from '../../schemas/common.schema.js';
 import {
   CreateWebhookBody,
   DeliveryListBody,
@@ -8,7 +8,7 @@ import {
   WebhookDeletedBody,
   WebhookLimitBody,
   WebhookListBody,
-} from '../schemas/webhook.schema.js';
+} from '../../schemas/webhook.schema.js';
 import type { WebhookService } from '../../services/webhook.service.js';
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {

@@ -1,4 +1,4 @@
-import { createCircuitBreaker, type CircuitBreakerOptions } from '../domain/circuit-breaker.js';
+import { createCircuitBreaker, type CircuitBreakerOptions } from '../../domain/circuit-breaker.js';
 import { UpstreamError, type MinistryAdapters } from './ministry.types.js';
 import { wrapAdapters } from './adapter-wrapper.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRedisClient, redisErrorLogger } from './redis-client.js';
 import type { InvoiceCache } from './invoice-cache.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../domain/logger.port.js';
 
 const CHANNEL = 'gpc:invoice-cache:forget';
 
@@ -58,9 +58,6 @@ export async function withInvoiceCacheBus(cache: InvoiceCache, redisUrl: string,
       const list = [...ids];
       cache.forget(list);
       publish(list);
-    },
-    announce(ids) {
-      publish([...ids]);
     },
     async close() {
       sub.disconnect();

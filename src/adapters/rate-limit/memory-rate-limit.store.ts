@@ -1,4 +1,4 @@
-import { SlidingLog } from './sliding-log.js';
+import { SlidingLog } from '../../services/rate-limit/sliding-log.js';
 import {
   longestWindowMs,
   toDecision,
@@ -6,7 +6,7 @@ import {
   type RateLimitStore,
   type RateLimitWindow,
   type WindowCount,
-} from './rate-limiter.js';
+} from '../../services/rate-limit/rate-limiter.js';
 
 export interface MemoryStoreOptions {
   windows: RateLimitWindow[];

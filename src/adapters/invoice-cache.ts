@@ -3,8 +3,9 @@ import type { InvoiceRow } from '../db/repositories/invoice.repository.js';
 
 /**
  * Stored invoice rows, and which partners may read each, kept in process for GET /invoices/{id}.
- * Every write through this instance forgets the rows it touched, and so does every write another
- * instance announces (see invoice-cache.bus.ts); `ttlMs` bounds what a lost announcement can cost.
+ * Every write through this instance forgets the rows it touched (invoice-cache.decorator.ts), and
+ * so does every write another instance announces (invoice-cache.bus.ts); `ttlMs` bounds what a
+ * lost announcement can cost.
  */
 export interface InvoiceCache {
   get(partnerId: string, id: string): InvoiceRow | undefined;
@@ -13,11 +14,6 @@ export interface InvoiceCache {
   /** Caches rows read since `mark`, skipping any forgotten meanwhile (their read may be stale). */
   remember(partnerId: string, rows: readonly InvoiceRow[], mark: number): void;
   forget(ids: Iterable<string>): void;
-  /**
-   * Rows this instance has just rewritten and remembered fresh: other instances must drop their
-   * copies (see invoice-cache.bus.ts), this one keeps its own.
-   */
-  announce(ids: Iterable<string>): void;
   clear(): void;
 }
 
@@ -32,7 +28,6 @@ const NO_CACHE: InvoiceCache = {
   mark: () => 0,
   remember: () => undefined,
   forget: () => undefined,
-  announce: () => undefined,
   clear: () => undefined,
 };
 
@@ -69,8 +64,6 @@ export function createInvoiceCache(opts: { ttlMs: number; maxEntries: number }):
         forgottenAt.set(id, clock);
       }
     },
-    // A single instance has nobody to tell.
-    announce: () => undefined,
     clear() {
       // Everything read before now counts as forgotten, so in-flight reads are not remembered either.
       clock += 1;

@@ -1,4 +1,4 @@
-import type { Metrics } from '../services/metrics.js';
+import type { Metrics } from '../metrics.js';
 import { UpstreamError, type MinistryAdapters } from './ministry.types.js';
 import { wrapAdapters } from './adapter-wrapper.js';
 

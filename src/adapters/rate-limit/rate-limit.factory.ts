@@ -4,8 +4,8 @@ import { createRedisClient, redisErrorLogger } from '../redis-client.js';
 import type { Config } from '../../config.js';
 import { createMemoryRateLimitStore } from './memory-rate-limit.store.js';
 import { createRedisRateLimitStore } from './redis-rate-limit.store.js';
-import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from './rate-limiter.js';
-import { createRateLimitService, type IncCounter, type RateLimitLog, type RateLimitService } from './rate-limit.service.js';
+import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from '../../services/rate-limit/rate-limiter.js';
+import { createRateLimitService, type IncCounter, type RateLimitLog, type RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 
 export interface RateLimitFactoryOptions {
   log: RateLimitLog & { info(obj: object, msg: string): void };

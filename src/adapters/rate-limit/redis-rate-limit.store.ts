@@ -5,7 +5,7 @@ import {
   type RateLimitStore,
   type RateLimitWindow,
   type WindowCount,
-} from './rate-limiter.js';
+} from '../../services/rate-limit/rate-limiter.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {

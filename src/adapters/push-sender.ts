@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import type { Logger } from './logger.js';
+import type { Logger } from '../domain/logger.port.js';
 
 export interface PushMessage {
   title: string;
