@@ -5,217 +5,197 @@ const AppEnv = Type.Union([Type.Literal('local'), Type.Literal('sandbox'), Type.
 export type AppEnv = Static<typeof AppEnv>;
 
 const Int = (dflt: number, min = 0) => Type.Integer({ default: dflt, minimum: min });
+const Text = (dflt: string) => Type.String({ default: dflt });
+const Flag = (dflt: boolean) => Type.Boolean({ default: dflt });
+const Optional = () => Type.Union([Type.String(), Type.Null()], { default: null });
 
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const LOCAL_ADMIN_TOKEN = 'local-admin-token';
+const LOCAL_WEBHOOK_KEY = 'local-webhook-secret-key-not-for-production';
+
+/** Every setting and its default, once: loadConfig fills what the environment leaves out from here. */
 const ConfigSchema = Type.Object({
   appEnv: AppEnv,
-  host: Type.String(),
+  host: Text('127.0.0.1'),
   port: Int(3000),
-  adminHost: Type.String(),
+  adminHost: Text('127.0.0.1'),
   adminPort: Int(3001),
   adminToken: Type.String({ minLength: 8 }),
-  databaseUrl: Type.Union([Type.String(), Type.Null()]),
-  dataDir: Type.String(),
-  redisUrl: Type.Union([Type.String(), Type.Null()]),
-  ministryUrls: Type.Object({
-    mof: Type.Union([Type.String(), Type.Null()]),
-    etax: Type.Union([Type.String(), Type.Null()]),
-    police: Type.Union([Type.String(), Type.Null()]),
-  }),
+  databaseUrl: Optional(),
+  dataDir: Text('./.data'),
+  redisUrl: Optional(),
+  ministryUrls: Type.Object({ mof: Optional(), etax: Optional(), police: Optional() }, { default: {} }),
   ministryTimeoutMs: Int(3000, 1),
-  circuitBreaker: Type.Object({ failureThreshold: Int(5, 1), openMs: Int(10_000, 1) }),
-  simulator: Type.Object({
-    port: Int(3100),
-    fixtures: Type.Union([Type.String(), Type.Null()]),
-    autoApproveMs: Int(5000),
-  }),
-  rateLimit: Type.Object({ perSecond: Int(5, 1), perMinute: Int(60, 1), perHour: Int(1000, 1) }),
-  rateLimitFailOpen: Type.Boolean(),
+  circuitBreaker: Type.Object({ failureThreshold: Int(5, 1), openMs: Int(10_000, 1) }, { default: {} }),
+  simulator: Type.Object({ port: Int(3100), fixtures: Optional(), autoApproveMs: Int(5000) }, { default: {} }),
+  rateLimit: Type.Object({ perSecond: Int(5, 1), perMinute: Int(60, 1), perHour: Int(1000, 1) }, { default: {} }),
+  rateLimitFailOpen: Flag(true),
   rateLimitRedisTimeoutMs: Int(200, 1),
   confirmPollMs: Int(2000, 10),
   confirmBackoffMaxMs: Int(60_000, 10),
   confirmConcurrencyPerSource: Int(4, 1),
-  paymentExpiryMs: Int(30 * 60_000, 1000),
+  paymentExpiryMs: Int(30 * MINUTE, 1000),
+  /** Defaults to true only when APP_ENV=local. */
   webhookAllowPrivate: Type.Boolean(),
   webhookSecretKey: Type.String({ minLength: 16 }),
-  /** Delay before each attempt: the first entry is the initial delivery, the rest are retries. */
-  webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1 }),
+  /**
+   * Delay before each attempt: the first entry is the initial delivery, the rest are retries.
+   * DESIGN.md: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then failed.
+   */
+  webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), {
+    minItems: 1,
+    default: [0, 5000, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR],
+  }),
   webhookTimeoutMs: Int(5000, 1),
   webhookPollMs: Int(1000, 10),
   /** Delivery attempts in flight per instance: overall, per webhook, per partner. */
-  webhookConcurrency: Type.Object({ total: Int(32, 1), perEndpoint: Int(2, 1), perPartner: Int(8, 1) }),
+  webhookConcurrency: Type.Object({ total: Int(32, 1), perEndpoint: Int(2, 1), perPartner: Int(8, 1) }, { default: {} }),
   /** Webhooks a partner may have registered (deleted ones do not count). */
   webhookMaxPerPartner: Int(10, 1),
-  fcm: Type.Object({
-    projectId: Type.Union([Type.String(), Type.Null()]),
-    accessToken: Type.Union([Type.String(), Type.Null()]),
-    endpoint: Type.String(),
-  }),
+  fcm: Type.Object({ projectId: Optional(), accessToken: Optional(), endpoint: Text('https://fcm.googleapis.com') }, { default: {} }),
   bodyLimitBytes: Int(64 * 1024, 1024),
+  /** Defaults to the API's own address: http://HOST:PORT/q. */
   shortUrlBase: Type.String(),
-  logLevel: Type.String(),
-  keyRotationGraceMs: Int(24 * 3600 * 1000),
+  logLevel: Text('info'),
+  keyRotationGraceMs: Int(DAY),
   authCacheTtlMs: Int(2000),
-  invoiceCache: Type.Object({ ttlMs: Int(30_000), maxEntries: Int(50_000) }),
-  idempotencyTtlMs: Int(48 * 3600 * 1000, 24 * 3600 * 1000),
+  invoiceCache: Type.Object({ ttlMs: Int(30_000), maxEntries: Int(50_000) }, { default: {} }),
+  idempotencyTtlMs: Int(2 * DAY, DAY),
   /** Periods of at least a day: partners read the delivery log, and seconds mistaken for ms are refused. */
-  retention: Type.Object({
-    sweepMs: Int(60_000, 1000),
-    batchSize: Int(1000, 1),
-    webhookAttemptMs: Int(30 * 24 * 3600 * 1000, 24 * 3600 * 1000),
-    eventMs: Int(90 * 24 * 3600 * 1000, 24 * 3600 * 1000),
-  }),
-  counterRollup: Type.Object({ intervalMs: Int(1000, 100), batchSize: Int(5000, 1) }),
+  retention: Type.Object(
+    {
+      sweepMs: Int(MINUTE, 1000),
+      batchSize: Int(1000, 1),
+      webhookAttemptMs: Int(30 * DAY, DAY),
+      eventMs: Int(90 * DAY, DAY),
+    },
+    { default: {} },
+  ),
+  counterRollup: Type.Object({ intervalMs: Int(1000, 100), batchSize: Int(5000, 1) }, { default: {} }),
 });
 export type Config = Static<typeof ConfigSchema>;
 
 type Env = Record<string, string | undefined>;
 
-const LOCAL_ADMIN_TOKEN = 'local-admin-token';
-const LOCAL_WEBHOOK_KEY = 'local-webhook-secret-key-not-for-production';
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-/** DESIGN.md: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then failed. */
-const DEFAULT_WEBHOOK_SCHEDULE_MS = [0, 5000, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
-
-function int(env: Env, name: string, dflt: number): number {
+function str(env: Env, name: string): string | undefined {
   const raw = env[name];
-  if (raw === undefined || raw === '') return dflt;
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+function int(env: Env, name: string): number | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
   const n = Number(raw);
   if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${raw}"`);
   return n;
 }
 
-function intList(env: Env, name: string, dflt: number[]): number[] {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return dflt;
+function intList(env: Env, name: string): number[] | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
   const values = raw.split(',').map((part) => Number(part.trim()));
   if (values.some((n) => !Number.isInteger(n) || n < 0)) throw new Error(`${name} must be a comma list of non-negative integers, got "${raw}"`);
   return values;
 }
 
-function bool(env: Env, name: string, dflt: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return dflt;
+function bool(env: Env, name: string): boolean | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
   if (['true', '1', 'yes'].includes(raw.toLowerCase())) return true;
   if (['false', '0', 'no'].includes(raw.toLowerCase())) return false;
   throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
-function str(env: Env, name: string): string | null {
-  const raw = env[name];
-  return raw === undefined || raw === '' ? null : raw;
-}
-
 function required(env: Env, name: string, appEnv: AppEnv, localDefault: string): string {
   const value = str(env, name);
-  if (value !== null) return value;
+  if (value !== undefined) return value;
   if (appEnv === 'local') return localDefault;
   throw new Error(`${name} is required when APP_ENV=${appEnv}`);
 }
 
-/** The only reader of process.env: everything else receives a validated Config. */
-export function loadConfig(env: Env = process.env): Config {
-  const appEnv = (str(env, 'APP_ENV') ?? 'local') as AppEnv;
-  if (!Value.Check(AppEnv, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
-  const port = int(env, 'PORT', 3000);
-  const host = str(env, 'HOST') ?? '127.0.0.1';
-  const config: Config = {
+/** What the environment says, setting by setting; a setting it leaves out stays undefined. */
+function fromEnv(env: Env, appEnv: AppEnv) {
+  return {
     appEnv,
-    host,
-    port,
-    adminHost: str(env, 'ADMIN_HOST') ?? '127.0.0.1',
-    adminPort: int(env, 'ADMIN_PORT', 3001),
+    host: str(env, 'HOST'),
+    port: int(env, 'PORT'),
+    adminHost: str(env, 'ADMIN_HOST'),
+    adminPort: int(env, 'ADMIN_PORT'),
     adminToken: required(env, 'ADMIN_TOKEN', appEnv, LOCAL_ADMIN_TOKEN),
     databaseUrl: str(env, 'DATABASE_URL'),
-    dataDir: str(env, 'DATA_DIR') ?? './.data',
+    dataDir: str(env, 'DATA_DIR'),
     redisUrl: str(env, 'REDIS_URL'),
-    ministryUrls: {
-      mof: str(env, 'MINISTRY_MOF_URL'),
-      etax: str(env, 'MINISTRY_ETAX_URL'),
-      police: str(env, 'MINISTRY_POLICE_URL'),
-    },
-    ministryTimeoutMs: int(env, 'MINISTRY_TIMEOUT_MS', 3000),
-    circuitBreaker: {
-      failureThreshold: int(env, 'CIRCUIT_BREAKER_FAILURES', 5),
-      openMs: int(env, 'CIRCUIT_BREAKER_OPEN_MS', 10_000),
-    },
+    ministryUrls: { mof: str(env, 'MINISTRY_MOF_URL'), etax: str(env, 'MINISTRY_ETAX_URL'), police: str(env, 'MINISTRY_POLICE_URL') },
+    ministryTimeoutMs: int(env, 'MINISTRY_TIMEOUT_MS'),
+    circuitBreaker: { failureThreshold: int(env, 'CIRCUIT_BREAKER_FAILURES'), openMs: int(env, 'CIRCUIT_BREAKER_OPEN_MS') },
     simulator: {
-      port: int(env, 'SIMULATOR_PORT', 3100),
+      port: int(env, 'SIMULATOR_PORT'),
       fixtures: str(env, 'SIMULATOR_FIXTURES'),
-      autoApproveMs: int(env, 'SIMULATOR_AUTO_APPROVE_MS', 5000),
+      autoApproveMs: int(env, 'SIMULATOR_AUTO_APPROVE_MS'),
     },
     rateLimit: {
-      perSecond: int(env, 'RATE_LIMIT_PER_SECOND', 5),
-      perMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60),
-      perHour: int(env, 'RATE_LIMIT_PER_HOUR', 1000),
+      perSecond: int(env, 'RATE_LIMIT_PER_SECOND'),
+      perMinute: int(env, 'RATE_LIMIT_PER_MINUTE'),
+      perHour: int(env, 'RATE_LIMIT_PER_HOUR'),
     },
-    rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN', true),
-    rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS', 200),
-    confirmPollMs: int(env, 'CONFIRM_POLL_MS', 2000),
-    confirmBackoffMaxMs: int(env, 'CONFIRM_BACKOFF_MAX_MS', 60_000),
-    confirmConcurrencyPerSource: int(env, 'CONFIRM_CONCURRENCY_PER_SOURCE', 4),
-    paymentExpiryMs: int(env, 'PAYMENT_EXPIRY_MS', 30 * 60_000),
-    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', appEnv === 'local'),
+    rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN'),
+    rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS'),
+    confirmPollMs: int(env, 'CONFIRM_POLL_MS'),
+    confirmBackoffMaxMs: int(env, 'CONFIRM_BACKOFF_MAX_MS'),
+    confirmConcurrencyPerSource: int(env, 'CONFIRM_CONCURRENCY_PER_SOURCE'),
+    paymentExpiryMs: int(env, 'PAYMENT_EXPIRY_MS'),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE') ?? appEnv === 'local',
     webhookSecretKey: required(env, 'WEBHOOK_SECRET_KEY', appEnv, LOCAL_WEBHOOK_KEY),
-    webhookRetryScheduleMs: intList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', DEFAULT_WEBHOOK_SCHEDULE_MS),
-    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000),
-    webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000),
+    webhookRetryScheduleMs: intList(env, 'WEBHOOK_RETRY_SCHEDULE_MS'),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS'),
+    webhookPollMs: int(env, 'WEBHOOK_POLL_MS'),
     webhookConcurrency: {
-      total: int(env, 'WEBHOOK_CONCURRENCY', 32),
-      perEndpoint: int(env, 'WEBHOOK_CONCURRENCY_PER_ENDPOINT', 2),
-      perPartner: int(env, 'WEBHOOK_CONCURRENCY_PER_PARTNER', 8),
+      total: int(env, 'WEBHOOK_CONCURRENCY'),
+      perEndpoint: int(env, 'WEBHOOK_CONCURRENCY_PER_ENDPOINT'),
+      perPartner: int(env, 'WEBHOOK_CONCURRENCY_PER_PARTNER'),
     },
-    webhookMaxPerPartner: int(env, 'WEBHOOK_MAX_PER_PARTNER', 10),
-    fcm: {
-      projectId: str(env, 'FCM_PROJECT_ID'),
-      accessToken: str(env, 'FCM_ACCESS_TOKEN'),
-      endpoint: str(env, 'FCM_ENDPOINT') ?? 'https://fcm.googleapis.com',
-    },
-    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 64 * 1024),
-    shortUrlBase: str(env, 'SHORT_URL_BASE') ?? `http://${host}:${port}/q`,
-    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
-    keyRotationGraceMs: int(env, 'KEY_ROTATION_GRACE_MS', 24 * 3600 * 1000),
-    authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS', 2000),
-    invoiceCache: {
-      ttlMs: int(env, 'INVOICE_CACHE_TTL_MS', 30_000),
-      maxEntries: int(env, 'INVOICE_CACHE_MAX_ENTRIES', 50_000),
-    },
-    idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 48 * 3600 * 1000),
+    webhookMaxPerPartner: int(env, 'WEBHOOK_MAX_PER_PARTNER'),
+    fcm: { projectId: str(env, 'FCM_PROJECT_ID'), accessToken: str(env, 'FCM_ACCESS_TOKEN'), endpoint: str(env, 'FCM_ENDPOINT') },
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES'),
+    shortUrlBase: str(env, 'SHORT_URL_BASE'),
+    logLevel: str(env, 'LOG_LEVEL'),
+    keyRotationGraceMs: int(env, 'KEY_ROTATION_GRACE_MS'),
+    authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS'),
+    invoiceCache: { ttlMs: int(env, 'INVOICE_CACHE_TTL_MS'), maxEntries: int(env, 'INVOICE_CACHE_MAX_ENTRIES') },
+    idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS'),
     retention: {
-      sweepMs: int(env, 'RETENTION_SWEEP_MS', 60_000),
-      batchSize: int(env, 'RETENTION_BATCH_SIZE', 1000),
-      webhookAttemptMs: int(env, 'WEBHOOK_ATTEMPT_RETENTION_MS', 30 * 24 * HOUR),
-      eventMs: int(env, 'EVENT_RETENTION_MS', 90 * 24 * HOUR),
+      sweepMs: int(env, 'RETENTION_SWEEP_MS'),
+      batchSize: int(env, 'RETENTION_BATCH_SIZE'),
+      webhookAttemptMs: int(env, 'WEBHOOK_ATTEMPT_RETENTION_MS'),
+      eventMs: int(env, 'EVENT_RETENTION_MS'),
     },
-    counterRollup: {
-      intervalMs: int(env, 'COUNTER_ROLLUP_MS', 1000),
-      batchSize: int(env, 'COUNTER_ROLLUP_BATCH_SIZE', 5000),
-    },
+    counterRollup: { intervalMs: int(env, 'COUNTER_ROLLUP_MS'), batchSize: int(env, 'COUNTER_ROLLUP_BATCH_SIZE') },
   };
+}
+
+/** Drops unset settings so the schema's defaults fill them. */
+function withoutUnset(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, withoutUnset(v)]),
+  );
+}
+
+/** The only reader of process.env: everything else receives a validated Config. */
+export function loadConfig(env: Env = process.env): Config {
+  const appEnv = str(env, 'APP_ENV') ?? 'local';
+  if (!Value.Check(AppEnv, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
+  const config = Value.Default(ConfigSchema, withoutUnset(fromEnv(env, appEnv))) as Config;
+  config.shortUrlBase ??= `http://${config.host}:${config.port}/q`;
   if (!Value.Check(ConfigSchema, config)) {
     const errors = [...Value.Errors(ConfigSchema, config)].map((e) => `${e.instancePath} ${e.message}`);
     throw new Error(`Invalid configuration: ${errors.join('; ')}`);
   }
   return config;
-}
-
-/**
- * Config for tests: local defaults, in-memory PGlite, and the real PostgreSQL / Redis only when
- * the environment names them (that is how CI runs the same suites on both paths).
- */
-export function testConfig(overrides: Partial<Config> = {}, env: Env = process.env): Config {
-  const base = loadConfig({
-    DATA_DIR: 'memory://',
-    LOG_LEVEL: env.TEST_LOG_LEVEL ?? 'silent',
-    DATABASE_URL: env.DATABASE_URL,
-    REDIS_URL: env.REDIS_URL,
-    // High enough that suites bursting requests are never limited; rate-limit tests pass their own.
-    RATE_LIMIT_PER_SECOND: '1000000',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    RATE_LIMIT_PER_HOUR: '1000000',
-  });
-  // Suites that inject faults on purpose would otherwise trip the breaker for later tests.
-  return { ...base, circuitBreaker: { failureThreshold: 1000, openMs: 1000 }, ...overrides };
 }
 
 export interface CliConfig {
@@ -225,7 +205,7 @@ export interface CliConfig {
 
 /** The operator CLI's settings, read here so process.env stays in this one module. */
 export function loadCliConfig(env: Env = process.env): CliConfig {
-  const port = int(env, 'ADMIN_PORT', 3001);
+  const port = Value.Default(ConfigSchema.properties.adminPort, int(env, 'ADMIN_PORT')) as number;
   return {
     adminUrl: (str(env, 'ADMIN_URL') ?? `http://127.0.0.1:${port}`).replace(/\/$/, ''),
     adminToken: str(env, 'ADMIN_TOKEN') ?? LOCAL_ADMIN_TOKEN,

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse, InjectOptions } from 'fastify';
 import pg from 'pg';
-import { testConfig, type Config } from '../../src/config.js';
+import { type Config } from '../../src/config.js';
+import { testConfig } from './test-config.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
 import { buildApp } from '../../src/app.js';
 import { buildAdminApp } from '../../src/admin-app.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConfig } from '../../src/config.js';
+import { testConfig } from '../helpers/test-config.js';
 import { createDatabase, type Db } from '../../src/db/database.js';
 
 const { databaseUrl } = testConfig();

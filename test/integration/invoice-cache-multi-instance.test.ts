@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConfig } from '../../src/config.js';
+import { testConfig } from '../helpers/test-config.js';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
 import { testFixtures } from '../helpers/fixtures.js';
 

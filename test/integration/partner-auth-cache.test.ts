@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { testConfig } from '../../src/config.js';
+import { testConfig } from '../helpers/test-config.js';
 import { createDatabase, migrateToLatest, type Db } from '../../src/db/database.js';
 import { createPartnerRepository, type PartnerRepository } from '../../src/db/repositories/partner.repository.js';
 import { createPartnerService } from '../../src/services/partner.service.js';

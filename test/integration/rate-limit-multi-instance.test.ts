@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { testConfig } from '../../src/config.js';
+import { testConfig } from '../helpers/test-config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { buildApp } from '../../src/app.js';
 import { SOURCES, type Source } from '../../src/adapters/ministry/ministry.types.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { testConfig } from '../../src/config.js';
+import { testConfig } from '../helpers/test-config.js';
 import { createMemoryRateLimitStore } from '../../src/adapters/rate-limit/memory-rate-limit.store.js';
 import { createRedisRateLimitStore } from '../../src/adapters/rate-limit/redis-rate-limit.store.js';
 import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from '../../src/services/rate-limit/rate-limiter.js';
