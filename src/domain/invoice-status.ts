@@ -1,14 +1,12 @@
+import { movesOf, type Move, type Transition } from './transition-table.js';
+
 export type StoredInvoiceStatus = 'open' | 'paid' | 'canceled';
 export type InvoiceStatus = StoredInvoiceStatus | 'overdue';
 
 /** What a payment does to the invoices it holds. */
 export type InvoiceEvent = 'payment_confirmed' | 'payment_canceled';
 
-export interface InvoiceTransition {
-  from: InvoiceStatus;
-  event: InvoiceEvent;
-  to: StoredInvoiceStatus;
-}
+export type InvoiceTransition = Transition<InvoiceStatus, InvoiceEvent, StoredInvoiceStatus>;
 
 /**
  * The invoice moves a payment makes. `overdue` is never stored: it is `open` seen after the due
@@ -21,13 +19,10 @@ export const INVOICE_TRANSITIONS: readonly InvoiceTransition[] = [
 ];
 
 /** The stored states an event may leave from, and the state it leads to. */
-export function invoiceMove(event: InvoiceEvent): { from: StoredInvoiceStatus[]; to: StoredInvoiceStatus } {
-  const rows = INVOICE_TRANSITIONS.filter((t) => t.event === event);
-  const to = rows[0]?.to;
-  if (!to) throw new Error(`no transition for invoice event ${event}`);
-  const from = [...new Set(rows.map((t) => (t.from === 'overdue' ? 'open' : t.from)))];
-  return { from, to };
-}
+export const invoiceMove: (event: InvoiceEvent) => Move<StoredInvoiceStatus, InvoiceEvent> = movesOf(
+  'invoice',
+  INVOICE_TRANSITIONS.map((t) => ({ ...t, from: t.from === 'overdue' ? 'open' : t.from })),
+);
 
 /** The one overdue rule: stored `open` with a due date strictly in the past. The summary counters mirror it (test/integration/overdue-rule.test.ts). */
 export function isOverdue(status: StoredInvoiceStatus, dueDate: Date | null, now: Date): boolean {

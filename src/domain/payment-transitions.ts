@@ -1,4 +1,5 @@
 import { DomainError } from './errors.js';
+import { movesOf, type Move, type Transition } from './transition-table.js';
 
 export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
 
@@ -15,11 +16,7 @@ export type PaymentEvent =
   | 'expired'
   | 'partner_canceled';
 
-export interface PaymentTransition {
-  from: PaymentStatus;
-  event: PaymentEvent;
-  to: PaymentStatus;
-}
+export type PaymentTransition = Transition<PaymentStatus, PaymentEvent>;
 
 /**
  * Every legal move of a payment. A move not listed here is refused wherever it is attempted
@@ -59,27 +56,10 @@ function describe(event: PaymentEvent): string {
   return event === 'partner_canceled' ? 'canceled' : `moved by ${event.replace(/_/g, ' ')}`;
 }
 
-export interface PaymentMove {
-  event: PaymentEvent;
-  /** Every state the event may leave from: the guard of a compare-and-set update. */
-  from: PaymentStatus[];
-  to: PaymentStatus;
-}
-
-const MOVES = new Map<PaymentEvent, PaymentMove>();
-for (const t of PAYMENT_TRANSITIONS) {
-  const move = MOVES.get(t.event) ?? { event: t.event, from: [], to: t.to };
-  if (move.to !== t.to) throw new Error(`payment event ${t.event} leads to two states`);
-  move.from.push(t.from);
-  MOVES.set(t.event, move);
-}
+export type PaymentMove = Move<PaymentStatus, PaymentEvent>;
 
 /** The move an event makes, for a guarded update; every event leads to one state. */
-export function paymentMove(event: PaymentEvent): PaymentMove {
-  const move = MOVES.get(event);
-  if (!move) throw new Error(`no transition for payment event ${event}`);
-  return move;
-}
+export const paymentMove: (event: PaymentEvent) => PaymentMove = movesOf('payment', PAYMENT_TRANSITIONS);
 
 /** The state `event` moves a payment in `from` to; an illegal move is a domain error. */
 export function nextPaymentStatus(from: PaymentStatus, event: PaymentEvent): PaymentStatus {

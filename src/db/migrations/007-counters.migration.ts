@@ -19,6 +19,23 @@ import { sql, type Kysely } from 'kysely';
 const invoiceBucket = (alias: string) =>
   `CASE WHEN ${alias}.status = 'open' THEN coalesce(${alias}.due_date, 'infinity') ELSE 'infinity'::timestamptz END`;
 
+const OLD = 'OLD TABLE AS old_rows';
+const NEW = 'NEW TABLE AS new_rows';
+
+/** A statement-level AFTER trigger on `table` whose function runs `body` (the delta inserts). */
+function deltaTrigger(fn: string, trigger: string, on: string, transitions: string[], body: string): string[] {
+  return [
+    `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+${body}
+    RETURN NULL;
+  END $$`,
+    `CREATE TRIGGER ${trigger} AFTER ${on}
+    REFERENCING ${transitions.join(' ')}
+    FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`,
+  ];
+}
+
 const statements = [
   `CREATE TABLE counters (
     kind text NOT NULL,
@@ -43,9 +60,7 @@ const statements = [
   `CREATE INDEX IF NOT EXISTS partner_invoices_invoice_idx ON partner_invoices (invoice_id)`,
 
   // An invoice changing status, amount or due date moves it between the buckets of every partner that holds it.
-  `CREATE FUNCTION counters_invoices_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    WITH changed AS (
+  ...deltaTrigger('counters_invoices_updated', 'invoices_counters', 'UPDATE ON invoices', [OLD, NEW], `    WITH changed AS (
       SELECT o.id, o.status AS old_status, ${invoiceBucket('o')} AS old_bucket, o.amount AS old_amount,
              n.status AS new_status, ${invoiceBucket('n')} AS new_bucket, n.amount AS new_amount
       FROM old_rows o JOIN new_rows n USING (id)
@@ -60,64 +75,31 @@ const statements = [
       UNION ALL
       SELECT id, new_status, new_bucket, 1, new_amount FROM moved
     ) c
-    JOIN partner_invoices pi ON pi.invoice_id = c.id;
-    RETURN NULL;
-  END $$`,
-  `CREATE TRIGGER invoices_counters AFTER UPDATE ON invoices
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION counters_invoices_updated()`,
+    JOIN partner_invoices pi ON pi.invoice_id = c.id;`),
 
   // A link counts the invoice as it stands when the link commits. The search path upserts the
   // invoice (locking it) before linking; FOR SHARE holds the same for any path that links alone:
   // it waits for a concurrent update and reads the committed row, while the update's own deltas
   // see the link only once it has committed. So the two never both count nor both miss a change.
-  `CREATE FUNCTION counters_links_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
+  ...deltaTrigger('counters_links_inserted', 'partner_invoices_counters_insert', 'INSERT ON partner_invoices', [NEW], `    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
     SELECT 'invoice', l.partner_id, i.status, ${invoiceBucket('i')}, 1, i.amount
     FROM new_rows l JOIN invoices i ON i.id = l.invoice_id
-    FOR SHARE OF i;
-    RETURN NULL;
-  END $$`,
-  `CREATE TRIGGER partner_invoices_counters_insert AFTER INSERT ON partner_invoices
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION counters_links_inserted()`,
-  `CREATE FUNCTION counters_links_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
+    FOR SHARE OF i;`),
+  ...deltaTrigger('counters_links_deleted', 'partner_invoices_counters_delete', 'DELETE ON partner_invoices', [OLD], `    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
     SELECT 'invoice', l.partner_id, i.status, ${invoiceBucket('i')}, -1, -i.amount
     FROM old_rows l JOIN invoices i ON i.id = l.invoice_id
-    FOR SHARE OF i;
-    RETURN NULL;
-  END $$`,
-  `CREATE TRIGGER partner_invoices_counters_delete AFTER DELETE ON partner_invoices
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION counters_links_deleted()`,
+    FOR SHARE OF i;`),
 
-  `CREATE FUNCTION counters_payments_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
+  ...deltaTrigger('counters_payments_inserted', 'payments_counters_insert', 'INSERT ON payments', [NEW], `    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
     SELECT 'payment_status', p.partner_id, p.status, 'infinity'::timestamptz, 1, p.amount FROM new_rows p
     UNION ALL
-    SELECT 'payment_day', p.partner_id, '', date_trunc('day', p.created_at, 'UTC'), 1, p.amount FROM new_rows p;
-    RETURN NULL;
-  END $$`,
-  `CREATE TRIGGER payments_counters_insert AFTER INSERT ON payments
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION counters_payments_inserted()`,
-  `CREATE FUNCTION counters_payments_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
+    SELECT 'payment_day', p.partner_id, '', date_trunc('day', p.created_at, 'UTC'), 1, p.amount FROM new_rows p;`),
+  ...deltaTrigger('counters_payments_updated', 'payments_counters_update', 'UPDATE ON payments', [OLD, NEW], `    INSERT INTO counter_deltas (kind, partner_id, label, bucket, n, amount)
     SELECT 'payment_status', o.partner_id, o.status, 'infinity'::timestamptz, -1, -o.amount
     FROM old_rows o JOIN new_rows n USING (id) WHERE o.status IS DISTINCT FROM n.status
     UNION ALL
     SELECT 'payment_status', n.partner_id, n.status, 'infinity'::timestamptz, 1, n.amount
-    FROM old_rows o JOIN new_rows n USING (id) WHERE o.status IS DISTINCT FROM n.status;
-    RETURN NULL;
-  END $$`,
-  `CREATE TRIGGER payments_counters_update AFTER UPDATE ON payments
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION counters_payments_updated()`,
+    FROM old_rows o JOIN new_rows n USING (id) WHERE o.status IS DISTINCT FROM n.status;`),
 
   /*
    * Recomputes every counter from the rows (the migration's backfill; bulk loaders that load with

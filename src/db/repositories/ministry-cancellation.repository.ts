@@ -1,9 +1,18 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
-import { dueBySource } from '../due-by-source.js';
+import { claimDueBySource, type DueClaim } from '../due-claim.query.js';
 import type { Database, MinistryCancellationsTable } from '../db.types.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
+
+const DUE_CANCELLATIONS: DueClaim = {
+  table: 'ministry_cancellations',
+  key: 'payment_id',
+  dueColumn: 'next_attempt_at',
+  attemptsColumn: 'attempts',
+  pending: sql`done_at IS NULL`,
+  returning: sql`*`,
+};
 
 /**
  * The durable list of payments the ministry accepted but the service refused: each row is retried
@@ -22,17 +31,7 @@ export function createMinistryCancellationRepository(db: Db) {
 
     /** Claims due cancellations, at most `limits[source]` per ministry system, leased until `leaseUntil`. */
     async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<MinistryCancellationRow[]> {
-      const due = dueBySource(limits, (source, limit) => sql`
-        SELECT payment_id FROM ministry_cancellations
-        WHERE source = ${source} AND done_at IS NULL AND next_attempt_at <= ${now}::timestamptz
-        ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
-      if (!due) return [];
-      const { rows } = await sql<MinistryCancellationRow>`
-        WITH ${due.ctes}
-        UPDATE ministry_cancellations SET next_attempt_at = ${leaseUntil}::timestamptz, attempts = attempts + 1
-        WHERE payment_id IN (${due.ids})
-        RETURNING *`.execute(db);
-      return rows;
+      return claimDueBySource(db, DUE_CANCELLATIONS, now, leaseUntil, limits);
     },
 
     async markDone(paymentId: string, at: Date): Promise<void> {

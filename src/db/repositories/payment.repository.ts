@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
-import { dueBySource } from '../due-by-source.js';
+import { claimDueBySource, type DueClaim } from '../due-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
 import type { Database, PaymentsTable } from '../db.types.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domain/payment-transitions.js';
@@ -28,6 +28,15 @@ const invoiceIdsColumn = sql<string[]>`(
   SELECT coalesce(jsonb_agg(pi.invoice_id ORDER BY pi.position), '[]'::jsonb)
   FROM payment_invoices pi WHERE pi.payment_id = payments.id
 )`.as('invoiceIds');
+
+const DUE_CHECKS: DueClaim = {
+  table: 'payments',
+  key: 'id',
+  dueColumn: 'next_check_at',
+  attemptsColumn: 'check_attempts',
+  pending: sql`status IN (${sql.join(UNRESOLVED_STATUSES)})`,
+  returning: sql`*, (SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id) AS ref_num`,
+};
 
 export function createPaymentRepository(db: Db) {
   // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
@@ -200,22 +209,10 @@ export function createPaymentRepository(db: Db) {
 
     /**
      * Claims due unresolved payments for this instance, at most `limits[source]` of each ministry
-     * system (its free check slots), so a slow system's backlog never fills another's share. Rows
-     * locked by another claimer are skipped, and pushing next_check_at to the lease end keeps
-     * others off them; check_attempts counts the checks.
+     * system (its free check slots); check_attempts counts the checks.
      */
     async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<ClaimedPayment[]> {
-      const due = dueBySource(limits, (source, limit) => sql`
-        SELECT id FROM payments
-        WHERE source = ${source} AND status IN (${sql.join(UNRESOLVED_STATUSES)}) AND next_check_at <= ${now}::timestamptz
-        ORDER BY next_check_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
-      if (!due) return [];
-      const { rows } = await sql<ClaimedPayment>`
-        WITH ${due.ctes}
-        UPDATE payments SET next_check_at = ${leaseUntil}::timestamptz, check_attempts = check_attempts + 1
-        WHERE id IN (${due.ids})
-        RETURNING *, (SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id) AS ref_num`.execute(db);
-      return rows;
+      return claimDueBySource(db, DUE_CHECKS, now, leaseUntil, limits);
     },
 
     /** The next check of a payment still unresolved after one; a resolved payment is left alone. */
