@@ -47,6 +47,7 @@ import { createDeviceService, type DeviceService } from './services/device.servi
 import { createPushSender } from './adapters/push-sender.js';
 import type { MinistryAdapters, Source } from './adapters/ministry/ministry.types.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
+import type { Clock } from './domain/clock.port.js';
 
 /** Checks of a new payment that keep CONFIRM_POLL_MS apart before the wait starts doubling. */
 const CONFIRM_FAST_CHECKS = 10;
@@ -83,7 +84,7 @@ export interface DepsOptions {
   logger?: PinoLogger;
   /** PostgreSQL schema, for test isolation. */
   dbSchema?: string;
-  now?: () => Date;
+  now?: Clock;
   /** Rate-limiter clock in epoch ms; defaults to `now`, else Date.now (memory) or the Redis server clock. */
   rateLimitClock?: () => number;
 }

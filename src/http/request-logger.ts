@@ -33,7 +33,7 @@ class LazyChildLogger {
     return this.real;
   }
 
-  private write(level: Level, args: unknown[]): void {
+  write(level: Level, args: unknown[]): void {
     if (this.real || this.enabled.has(level)) (this.materialize()[level] as (...a: unknown[]) => void)(...args);
   }
 
@@ -45,28 +45,19 @@ class LazyChildLogger {
     this.materialize().level = value;
   }
 
-  fatal(...args: unknown[]) {
-    this.write('fatal', args);
-  }
-  error(...args: unknown[]) {
-    this.write('error', args);
-  }
-  warn(...args: unknown[]) {
-    this.write('warn', args);
-  }
-  info(...args: unknown[]) {
-    this.write('info', args);
-  }
-  debug(...args: unknown[]) {
-    this.write('debug', args);
-  }
-  trace(...args: unknown[]) {
-    this.write('trace', args);
-  }
   silent() {}
   child(bindings: Bindings, opts?: object): FastifyBaseLogger {
     return this.materialize().child(bindings, opts);
   }
+}
+
+// The level methods, one per level, on the prototype so a request's logger allocates none.
+for (const level of LEVELS) {
+  Object.defineProperty(LazyChildLogger.prototype, level, {
+    value(this: LazyChildLogger, ...args: unknown[]) {
+      this.write(level, args);
+    },
+  });
 }
 
 export const lazyChildLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFactory']> = (parent, bindings, opts) =>

@@ -8,6 +8,7 @@ import type { PaymentResolver } from '../services/payment-resolution.service.js'
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
 import { SOURCES } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface PaymentConfirmationJobDeps {
   payments: PaymentRepository;
@@ -20,7 +21,7 @@ export interface PaymentConfirmationJobDeps {
   /** How long a claim stays ours: longer than any one check can take. */
   leaseMs: number;
   log: Logger;
-  now?: () => Date;
+  now?: Clock;
   /** Called after a check resolved a payment (a confirmation wrote an outbox row): the webhook job delivers it now. */
   onResolved?: () => void;
 }
@@ -35,7 +36,7 @@ export interface PaymentConfirmationJobDeps {
  * can run this at once.
  */
 export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): Job {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
   const pool = createKeyedPool({
     perKey: deps.concurrencyPerSource,
     total: deps.concurrencyPerSource * SOURCES.length,

@@ -2,6 +2,7 @@ import type { Job } from './job-runner.js';
 import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
 import type { RetentionRepository } from '../db/repositories/retention.repository.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface RetentionSettings {
   sweepMs: number;
@@ -22,9 +23,9 @@ export function createRetentionSweepJob(deps: {
   retention: RetentionRepository;
   settings: RetentionSettings;
   log: Logger;
-  now?: () => Date;
+  now?: Clock;
 }): Job {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
   const { settings } = deps;
   return {
     name: 'retention-sweep',

@@ -4,6 +4,7 @@ import { createSerialPass } from './serial-pass.js';
 import type { ClaimedDelivery, ClaimLimits, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookDeliveryService } from '../services/webhook-delivery.service.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 /** Time a claim stays ours beyond the request timeout, for recording the outcome. */
 const LEASE_MARGIN_MS = 30_000;
@@ -24,7 +25,7 @@ export interface WebhookDeliveryJobDeps {
   timeoutMs: number;
   concurrency: WebhookConcurrency;
   log: Logger;
-  now?: () => Date;
+  now?: Clock;
 }
 
 function countBy(claims: Iterable<ClaimedDelivery>, key: (c: ClaimedDelivery) => string): Map<string, number> {
@@ -72,7 +73,7 @@ export interface WebhookDeliveryJob extends Job {
 }
 
 export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookDeliveryJob {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
   const { concurrency } = deps;
   const pool = createKeyedPool({
     perKey: concurrency.perEndpoint,

@@ -19,23 +19,11 @@ export const UpdatePartnerBody = Type.Object(
   { additionalProperties: false, minProperties: 1, 'x-violation': 'give active and/or qrStandard' },
 );
 
-export const PartnerBody = Type.Object({
-  id: Uuid,
-  name: Type.String(),
-  qrStandard: QrStandard,
-  environment: Environment,
-  active: Type.Boolean(),
-  createdAt: Type.String({ format: 'date-time' }),
-});
+const partnerFields = { id: Uuid, name: Type.String(), qrStandard: QrStandard, environment: Environment, active: Type.Boolean() };
 
-export const CreatedPartnerBody = Type.Object({
-  id: Uuid,
-  name: Type.String(),
-  qrStandard: QrStandard,
-  environment: Environment,
-  active: Type.Boolean(),
-  apiKey: Type.String({ description: 'Shown only once' }),
-});
+export const PartnerBody = Type.Object({ ...partnerFields, createdAt: Type.String({ format: 'date-time' }) });
+
+export const CreatedPartnerBody = Type.Object({ ...partnerFields, apiKey: Type.String({ description: 'Shown only once' }) });
 
 export const RotatedKeyBody = Type.Object({
   apiKey: Type.String(),

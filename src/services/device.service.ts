@@ -3,11 +3,12 @@ import type { DeviceBody } from '../schemas/device.schema.js';
 import type { DeviceRepository } from '../db/repositories/device.repository.js';
 import type { PushMessage, PushSender } from '../adapters/push-sender.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 type DeviceView = Static<typeof DeviceBody>;
 
-export function createDeviceService(deps: { devices: DeviceRepository; push: PushSender; log: Logger; now?: () => Date }) {
-  const now = deps.now ?? (() => new Date());
+export function createDeviceService(deps: { devices: DeviceRepository; push: PushSender; log: Logger; now?: Clock }) {
+  const now = deps.now ?? systemClock;
   return {
     /** Upsert on (partner, userId, fcmToken); `created` tells a new device from a known one. */
     async register(partnerId: string, input: { userId: string; fcmToken: string; platform: 'ios' | 'android' }): Promise<{ created: boolean; device: DeviceView }> {

@@ -10,14 +10,15 @@ import {
 import type { InvoiceBody, InvoiceListBody } from '../schemas/invoice.schema.js';
 import { sharedInvoiceView, sumAmounts, toInvoiceView } from './invoice.view.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export function createInvoiceService(deps: {
   invoices: InvoiceRepository;
   ministries: MinistryAdapters;
   log: Logger;
-  now?: () => Date;
+  now?: Clock;
 }) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
 
   async function fanOut<T>(call: (source: Source) => Promise<T>) {
     const settled = await Promise.allSettled(SOURCES.map((s) => call(s)));

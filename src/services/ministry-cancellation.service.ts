@@ -2,13 +2,14 @@ import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.j
 import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
 import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface MinistryCancellationServiceDeps {
   cancellations: MinistryCancellationRepository;
   ministries: MinistryAdapters;
   schedule: CheckSchedule;
   log: Logger;
-  now?: () => Date;
+  now?: Clock;
 }
 
 /**
@@ -17,7 +18,7 @@ export interface MinistryCancellationServiceDeps {
  * confirms, so no accepted payment is ever left able to settle an invoice.
  */
 export function createMinistryCancellationService(deps: MinistryCancellationServiceDeps) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
 
   return {
     /** One attempt; true when the ministry has confirmed the cancellation. */

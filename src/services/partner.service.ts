@@ -13,6 +13,7 @@ import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/reposito
 
 export type Partner = PartnerRow;
 import type { AppEnv } from '../config.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface AuthenticatedPartner {
   id: string;
@@ -45,9 +46,9 @@ export function createPartnerService(deps: {
   keyRotationGraceMs: number;
   /** How long a verified key is trusted without a database read; 0 disables the cache. */
   authCacheTtlMs?: number;
-  now?: () => Date;
+  now?: Clock;
 }) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
   const accepted = acceptedKeyEnvironment(deps.appEnv);
 
   function newKey(environment: KeyEnvironment) {

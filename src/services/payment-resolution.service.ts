@@ -6,6 +6,7 @@ import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.r
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface PaymentResolverDeps {
   payments: PaymentRepository;
@@ -15,7 +16,7 @@ export interface PaymentResolverDeps {
   submitter: PaymentSubmitter;
   /** A submitted payment still unpaid this long after submission is canceled at the ministry. */
   expiryMs: number;
-  now?: () => Date;
+  now?: Clock;
 }
 
 /** The move for each way the ministry can end a submitted payment. */
@@ -32,7 +33,7 @@ const MINISTRY_ENDED: Partial<Record<PaymentEvent, string>> = {
  * the transition table, so no payment stays unresolved for ever or holds invoices it cannot pay.
  */
 export function createPaymentResolver(deps: PaymentResolverDeps) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
 
   async function confirm(payment: PaymentRow, confirmedAt: string | null): Promise<void> {
     const paidAt = confirmedAt ? new Date(confirmedAt) : now();

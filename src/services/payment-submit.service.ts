@@ -7,6 +7,7 @@ import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.typ
 import { UpstreamUnavailableError } from '../domain/errors.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
 const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with this one is unknown to the ministry system';
@@ -19,7 +20,7 @@ export interface PaymentSubmitterDeps {
   cancellations: MinistryCancellationRepository;
   ministryCancellation: MinistryCancellationService;
   log: Logger;
-  now?: () => Date;
+  now?: Clock;
 }
 
 /**
@@ -28,7 +29,7 @@ export interface PaymentSubmitterDeps {
  * payment is refused and, in the same transaction, a cancellation at the ministry is owed.
  */
 export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
 
   /**
    * Invoices the ministry settles together with this one, stored so they get stable ids; null when

@@ -13,6 +13,7 @@ import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../sche
 import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { QrService } from './qr.service.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 /** A payment the ministry accepted, or one it refused: both are answers a replay repeats. */
 export type CreateOutcome =
@@ -30,7 +31,7 @@ export interface PaymentServiceDeps {
   log: Logger;
   ministryTimeoutMs: number;
   idempotencyTtlMs: number;
-  now?: () => Date;
+  now?: Clock;
 }
 
 const IN_PROGRESS = 'Another payment for this invoice is in progress';
@@ -52,7 +53,7 @@ export function toPaymentView(p: PaymentDetail): PaymentBody {
 }
 
 export function createPaymentService(deps: PaymentServiceDeps) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
   // A pending payment is left alone while its submit may still be in flight.
   const pendingGraceMs = Math.max(2 * deps.ministryTimeoutMs, 5000);
 

@@ -5,11 +5,12 @@ import type { PaymentRepository } from '../db/repositories/payment.repository.js
 import { SOURCES, type MinistryAdapters, type SettlementEntry } from '../adapters/ministry/ministry.types.js';
 import type { PaymentListBody, SettlementBody, SummaryBody } from '../schemas/payment.schema.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 
-export function createReportService(deps: { reports: ReportRepository; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now?: () => Date }) {
-  const now = deps.now ?? (() => new Date());
+export function createReportService(deps: { reports: ReportRepository; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now?: Clock }) {
+  const now = deps.now ?? systemClock;
   const { reports } = deps;
 
   return {

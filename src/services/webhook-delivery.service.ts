@@ -3,6 +3,7 @@ import { deliveryBody, deliveryHeaders, nextAttemptDelay, type DeliveryMessage }
 import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookHttpClient } from '../adapters/webhook-http.client.js';
 import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export type DeliveryResult = 'delivered' | 'retry' | 'failed';
 
@@ -14,9 +15,9 @@ export function createWebhookDeliveryService(deps: {
   retryScheduleMs: readonly number[];
   log: Logger;
   onResult?: (result: DeliveryResult) => void;
-  now?: () => Date;
+  now?: Clock;
 }) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
 
   function failure(claim: ClaimedDelivery, statusCode: number | null, durationMs: number, error: string): AttemptOutcome {
     const delay = nextAttemptDelay(deps.retryScheduleMs, claim.attempt);

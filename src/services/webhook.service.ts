@@ -6,6 +6,7 @@ import type { WebhookDeliveryRepository } from '../db/repositories/webhook-deliv
 import type { TargetGuard } from '../adapters/webhook-target.guard.js';
 import type { Static } from 'typebox';
 import type { DeliveryListBody, WebhookBody } from '../schemas/webhook.schema.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 type WebhookView = Static<typeof WebhookBody>;
 type DeliveryList = Static<typeof DeliveryListBody>;
@@ -21,9 +22,9 @@ export function createWebhookService(deps: {
   guard: TargetGuard;
   /** Webhooks a partner may have at once; bounds what one partner's endpoints can cost delivery. */
   maxPerPartner: number;
-  now?: () => Date;
+  now?: Clock;
 }) {
-  const now = deps.now ?? (() => new Date());
+  const now = deps.now ?? systemClock;
 
   async function requireOwned(partnerId: string, id: string): Promise<void> {
     if (!(await deps.webhooks.existsForPartner(partnerId, id))) throw new NotFoundError('Webhook');

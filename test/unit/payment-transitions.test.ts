@@ -58,8 +58,8 @@ describe('payment transition table', () => {
 
 describe('invoice transitions and the overdue rule', () => {
   it('pays open (or overdue) invoices and reopens only paid ones', () => {
-    expect(invoiceMove('payment_confirmed')).toEqual({ from: ['open'], to: 'paid' });
-    expect(invoiceMove('payment_canceled')).toEqual({ from: ['paid'], to: 'open' });
+    expect(invoiceMove('payment_confirmed')).toEqual({ event: 'payment_confirmed', from: ['open'], to: 'paid' });
+    expect(invoiceMove('payment_canceled')).toEqual({ event: 'payment_canceled', from: ['paid'], to: 'open' });
   });
 
   it('is overdue only when open and strictly past the due date', () => {

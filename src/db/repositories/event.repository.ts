@@ -1,12 +1,13 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db.types.js';
+import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export type PaymentEvent =
   | { event: 'payment.submitted'; data: { id: string; invoiceId: string } }
   | { event: 'payment.confirmed'; data: { id: string; amount: number } };
 
 export interface EventRepositoryOptions {
-  now?: () => Date;
+  now?: Clock;
   /** Delay of the first delivery attempt (the head of the retry schedule, normally 0). */
   firstAttemptDelayMs?: number;
 }
@@ -26,7 +27,7 @@ export interface OutboxWrite {
  * so a crash after commit cannot lose a notification.
  */
 export function createEventRepository(opts: EventRepositoryOptions = {}) {
-  const now = opts.now ?? (() => new Date());
+  const now = opts.now ?? systemClock;
 
   function outbox(e: PaymentEvent): OutboxWrite {
     const dueAt = new Date(now().getTime() + (opts.firstAttemptDelayMs ?? 0));

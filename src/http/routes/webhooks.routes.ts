@@ -10,54 +10,43 @@ import {
   WebhookListBody,
 } from '../../schemas/webhook.schema.js';
 import type { WebhookService } from '../../services/webhook.service.js';
+import { documented } from './route-doc.helper.js';
+
+const doc = documented('Webhooks');
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
   app.post(
     '/webhooks',
-    {
-      schema: {
-        tags: ['Webhooks'],
-        summary: 'Register a webhook; the response is the only one that shows the secret',
-        body: CreateWebhookBody,
-        response: { 201: WebhookCreatedBody, 409: WebhookLimitBody, ...commonErrors },
-      },
-    },
+    doc('Register a webhook; the response is the only one that shows the secret', {
+      body: CreateWebhookBody,
+      response: { 201: WebhookCreatedBody, 409: WebhookLimitBody, ...commonErrors },
+    }),
     async (request, reply) => {
       reply.code(201);
       return webhooks.register(request.partner.id, request.body);
     },
   );
 
-  app.get(
-    '/webhooks',
-    { schema: { tags: ['Webhooks'], summary: "This partner's webhooks, without secrets", response: { 200: WebhookListBody, ...commonErrors } } },
-    async (request) => webhooks.list(request.partner.id),
+  app.get('/webhooks', doc("This partner's webhooks, without secrets", { response: { 200: WebhookListBody, ...commonErrors } }), async (request) =>
+    webhooks.list(request.partner.id),
   );
 
   app.delete(
     '/webhooks/:id',
-    {
-      schema: {
-        tags: ['Webhooks'],
-        summary: 'Delete a webhook; deliveries not yet sent are dropped',
-        params: IdParams,
-        response: { 200: WebhookDeletedBody, 404: ErrorBody, ...commonErrors },
-      },
-    },
+    doc('Delete a webhook; deliveries not yet sent are dropped', {
+      params: IdParams,
+      response: { 200: WebhookDeletedBody, 404: ErrorBody, ...commonErrors },
+    }),
     async (request) => webhooks.remove(request.partner.id, request.params.id),
   );
 
   app.get(
     '/webhooks/:id/deliveries',
-    {
-      schema: {
-        tags: ['Webhooks'],
-        summary: 'Recent delivery attempts of a webhook, newest first',
-        params: IdParams,
-        querystring: DeliveryListQuery,
-        response: { 200: DeliveryListBody, 404: ErrorBody, ...commonErrors },
-      },
-    },
+    doc('Recent delivery attempts of a webhook, newest first', {
+      params: IdParams,
+      querystring: DeliveryListQuery,
+      response: { 200: DeliveryListBody, 404: ErrorBody, ...commonErrors },
+    }),
     async (request) => webhooks.deliveries(request.partner.id, request.params.id, request.query.limit ?? 100),
   );
 };
