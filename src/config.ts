@@ -1,8 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
+import { APP_ENVS, type AppEnv } from './domain/vocabulary.js';
 
-const AppEnv = Type.Union([Type.Literal('local'), Type.Literal('sandbox'), Type.Literal('production')]);
-export type AppEnv = Static<typeof AppEnv>;
+const AppEnvSchema = Type.Enum(APP_ENVS);
 
 const Int = (dflt: number, min = 0) => Type.Integer({ default: dflt, minimum: min });
 const Text = (dflt: string) => Type.String({ default: dflt });
@@ -17,7 +17,7 @@ const LOCAL_WEBHOOK_KEY = 'local-webhook-secret-key-not-for-production';
 
 /** Every setting and its default, once: loadConfig fills what the environment leaves out from here. */
 const ConfigSchema = Type.Object({
-  appEnv: AppEnv,
+  appEnv: AppEnvSchema,
   host: Text('127.0.0.1'),
   port: Int(3000),
   adminHost: Text('127.0.0.1'),
@@ -188,7 +188,7 @@ function withoutUnset(value: unknown): unknown {
 /** The only reader of process.env: everything else receives a validated Config. */
 export function loadConfig(env: Env = process.env): Config {
   const appEnv = str(env, 'APP_ENV') ?? 'local';
-  if (!Value.Check(AppEnv, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
+  if (!Value.Check(AppEnvSchema, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
   const config = Value.Default(ConfigSchema, withoutUnset(fromEnv(env, appEnv))) as Config;
   config.shortUrlBase ??= `http://${config.host}:${config.port}/q`;
   if (!Value.Check(ConfigSchema, config)) {

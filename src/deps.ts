@@ -45,7 +45,8 @@ import { createWebhookHttpClient } from './adapters/webhook-http.client.js';
 import { createTargetGuard } from './adapters/webhook-target.guard.js';
 import { createDeviceService, type DeviceService } from './services/device.service.js';
 import { createPushSender } from './adapters/push-sender.js';
-import type { MinistryAdapters, Source } from './adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from './adapters/ministry/ministry.types.js';
+import type { Source } from './domain/vocabulary.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
 import type { Clock } from './domain/clock.port.js';
 

@@ -1,4 +1,4 @@
-import type { Source } from './ministry/ministry.types.js';
+import type { Source } from '../domain/vocabulary.js';
 
 /** What the simulator said to an approve: `unknown` when it holds no submitted payment for the invoice. */
 export type SimulatorApproval = 'approved' | 'unknown';

@@ -5,7 +5,7 @@ import { buildApp, API_PREFIX } from '../app.js';
 import { buildAdminApp } from '../admin-app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
-import { SOURCES, type Source } from '../adapters/ministry/ministry.types.js';
+import { SOURCES, type Source } from '../domain/vocabulary.js';
 import { printDemoBanner } from './demo-banner.js';
 import type { FastifyInstance } from 'fastify';
 

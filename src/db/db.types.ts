@@ -1,6 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { WebhookEvent } from '../domain/webhook-message.js';
-import type { PaymentStatus } from '../domain/payment-transitions.js';
+import type { KeyEnvironment, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookEvent } from '../domain/vocabulary.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -13,8 +12,8 @@ type Int8 = ColumnType<string, string | number | bigint, string | number | bigin
 export interface PartnersTable {
   id: Generated<string>;
   name: string;
-  qr_standard: 'qrpay' | 'govstd';
-  environment: 'sandbox' | 'production';
+  qr_standard: QrStandard;
+  environment: KeyEnvironment;
   active: boolean;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
@@ -25,18 +24,18 @@ export interface ApiKeysTable {
   partner_id: string;
   key_hash: string;
   key_prefix: string;
-  environment: 'sandbox' | 'production';
+  environment: KeyEnvironment;
   expires_at: Timestamp | null;
   created_at: CreatedAt;
 }
 
 export interface InvoicesTable {
   id: Generated<string>;
-  source: string;
+  source: Source;
   ref_num: string;
   description: string;
   amount: Numeric;
-  status: 'open' | 'paid' | 'canceled';
+  status: StoredInvoiceStatus;
   due_date: Timestamp | null;
   issued_at: Timestamp | null;
   vehicle_no: string | null;
@@ -66,7 +65,7 @@ export interface PaymentsTable {
   invoice_id: string;
   amount: Numeric;
   /** The ministry system the payment was sent to (its invoice's source). */
-  source: string;
+  source: Source;
   status: PaymentStatus;
   failure_reason: string | null;
   submitted_at: Timestamp | null;
@@ -151,7 +150,7 @@ export interface DevicesTable {
   partner_id: string;
   user_id: string;
   fcm_token: string;
-  platform: 'ios' | 'android';
+  platform: Platform;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -159,7 +158,7 @@ export interface DevicesTable {
 /** A payment the ministry accepted and must cancel again; kept until the ministry confirms. */
 export interface MinistryCancellationsTable {
   payment_id: string;
-  source: string;
+  source: Source;
   ref_num: string;
   reason: string;
   attempts: Generated<number>;

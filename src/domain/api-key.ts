@@ -1,6 +1,6 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AppEnv, KeyEnvironment } from './vocabulary.js';
 
-export type KeyEnvironment = 'sandbox' | 'production';
 
 const PREFIX: Record<KeyEnvironment, string> = { sandbox: 'gpk_sandbox_', production: 'gpk_live_' };
 const KEY_FORMAT = /^gpk_(sandbox|live)_[A-Za-z0-9_-]{32,64}$/;
@@ -34,6 +34,6 @@ export function keyPrefix(key: string): string {
 }
 
 /** `local` and `sandbox` deployments take sandbox keys; `production` only live ones. */
-export function acceptedKeyEnvironment(appEnv: 'local' | 'sandbox' | 'production'): KeyEnvironment {
+export function acceptedKeyEnvironment(appEnv: AppEnv): KeyEnvironment {
   return appEnv === 'production' ? 'production' : 'sandbox';
 }

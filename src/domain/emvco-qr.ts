@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { crc16CcittFalse } from './crc16.js';
 import { canonicalAmount } from './money.js';
+import type { QrStandard } from './vocabulary.js';
 
 /**
  * EMVCo Merchant-Presented Mode (MPM) QR payload, as partners' banking apps scan it.
@@ -8,7 +9,6 @@ import { canonicalAmount } from './money.js';
  * taken over the UTF-8 bytes, which is how the payload is stored in the QR byte segment.
  */
 
-export type QrStandard = 'qrpay' | 'govstd';
 
 const COMMON_CHARSET = '^[\\x20-\\x7E]*$';
 

@@ -1,7 +1,6 @@
+import type { InvoiceStatus, StoredInvoiceStatus } from './vocabulary.js';
 import { movesOf, type Move, type Transition } from './transition-table.js';
 
-export type StoredInvoiceStatus = 'open' | 'paid' | 'canceled';
-export type InvoiceStatus = StoredInvoiceStatus | 'overdue';
 
 /** What a payment does to the invoices it holds. */
 export type InvoiceEvent = 'payment_confirmed' | 'payment_canceled';

@@ -1,28 +1,71 @@
-const DECIMAL = /^(0|[1-9]\d{0,13})(\.\d{1,2})?$/;
+/*
+ * Amounts travel as canonical decimal strings in tugrik: no leading zeros, at most 2 decimals,
+ * no trailing fractional zeros ("12000", "12000.5", "12000.25"). Every conversion works on the
+ * decimal text or on integer möngö (1/100 tugrik), never on float arithmetic.
+ */
+
+/** An amount that does not have the form its source documents. */
+export class AmountError extends Error {
+  override name = 'AmountError';
+}
+
+const DECIMAL = /^(\d+)(?:\.(\d{1,2}))?$/;
+/** A partner's requested amount: positive, at most 14 whole digits (numeric(24,2) with room). */
+const REQUESTED = /^(0|[1-9]\d{0,13})(\.\d{1,2})?$/;
+
+function parts(text: string): { whole: string; fraction: string } {
+  const match = DECIMAL.exec(text);
+  if (!match) throw new AmountError(`not a non-negative amount with at most 2 decimals: "${text}"`);
+  const [, whole = '0', fraction = ''] = match;
+  return { whole: whole.replace(/^0+(?=\d)/, ''), fraction: fraction.replace(/0+$/, '') };
+}
+
+/** "012000.50" -> "12000.5" */
+export function canonicalAmount(text: string): string {
+  const { whole, fraction } = parts(text);
+  return fraction ? `${whole}.${fraction}` : whole;
+}
+
+/** A JSON number's shortest decimal text is exactly what the sender wrote: 12000.5 -> "12000.5". */
+export function amountFromNumber(value: number): string {
+  if (!Number.isFinite(value)) throw new AmountError(`not a finite amount: ${value}`);
+  return canonicalAmount(String(value));
+}
 
 /**
- * Canonical decimal string of a tugrik amount given as a JSON number, or null when it is not
- * a positive amount with at most 2 decimals. Works on the shortest round-trip representation,
- * so 0.1 + 0.2 style artefacts are rejected rather than rounded.
+ * The canonical amount a partner asked for, or null when it is not a positive amount with at
+ * most 2 decimals. 0.1 + 0.2 style artefacts are refused rather than rounded.
  */
-export function amountFromNumber(value: number): string | null {
+export function requestedAmount(value: number): string | null {
   if (!Number.isFinite(value) || value <= 0) return null;
   const text = String(value);
-  if (!DECIMAL.test(text)) return null;
-  return canonicalAmount(text);
+  return REQUESTED.test(text) ? canonicalAmount(text) : null;
 }
 
-/** "12000.50" -> "12000.5", "12000.00" -> "12000". */
-export function canonicalAmount(decimal: string): string {
-  if (!decimal.includes('.')) return decimal;
-  const trimmed = decimal.replace(/0+$/, '').replace(/\.$/, '');
-  return trimmed === '' ? '0' : trimmed;
+/** Integer möngö: 1200050 -> "12000.5" */
+export function amountFromMongo(mongo: number): string {
+  if (!Number.isSafeInteger(mongo) || mongo < 0) throw new AmountError(`not a möngö amount: ${mongo}`);
+  const digits = String(mongo).padStart(3, '0');
+  return canonicalAmount(`${digits.slice(0, -2)}.${digits.slice(-2)}`);
 }
 
-/** Amount in möngö (1/100 tugrik) as a bigint, for exact comparisons. */
-export function toMongo(decimal: string): bigint {
-  const [whole = '0', frac = ''] = decimal.split('.');
-  return BigInt(whole) * 100n + BigInt((frac + '00').slice(0, 2));
+/** "12000.5" -> 1200050n, for exact comparisons. */
+export function toMongo(amount: string): bigint {
+  const { whole, fraction } = parts(amount);
+  return BigInt(`${whole}${fraction.padEnd(2, '0')}`);
+}
+
+/** "12000.5" -> 1200050, for wire formats that carry integer möngö. */
+export function amountToMongo(amount: string): number {
+  const mongo = Number(toMongo(amount));
+  if (!Number.isSafeInteger(mongo)) throw new AmountError(`amount too large: "${amount}"`);
+  return mongo;
+}
+
+/** "12000.5" -> "12000.50" */
+export function amountToFixed2(amount: string): string {
+  const { whole, fraction } = parts(amount);
+  return `${whole}.${fraction.padEnd(2, '0')}`;
 }
 
 export function compareAmounts(a: string, b: string): number {
@@ -30,7 +73,7 @@ export function compareAmounts(a: string, b: string): number {
   return d === 0n ? 0 : d > 0n ? 1 : -1;
 }
 
-/** JSON responses carry amounts as numbers; conversion only, no arithmetic. */
-export function amountToNumber(decimal: string): number {
-  return Number(decimal);
+/** JSON carries amounts as numbers: "12000.25" -> 12000.25, which JSON.stringify writes back as the same text. */
+export function amountToNumber(amount: string): number {
+  return Number(amount);
 }

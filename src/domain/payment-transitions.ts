@@ -1,7 +1,7 @@
 import { DomainError } from './errors.js';
+import type { PaymentStatus } from './vocabulary.js';
 import { movesOf, type Move, type Transition } from './transition-table.js';
 
-export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
 
 /** What can happen to a payment; each names its cause, not its outcome. */
 export type PaymentEvent =

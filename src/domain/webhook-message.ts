@@ -1,7 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { WebhookEvent } from './vocabulary.js';
 
-export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed'] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 export interface DeliveryMessage {
   event: WebhookEvent;

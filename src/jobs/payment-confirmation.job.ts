@@ -6,7 +6,7 @@ import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payme
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
-import { SOURCES } from '../adapters/ministry/ministry.types.js';
+import { SOURCES } from '../domain/vocabulary.js';
 import type { Logger } from '../domain/logger.port.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 

@@ -1,8 +1,9 @@
 import { Type } from 'typebox';
-import { Uuid } from './common.schema.js';
+import { LiteralUnion, Uuid } from './common.schema.js';
+import { KEY_ENVIRONMENTS, QR_STANDARDS } from '../domain/vocabulary.js';
 
-const QrStandard = Type.Union([Type.Literal('qrpay'), Type.Literal('govstd')]);
-const Environment = Type.Union([Type.Literal('sandbox'), Type.Literal('production')]);
+const QrStandard = LiteralUnion(QR_STANDARDS);
+const Environment = LiteralUnion(KEY_ENVIRONMENTS);
 
 export const CreatePartnerBody = Type.Object(
   {

@@ -15,6 +15,11 @@ export function StringEnum<const T extends readonly string[]>(values: T, options
   return Type.Unsafe<T[number]>({ ...options, type: 'string', enum: [...values] });
 }
 
+/** One of a fixed set of strings, as `anyOf` consts: request bodies whose violations name each choice. */
+export function LiteralUnion<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
+  return Type.Unsafe<T[number]>(Type.Union(values.map((v) => Type.Literal(v)), options));
+}
+
 export const Uuid = Type.String({ format: 'uuid' });
 export const IsoDateTime = Type.String({ format: 'date-time' });
 

@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import { IsoDateTime, Uuid } from './common.schema.js';
+import { PLATFORMS } from '../domain/vocabulary.js';
 
-const Platform = Type.Enum(['ios', 'android']);
+const Platform = Type.Enum(PLATFORMS);
 
 export const RegisterDeviceBody = Type.Object(
   {

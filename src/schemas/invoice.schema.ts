@@ -1,12 +1,13 @@
 import { Type, type Static } from 'typebox';
 import { Nullable, StringEnum, Uuid } from './common.schema.js';
+import { INVOICE_STATUSES } from '../domain/vocabulary.js';
 
 export const InvoiceBody = Type.Object(
   {
     id: Uuid,
     description: Type.String(),
     amount: Type.Number(),
-    status: StringEnum(['open', 'paid', 'overdue', 'canceled']),
+    status: StringEnum(INVOICE_STATUSES),
     dueDate: Nullable(Type.String({ format: 'date-time' })),
     issuedAt: Nullable(Type.String({ format: 'date-time' })),
     vehicleNo: Nullable(Type.String()),

@@ -1,7 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { StringEnum, Uuid } from './common.schema.js';
+import { PAYMENT_STATUSES } from '../domain/vocabulary.js';
 
-export const PaymentStatus = StringEnum(['pending', 'submitted', 'confirmed', 'failed', 'canceled']);
+export const PaymentStatus = StringEnum(PAYMENT_STATUSES);
 
 export const CreatePaymentBody = Type.Object(
   {

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { ErrorBody, IsoDateTime, Nullable, Uuid } from './common.schema.js';
-import { WEBHOOK_EVENTS } from '../domain/webhook-message.js';
+import { WEBHOOK_EVENTS } from '../domain/vocabulary.js';
 
 const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted or payment.confirmed' });
 

@@ -4,6 +4,7 @@ import type { DeviceRepository } from '../db/repositories/device.repository.js';
 import type { PushMessage, PushSender } from '../adapters/push-sender.js';
 import type { Logger } from '../domain/logger.port.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Platform } from '../domain/vocabulary.js';
 
 type DeviceView = Static<typeof DeviceBody>;
 
@@ -11,7 +12,7 @@ export function createDeviceService(deps: { devices: DeviceRepository; push: Pus
   const now = deps.now ?? systemClock;
   return {
     /** Upsert on (partner, userId, fcmToken); `created` tells a new device from a known one. */
-    async register(partnerId: string, input: { userId: string; fcmToken: string; platform: 'ios' | 'android' }): Promise<{ created: boolean; device: DeviceView }> {
+    async register(partnerId: string, input: { userId: string; fcmToken: string; platform: Platform }): Promise<{ created: boolean; device: DeviceView }> {
       const row = await deps.devices.upsert({ partnerId, ...input, at: now() });
       return { created: row.created, device: { id: row.id, platform: row.platform, createdAt: row.created_at.toISOString() } };
     },

@@ -1,12 +1,7 @@
 import { NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import {
-  SOURCES,
-  type InvoiceFilter,
-  type MinistryAdapters,
-  type Source,
-  type UpstreamInvoice,
-} from '../adapters/ministry/ministry.types.js';
+import { type InvoiceFilter, type MinistryAdapters, type UpstreamInvoice } from '../adapters/ministry/ministry.types.js';
+import { SOURCES, type Source } from '../domain/vocabulary.js';
 import type { InvoiceBody, InvoiceListBody } from '../schemas/invoice.schema.js';
 import { sharedInvoiceView, sumAmounts, toInvoiceView } from './invoice.view.js';
 import type { Logger } from '../domain/logger.port.js';
@@ -24,8 +19,8 @@ export function createInvoiceService(deps: {
     const settled = await Promise.allSettled(SOURCES.map((s) => call(s)));
     const ok: { source: Source; value: T }[] = [];
     const failed: Source[] = [];
-    settled.forEach((r, i) => {
-      const source = SOURCES[i] as Source;
+    SOURCES.forEach((source, i) => {
+      const r = settled[i] as PromiseSettledResult<T>;
       if (r.status === 'fulfilled') ok.push({ source, value: r.value });
       else {
         failed.push(source);
@@ -81,7 +76,7 @@ export function createInvoiceService(deps: {
 
     async refresh(partnerId: string, id: string): Promise<InvoiceBody> {
       const stored = await requireForPartner(partnerId, id);
-      const source = stored.source as Source;
+      const source = stored.source;
       let fresh: UpstreamInvoice | null;
       try {
         fresh = await deps.ministries[source].getByRef(stored.ref_num);

@@ -1,6 +1,6 @@
 import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
-import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
@@ -24,7 +24,7 @@ export function createMinistryCancellationService(deps: MinistryCancellationServ
     /** One attempt; true when the ministry has confirmed the cancellation. */
     async attempt(row: Pick<MinistryCancellationRow, 'payment_id' | 'source' | 'ref_num' | 'attempts'>): Promise<boolean> {
       try {
-        await deps.ministries[row.source as Source].cancelPayment({ paymentId: row.payment_id, refNum: row.ref_num });
+        await deps.ministries[row.source].cancelPayment({ paymentId: row.payment_id, refNum: row.ref_num });
       } catch (err) {
         const retryAt = new Date(now().getTime() + nextCheckDelayMs(row.attempts, deps.schedule));
         deps.log.warn({ err, paymentId: row.payment_id }, 'ministry cancellation failed; will retry');

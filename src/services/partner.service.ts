@@ -1,24 +1,17 @@
 import { LRUCache } from 'lru-cache';
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/errors.js';
-import {
-  acceptedKeyEnvironment,
-  generateApiKey,
-  hashApiKey,
-  hashesEqual,
-  keyEnvironment,
-  keyPrefix,
-  type KeyEnvironment,
-} from '../domain/api-key.js';
+import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnvironment, keyPrefix } from '../domain/api-key.js';
+import type { KeyEnvironment } from '../domain/vocabulary.js';
 import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
 
 export type Partner = PartnerRow;
-import type { AppEnv } from '../config.js';
+import type { AppEnv, QrStandard } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface AuthenticatedPartner {
   id: string;
   name: string;
-  qrStandard: 'qrpay' | 'govstd';
+  qrStandard: QrStandard;
   environment: KeyEnvironment;
   /** Names the API key (not the partner): rate limits are per key. A hash prefix, never the key itself. */
   keyId: string;
@@ -26,7 +19,7 @@ export interface AuthenticatedPartner {
 
 export interface CreatePartnerInput {
   name: string;
-  qrStandard?: 'qrpay' | 'govstd';
+  qrStandard?: QrStandard;
   environment?: KeyEnvironment;
   active?: boolean;
 }
@@ -149,7 +142,7 @@ export function createPartnerService(deps: {
     list: () => deps.partners.list(),
     count: () => deps.partners.count(),
 
-    async update(id: string, patch: { active?: boolean; qrStandard?: 'qrpay' | 'govstd' }): Promise<PartnerRow> {
+    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }): Promise<PartnerRow> {
       const partner = await deps.partners.update(id, patch);
       clearCache();
       if (!partner) throw new NotFoundError('Partner');

@@ -4,7 +4,7 @@ import type { PaymentEvent } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
-import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
@@ -61,7 +61,7 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     const invoice = refNum === undefined || payment.status === 'pending' ? await deps.invoices.findById(payment.invoice_id) : null;
     const ref = refNum ?? invoice?.ref_num;
     if (ref === undefined) return 'unresolved';
-    const adapter = deps.ministries[payment.source as Source];
+    const adapter = deps.ministries[payment.source];
     const state = await adapter.getPayment({ paymentId: payment.id, refNum: ref });
     if (payment.status === 'pending') {
       if (state.status === 'unknown') await deps.submitter.neverReceived(payment);

@@ -3,7 +3,8 @@ import type { PaymentDetail, PaymentRepository, PaymentRow, Trx } from '../db/re
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentEvent } from '../domain/payment-transitions.js';
-import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { Source } from '../domain/vocabulary.js';
 import { UpstreamUnavailableError } from '../domain/errors.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';
 import type { Logger } from '../domain/logger.port.js';
@@ -93,7 +94,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
   }
 
   async function accept(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[]): Promise<PaymentDetail | null> {
-    const linked = await linkedInvoices(invoice.source as Source, linkedRefNums.filter((r) => r !== invoice.ref_num));
+    const linked = await linkedInvoices(invoice.source, linkedRefNums.filter((r) => r !== invoice.ref_num));
     // An unknown linked invoice takes the same path as a taken one: nothing can be held for it.
     if (linked === null || linked.length > 0) return acceptWithLinked(payment, invoice, linked);
     const at = now();
@@ -115,7 +116,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
     async submit(payment: PaymentRow, invoice: InvoiceRow): Promise<PaymentDetail | null> {
       let result;
       try {
-        result = await deps.ministries[invoice.source as Source].submitPayment({ paymentId: payment.id, refNum: invoice.ref_num, amount: payment.amount });
+        result = await deps.ministries[invoice.source].submitPayment({ paymentId: payment.id, refNum: invoice.ref_num, amount: payment.amount });
       } catch (err) {
         throw new UpstreamUnavailableError(`submit of payment ${payment.id} failed`, { cause: err });
       }

@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { InvalidRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
 import { canMove, IllegalTransitionError } from '../domain/payment-transitions.js';
 import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
-import { amountFromNumber, amountToNumber, canonicalAmount, compareAmounts } from '../domain/money.js';
+import { amountToNumber, canonicalAmount, compareAmounts, requestedAmount } from '../domain/money.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { IdempotencyRepository, StoredOutcome } from '../db/repositories/idempotency.repository.js';
-import type { MinistryAdapters, Source } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import type { PaymentResolver } from './payment-resolution.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
@@ -14,6 +14,7 @@ import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { QrService } from './qr.service.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { QrStandard } from '../domain/vocabulary.js';
 
 /** A payment the ministry accepted, or one it refused: both are answers a replay repeats. */
 export type CreateOutcome =
@@ -64,7 +65,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   function resolveAmount(invoice: InvoiceRow, requested: number | undefined): string {
     if (requested === undefined) return canonicalAmount(invoice.amount);
-    const amount = amountFromNumber(requested);
+    const amount = requestedAmount(requested);
     if (amount === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals']);
     if (compareAmounts(amount, invoice.amount) > 0) {
       throw new PaymentRejectedError(invoice.ref_num, 'Amount does not match the invoice balance');
@@ -85,7 +86,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return payment;
   }
 
-  function createdBody(payment: PaymentDetail, invoice: InvoiceRow, standard: 'qrpay' | 'govstd'): PaymentCreatedBody {
+  function createdBody(payment: PaymentDetail, invoice: InvoiceRow, standard: QrStandard): PaymentCreatedBody {
     const qrpay = deps.qr.build({
       standard,
       paymentId: payment.id,
@@ -98,7 +99,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   /** `submitted` is the row submit() just wrote, when it did; otherwise the payment is read again. */
-  async function outcomeOf(paymentId: string, invoice: InvoiceRow, standard: 'qrpay' | 'govstd', submitted: PaymentDetail | null): Promise<CreateOutcome> {
+  async function outcomeOf(paymentId: string, invoice: InvoiceRow, standard: QrStandard, submitted: PaymentDetail | null): Promise<CreateOutcome> {
     const payment = submitted ?? (await deps.payments.findById(paymentId));
     if (!payment) throw new NotFoundError('Payment');
     if (payment.status === 'failed') {
@@ -172,7 +173,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (!canMove(payment.status, 'partner_canceled')) throw new IllegalTransitionError(payment.status, 'partner_canceled');
       const invoice = requireInvoice(await deps.invoices.findById(payment.invoice_id));
       try {
-        await deps.ministries[payment.source as Source].cancelPayment({ paymentId: id, refNum: invoice.ref_num });
+        await deps.ministries[payment.source].cancelPayment({ paymentId: id, refNum: invoice.ref_num });
       } catch (err) {
         throw new UpstreamUnavailableError(`cancel of payment ${id} failed`, { cause: err });
       }

@@ -1,7 +1,8 @@
 import { buildBankLinks, buildShortUrl } from '../domain/bank-links.js';
 import type { QrPayBody } from '../schemas/payment.schema.js';
 import type { BankLinkConfig } from '../domain/bank-links.schema.js';
-import { buildEmvcoPayload, type QrSchemeConfig, type QrStandard } from '../domain/emvco-qr.js';
+import { buildEmvcoPayload, type QrSchemeConfig } from '../domain/emvco-qr.js';
+import type { QrStandard } from '../domain/vocabulary.js';
 import { qrPngBase64 } from '../domain/qr-png.js';
 import { isUuid } from '../domain/uuid.js';
 

@@ -3,7 +3,6 @@ import { canMove } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
 import type { SimulatorControl } from '../adapters/simulator-control.client.js';
-import type { Source } from '../adapters/ministry/ministry.types.js';
 
 /**
  * Sandbox-only helpers (APP_ENV local/sandbox; never created in production). The partner API never
@@ -34,7 +33,7 @@ export function createSandboxService(deps: SandboxServiceDeps) {
       if (!invoice) throw new NotFoundError('Invoice');
       let answer;
       try {
-        answer = await deps.simulator.approve({ refNum: invoice.ref_num, source: invoice.source as Source });
+        answer = await deps.simulator.approve({ refNum: invoice.ref_num, source: invoice.source });
       } catch (err) {
         throw new UpstreamUnavailableError(`simulator approve failed: ${String(err)}`, { cause: err });
       }

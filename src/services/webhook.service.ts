@@ -1,6 +1,6 @@
 import { InvalidRequestError, ConflictError, NotFoundError } from '../domain/errors.js';
 import type { SecretCipher } from '../domain/secret-cipher.js';
-import type { WebhookEvent } from '../domain/webhook-message.js';
+import type { WebhookEvent } from '../domain/vocabulary.js';
 import type { WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { TargetGuard } from '../adapters/webhook-target.guard.js';

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse, InjectOptions } from 'fastify';
 import pg from 'pg';
-import { type Config } from '../../src/config.js';
+import type { Config } from '../../src/config.js';
 import { testConfig } from './test-config.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
 import { buildApp } from '../../src/app.js';
 import { buildAdminApp } from '../../src/admin-app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
-import { SOURCES, type Source } from '../../src/adapters/ministry/ministry.types.js';
+import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 import { testFixtures } from './fixtures.js';
 
 export interface TestContext {

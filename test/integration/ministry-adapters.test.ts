@@ -6,7 +6,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { type ClosableMinistryAdapters, createMinistryAdapters } from '../../src/adapters/ministry/ministry.factory.js';
-import { type Source, SOURCES, UpstreamError, type UpstreamInvoice } from '../../src/adapters/ministry/ministry.types.js';
+import { UpstreamError, type UpstreamInvoice } from '../../src/adapters/ministry/ministry.types.js';
+import { type Source, SOURCES } from '../../src/domain/vocabulary.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/simulator-fixtures.json', import.meta.url));
 const PREFIX: Record<Source, string> = { mof: 'MOF-T', etax: 'ET9', police: 'P-9' };

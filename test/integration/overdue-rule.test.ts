@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { createReportRepository } from '../../src/db/repositories/report.repository.js';
-import { isOverdue, type StoredInvoiceStatus } from '../../src/domain/invoice-status.js';
+import { isOverdue } from '../../src/domain/invoice-status.js';
+import type { StoredInvoiceStatus } from '../../src/domain/vocabulary.js';
 
 let ctx: TestContext;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { testConfig } from '../helpers/test-config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { buildApp } from '../../src/app.js';
-import { SOURCES, type Source } from '../../src/adapters/ministry/ministry.types.js';
+import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 
 const base = testConfig();
 const enabled = Boolean(base.databaseUrl && base.redisUrl);

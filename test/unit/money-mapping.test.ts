@@ -7,7 +7,9 @@ import {
   amountToMongo,
   amountToNumber,
   canonicalAmount,
-} from '../../src/adapters/ministry/money.mapping.js';
+  AmountError,
+  requestedAmount,
+} from '../../src/domain/money.js';
 import { WireValueError } from '../../src/adapters/ministry/wire-value.error.js';
 
 describe('amount mapping', () => {
@@ -23,15 +25,15 @@ describe('amount mapping', () => {
   });
 
   it.each(['12000.125', '-5', '1e5', '', '12,000', ' 1'])('refuses %j', (input) => {
-    expect(() => canonicalAmount(input)).toThrow(WireValueError);
+    expect(() => canonicalAmount(input)).toThrow(AmountError);
   });
 
   it('maps JSON numbers without float arithmetic', () => {
     expect(amountFromNumber(12000)).toBe('12000');
     expect(amountFromNumber(12000.5)).toBe('12000.5');
     expect(amountFromNumber(0.3)).toBe('0.3');
-    expect(() => amountFromNumber(1e21)).toThrow(WireValueError);
-    expect(() => amountFromNumber(Number.NaN)).toThrow(WireValueError);
+    expect(() => amountFromNumber(1e21)).toThrow(AmountError);
+    expect(() => amountFromNumber(Number.NaN)).toThrow(AmountError);
   });
 
   it('maps integer möngö', () => {
@@ -40,8 +42,8 @@ describe('amount mapping', () => {
     expect(amountFromMongo(1200025)).toBe('12000.25');
     expect(amountFromMongo(5)).toBe('0.05');
     expect(amountFromMongo(0)).toBe('0');
-    expect(() => amountFromMongo(12.5)).toThrow(WireValueError);
-    expect(() => amountFromMongo(-100)).toThrow(WireValueError);
+    expect(() => amountFromMongo(12.5)).toThrow(AmountError);
+    expect(() => amountFromMongo(-100)).toThrow(AmountError);
   });
 
   it('encodes amounts for each wire format', () => {
@@ -51,6 +53,15 @@ describe('amount mapping', () => {
     expect(amountToFixed2('12000.5')).toBe('12000.50');
     expect(JSON.stringify({ amount: amountToNumber('12000.25') })).toBe('{"amount":12000.25}');
     expect(amountToMongo('123456789012.99')).toBe(12345678901299);
+  });
+
+  it('takes a partner amount only when positive with at most 2 decimals and 14 whole digits', () => {
+    expect(requestedAmount(12000.5)).toBe('12000.5');
+    expect(requestedAmount(0.1 + 0.2)).toBeNull();
+    expect(requestedAmount(0)).toBeNull();
+    expect(requestedAmount(-1)).toBeNull();
+    expect(requestedAmount(1e15)).toBeNull();
+    expect(requestedAmount(Number.POSITIVE_INFINITY)).toBeNull();
   });
 });
 

@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  canMove,
-  IllegalTransitionError,
-  nextPaymentStatus,
-  PAYMENT_TRANSITIONS,
-  paymentMove,
-  type PaymentEvent,
-  type PaymentStatus,
-} from '../../src/domain/payment-transitions.js';
+import { canMove, IllegalTransitionError, nextPaymentStatus, PAYMENT_TRANSITIONS, paymentMove, type PaymentEvent } from '../../src/domain/payment-transitions.js';
+import type { PaymentStatus } from '../../src/domain/vocabulary.js';
 import { effectiveInvoiceStatus, invoiceMove, isOverdue } from '../../src/domain/invoice-status.js';
 import { isExpired, nextCheckDelayMs } from '../../src/domain/check-schedule.js';
 

@@ -1,4 +1,5 @@
-import type { MinistryAdapter, MinistryAdapters, Source } from './ministry.types.js';
+import type { MinistryAdapter, MinistryAdapters } from './ministry.types.js';
+import type { Source } from '../../domain/vocabulary.js';
 
 export type Operation = Exclude<keyof MinistryAdapter, 'source'>;
 const OPERATIONS: Operation[] = ['search', 'getByRef', 'submitPayment', 'getPayment', 'cancelPayment', 'settlement'];

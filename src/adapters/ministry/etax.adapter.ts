@@ -9,8 +9,9 @@ import {
   EtaxSubmitAccepted,
 } from './etax-wire.schema.js';
 import { createHttpClient } from './http-client.js';
-import type { InvoiceFilterKind, UpstreamInvoice } from './ministry.types.js';
-import { amountToFixed2, canonicalAmount } from './money.mapping.js';
+import type { UpstreamInvoice } from './ministry.types.js';
+import type { InvoiceFilterKind } from '../../domain/vocabulary.js';
+import { amountToFixed2, canonicalAmount } from '../../domain/money.js';
 import { decodeBody, isMinistryNotFound, mapWire } from './wire-decode.helper.js';
 
 const SOURCE = 'etax';

@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
-import { type Source, UpstreamError } from './ministry.types.js';
+import { UpstreamError } from './ministry.types.js';
+import type { Source } from '../../domain/vocabulary.js';
 
 export interface HttpClientOptions {
   source: Source;

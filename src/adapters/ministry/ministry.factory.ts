@@ -1,6 +1,7 @@
 import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.types.js';
 import { createEtaxAdapter } from './etax.adapter.js';
-import type { MinistryAdapters, Source } from './ministry.types.js';
+import type { MinistryAdapters } from './ministry.types.js';
+import type { Source } from '../../domain/vocabulary.js';
 import { createMofAdapter } from './mof.adapter.js';
 import { createPoliceAdapter } from './police.adapter.js';
 

@@ -1,7 +1,5 @@
-export const SOURCES = ['mof', 'etax', 'police'] as const;
-export type Source = (typeof SOURCES)[number];
+import type { InvoiceFilterKind, Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
 
-export type InvoiceFilterKind = 'ttd' | 'vehicle' | 'taxRef';
 export interface InvoiceFilter {
   kind: InvoiceFilterKind;
   value: string;
@@ -14,7 +12,7 @@ export interface UpstreamInvoice {
   description: string;
   /** Decimal string in tugrik with at most 2 decimals ("12000", "12000.5"); never a float. */
   amount: string;
-  status: 'open' | 'paid' | 'canceled';
+  status: StoredInvoiceStatus;
   /** ISO 8601 or null. */
   dueDate: string | null;
   issuedAt: string | null;

@@ -2,8 +2,9 @@ import type { Static } from 'typebox';
 import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.types.js';
 import { isoFromEpochMs, nullable } from './date.mapping.js';
 import { createHttpClient } from './http-client.js';
-import type { InvoiceFilterKind, UpstreamInvoice } from './ministry.types.js';
-import { amountFromMongo, amountToMongo } from './money.mapping.js';
+import type { UpstreamInvoice } from './ministry.types.js';
+import type { InvoiceFilterKind } from '../../domain/vocabulary.js';
+import { amountFromMongo, amountToMongo } from '../../domain/money.js';
 import {
   PoliceFineList,
   PolicePaymentAnswer,

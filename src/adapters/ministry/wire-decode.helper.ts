@@ -2,8 +2,10 @@ import type { Static, TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Validator } from 'typebox/compile';
 import type { JsonResponse } from './http-client.js';
-import { type Source, UpstreamError } from './ministry.types.js';
+import { UpstreamError } from './ministry.types.js';
+import type { Source } from '../../domain/vocabulary.js';
 import { WireValueError } from './wire-value.error.js';
+import { AmountError } from '../../domain/money.js';
 
 const validators = new WeakMap<TSchema, Validator>();
 
@@ -31,7 +33,7 @@ export function mapWire<R>(source: Source, what: string, map: () => R): R {
   try {
     return map();
   } catch (error) {
-    if (error instanceof WireValueError) {
+    if (error instanceof WireValueError || error instanceof AmountError) {
       throw new UpstreamError(source, 'malformed', `${what}: ${error.message}`, { cause: error });
     }
     throw error;

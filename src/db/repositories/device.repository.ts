@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
+import type { Platform } from '../../domain/vocabulary.js';
 
 export interface DeviceUpsertResult {
   id: string;
-  platform: 'ios' | 'android';
+  platform: Platform;
   created_at: Date;
   created: boolean;
 }
@@ -11,7 +12,7 @@ export interface DeviceUpsertResult {
 export function createDeviceRepository(db: Db) {
   return {
     /** One row per (partner, user, token); a repeat keeps its id and may change the platform. */
-    async upsert(input: { partnerId: string; userId: string; fcmToken: string; platform: 'ios' | 'android'; at: Date }): Promise<DeviceUpsertResult> {
+    async upsert(input: { partnerId: string; userId: string; fcmToken: string; platform: Platform; at: Date }): Promise<DeviceUpsertResult> {
       const row = await db
         .insertInto('devices')
         .values({ partner_id: input.partnerId, user_id: input.userId, fcm_token: input.fcmToken, platform: input.platform })
@@ -22,7 +23,7 @@ export function createDeviceRepository(db: Db) {
       return row;
     },
 
-    async tokensOfUser(partnerId: string, userId: string): Promise<{ id: string; fcm_token: string; platform: 'ios' | 'android' }[]> {
+    async tokensOfUser(partnerId: string, userId: string): Promise<{ id: string; fcm_token: string; platform: Platform }[]> {
       return db
         .selectFrom('devices')
         .select(['id', 'fcm_token', 'platform'])

@@ -1,9 +1,9 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import type { StoredInvoiceStatus } from '../../domain/invoice-status.js';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { Database, InvoicesTable } from '../db.types.js';
-import type { InvoiceFilter, Source, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
+import type { InvoiceFilter, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
+import type { Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
 
@@ -94,7 +94,7 @@ export function createInvoiceRepository(db: Db) {
       return (await trx.selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
     },
 
-    async findByRefs(refs: { source: string; refNum: string }[], trx: Kysely<Database> = db): Promise<InvoiceRow[]> {
+    async findByRefs(refs: { source: Source; refNum: string }[], trx: Kysely<Database> = db): Promise<InvoiceRow[]> {
       if (refs.length === 0) return [];
       return trx
         .selectFrom('invoices')

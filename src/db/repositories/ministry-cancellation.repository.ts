@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import { claimDueBySource, type DueClaim } from '../due-claim.query.js';
 import type { Database, MinistryCancellationsTable } from '../db.types.js';
+import type { Source } from '../../domain/vocabulary.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
 
@@ -21,7 +22,7 @@ const DUE_CANCELLATIONS: DueClaim = {
 export function createMinistryCancellationRepository(db: Db) {
   return {
     /** Written in the transaction that refuses the payment, so the refusal never exists without it. */
-    async add(trx: Kysely<Database>, input: { paymentId: string; source: string; refNum: string; reason: string; dueAt: Date }): Promise<void> {
+    async add(trx: Kysely<Database>, input: { paymentId: string; source: Source; refNum: string; reason: string; dueAt: Date }): Promise<void> {
       await trx
         .insertInto('ministry_cancellations')
         .values({ payment_id: input.paymentId, source: input.source, ref_num: input.refNum, reason: input.reason, next_attempt_at: input.dueAt })

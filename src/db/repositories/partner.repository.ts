@@ -1,18 +1,19 @@
 import type { Db } from '../database.js';
 import type { PartnersTable } from '../db.types.js';
+import type { KeyEnvironment, QrStandard } from '../../domain/vocabulary.js';
 
 export interface PartnerRow {
   id: string;
   name: string;
-  qrStandard: 'qrpay' | 'govstd';
-  environment: 'sandbox' | 'production';
+  qrStandard: QrStandard;
+  environment: KeyEnvironment;
   active: boolean;
   createdAt: Date;
 }
 
 export interface KeyLookupRow {
   keyHash: string;
-  keyEnvironment: 'sandbox' | 'production';
+  keyEnvironment: KeyEnvironment;
   expiresAt: Date | null;
   partner: PartnerRow;
 }
@@ -37,7 +38,7 @@ function toPartner(r: PartnerSelect): PartnerRow {
 
 export function createPartnerRepository(db: Db) {
   return {
-    async create(input: { name: string; qrStandard: 'qrpay' | 'govstd'; environment: 'sandbox' | 'production'; active: boolean }, key: { hash: string; prefix: string }): Promise<PartnerRow> {
+    async create(input: { name: string; qrStandard: QrStandard; environment: KeyEnvironment; active: boolean }, key: { hash: string; prefix: string }): Promise<PartnerRow> {
       return db.transaction().execute(async (trx) => {
         const row = await trx
           .insertInto('partners')
@@ -67,7 +68,7 @@ export function createPartnerRepository(db: Db) {
       return row ? toPartner(row) : null;
     },
 
-    async update(id: string, patch: { active?: boolean; qrStandard?: 'qrpay' | 'govstd' }): Promise<PartnerRow | null> {
+    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }): Promise<PartnerRow | null> {
       const row = await db
         .updateTable('partners')
         .set({
@@ -82,7 +83,7 @@ export function createPartnerRepository(db: Db) {
     },
 
     /** Adds a new key and puts an expiry on the partner's current keys, in one transaction. */
-    async rotateKey(partnerId: string, environment: 'sandbox' | 'production', key: { hash: string; prefix: string }, oldKeysExpireAt: Date): Promise<void> {
+    async rotateKey(partnerId: string, environment: KeyEnvironment, key: { hash: string; prefix: string }, oldKeysExpireAt: Date): Promise<void> {
       await db.transaction().execute(async (trx) => {
         await trx
           .updateTable('api_keys')

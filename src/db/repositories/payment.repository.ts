@@ -3,6 +3,7 @@ import { compileOnce, type SlotFn } from '../compiled-query.js';
 import { claimDueBySource, type DueClaim } from '../due-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
 import type { Database, PaymentsTable } from '../db.types.js';
+import type { Source } from '../../domain/vocabulary.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domain/payment-transitions.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
 import { isUuid } from '../../domain/uuid.js';
@@ -54,7 +55,7 @@ export function createPaymentRepository(db: Db) {
      * in one statement: the partial unique index refuses a second holder and nothing is written.
      * Null when another payment holds the invoice.
      */
-    async insertPending(input: { partnerId: string; invoiceId: string; source: string; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow | null> {
+    async insertPending(input: { partnerId: string; invoiceId: string; source: Source; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow | null> {
       const inserted = sql<PaymentRow>`
         WITH p AS (
           INSERT INTO payments (partner_id, invoice_id, source, amount, status, next_check_at)

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
-import type { WebhookEvent } from '../../domain/webhook-message.js';
+import type { WebhookEvent } from '../../domain/vocabulary.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
 export interface ClaimedDelivery {

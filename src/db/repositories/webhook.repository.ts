@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import type { WebhooksTable } from '../db.types.js';
-import type { WebhookEvent } from '../../domain/webhook-message.js';
+import type { WebhookEvent } from '../../domain/vocabulary.js';
 
 export type WebhookRow = Omit<Selectable<WebhooksTable>, 'secret_ciphertext' | 'deleted_at' | 'partner_id'>;
 

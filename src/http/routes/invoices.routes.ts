@@ -2,9 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorBody, IdParams, commonErrors } from '../../schemas/common.schema.js';
 import { InvoiceBody, InvoiceListBody, InvoiceSearchQuery, RefNumParams } from '../../schemas/invoice.schema.js';
 import type { InvoiceService } from '../../services/invoice.service.js';
-import type { InvoiceFilterKind } from '../../adapters/ministry/ministry.types.js';
+import { INVOICE_FILTER_KINDS, type InvoiceFilterKind } from '../../domain/vocabulary.js';
 
-const FILTER_KINDS: InvoiceFilterKind[] = ['ttd', 'vehicle', 'taxRef'];
 
 export const invoiceRoutes: FastifyPluginAsyncTypebox<{ invoices: InvoiceService }> = async (app, { invoices }) => {
   app.get(
@@ -19,7 +18,7 @@ export const invoiceRoutes: FastifyPluginAsyncTypebox<{ invoices: InvoiceService
     },
     async (request) => {
       // The schema guarantees exactly one filter is present.
-      const kind = FILTER_KINDS.find((k) => request.query[k] !== undefined) as InvoiceFilterKind;
+      const kind = INVOICE_FILTER_KINDS.find((k) => request.query[k] !== undefined) as InvoiceFilterKind;
       return invoices.search(request.partner.id, { kind, value: request.query[kind] as string });
     },
   );

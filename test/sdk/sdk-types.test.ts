@@ -1,0 +1,50 @@
+import type { Static } from 'typebox';
+import { describe, expectTypeOf, it } from 'vitest';
+import type * as Sdk from '../../sdk/src/types.js';
+import type * as Vocabulary from '../../src/domain/vocabulary.js';
+import type { InvoiceBody, InvoiceListBody } from '../../src/schemas/invoice.schema.js';
+import type {
+  CancelBody,
+  PaymentBody,
+  PaymentCreatedBody,
+  PaymentFailedBody,
+  PaymentListBody,
+  QrPayBody,
+  SettlementBody,
+  SummaryBody,
+} from '../../src/schemas/payment.schema.js';
+import type { DeliveryListBody, WebhookBody, WebhookCreatedBody, WebhookDeletedBody } from '../../src/schemas/webhook.schema.js';
+import type { DeviceBody } from '../../src/schemas/device.schema.js';
+
+/*
+ * The SDK is published on its own, so it cannot import the service's types; these checks hold
+ * its hand-written types to the service's vocabulary and response schemas. They run in the type
+ * checker (npm run typecheck): a drift on either side fails CI there.
+ */
+describe('SDK types', () => {
+  it('use the service vocabulary', () => {
+    expectTypeOf<Sdk.PaymentStatus>().toEqualTypeOf<Vocabulary.PaymentStatus>();
+    expectTypeOf<Sdk.InvoiceStatus>().toEqualTypeOf<Vocabulary.InvoiceStatus>();
+    expectTypeOf<Sdk.QrStandard>().toEqualTypeOf<Vocabulary.QrStandard>();
+    expectTypeOf<Sdk.WebhookEventName>().toEqualTypeOf<Vocabulary.WebhookEvent>();
+    expectTypeOf<Sdk.DevicePlatform>().toEqualTypeOf<Vocabulary.Platform>();
+  });
+
+  it('read every response the schemas allow', () => {
+    expectTypeOf<Static<typeof InvoiceBody>>().toMatchTypeOf<Sdk.Invoice>();
+    expectTypeOf<Static<typeof InvoiceListBody>>().toMatchTypeOf<Sdk.InvoiceList>();
+    expectTypeOf<Static<typeof QrPayBody>>().toMatchTypeOf<Sdk.QrPay>();
+    expectTypeOf<Static<typeof PaymentCreatedBody>>().toMatchTypeOf<Sdk.PaymentCreated>();
+    expectTypeOf<Static<typeof PaymentFailedBody>>().toMatchTypeOf<Sdk.PaymentFailedBody>();
+    expectTypeOf<Static<typeof PaymentBody>>().toMatchTypeOf<Sdk.Payment>();
+    expectTypeOf<Static<typeof CancelBody>>().toMatchTypeOf<Sdk.PaymentCanceled>();
+    expectTypeOf<Static<typeof SettlementBody>>().toMatchTypeOf<Sdk.SettlementReport>();
+    expectTypeOf<Static<typeof SummaryBody>>().toMatchTypeOf<Sdk.Summary>();
+    expectTypeOf<Static<typeof PaymentListBody>>().toMatchTypeOf<Sdk.PaymentList>();
+    expectTypeOf<Static<typeof WebhookBody>>().toMatchTypeOf<Sdk.Webhook>();
+    expectTypeOf<Static<typeof WebhookCreatedBody>>().toMatchTypeOf<Sdk.WebhookCreated>();
+    expectTypeOf<Static<typeof WebhookDeletedBody>>().toMatchTypeOf<Sdk.WebhookDeleted>();
+    expectTypeOf<Static<typeof DeliveryListBody>>().toMatchTypeOf<Sdk.WebhookDeliveryList>();
+    expectTypeOf<Static<typeof DeviceBody>>().toMatchTypeOf<Sdk.Device>();
+  });
+});
