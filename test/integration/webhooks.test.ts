@@ -7,7 +7,7 @@ import { createTestContext, dropSchema, type TestContext } from '../helpers/test
 import { testFixtures } from '../helpers/fixtures.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
-import { type Config } from '../../src/config.js';
+import type { Config } from '../../src/config.js';
 import { testConfig } from '../helpers/test-config.js';
 import { createWebhookDeliveryJob } from '../../src/jobs/webhook-delivery.job.js';
 import { createWebhookDeliveryRepository } from '../../src/db/repositories/webhook-delivery.repository.js';
