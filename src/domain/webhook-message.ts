@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { WebhookEvent } from './vocabulary.js';
 
 
@@ -17,12 +17,6 @@ export function deliveryBody(m: DeliveryMessage): string {
 /** Lowercase hex HMAC-SHA256 of the body bytes, keyed with the partner's webhook secret. */
 export function signBody(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body, 'utf8').digest('hex');
-}
-
-export function verifySignature(secret: string, body: string, signature: string): boolean {
-  const expected = Buffer.from(signBody(secret, body), 'hex');
-  const given = Buffer.from(signature, 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 export function deliveryHeaders(m: DeliveryMessage, body: string, secret: string, sentAt: Date): Record<string, string> {

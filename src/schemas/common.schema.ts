@@ -42,10 +42,6 @@ export const ErrorBody = Type.Object(
   },
 );
 
-export const ApiKeyHeaders = Type.Object({
-  'x-api-key': Type.Optional(Type.String({ description: 'Partner API key' })),
-});
-
 /** Error responses every authenticated route can answer. */
 export const commonErrors = {
   400: BadRequestBody,

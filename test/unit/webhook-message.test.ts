@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { deliveryBody, deliveryHeaders, nextAttemptDelay, signBody, verifySignature } from '../../src/domain/webhook-message.js';
+import { deliveryBody, deliveryHeaders, nextAttemptDelay, signBody } from '../../src/domain/webhook-message.js';
+import { verifyWebhook } from '../../sdk/src/webhook.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
 
 const message = {
@@ -22,9 +23,9 @@ describe('webhook message', () => {
     const signature = signBody('s3cret-s3cret-s3cret', body);
     expect(signature).toBe(createHmac('sha256', 's3cret-s3cret-s3cret').update(body).digest('hex'));
     expect(signature).toMatch(/^[0-9a-f]{64}$/);
-    expect(verifySignature('s3cret-s3cret-s3cret', body, signature)).toBe(true);
-    expect(verifySignature('s3cret-s3cret-s3cret', body + ' ', signature)).toBe(false);
-    expect(verifySignature('s3cret-s3cret-s3cret', body, 'abc')).toBe(false);
+    expect(verifyWebhook(body, signature, 's3cret-s3cret-s3cret')).toBe(true);
+    expect(verifyWebhook(body + ' ', signature, 's3cret-s3cret-s3cret')).toBe(false);
+    expect(verifyWebhook(body, 'abc', 's3cret-s3cret-s3cret')).toBe(false);
   });
 
   it('sends the event, delivery id, timestamp and signature headers', () => {

@@ -49,7 +49,6 @@ export function createRateLimitService(opts: RateLimitServiceOptions) {
 
   return {
     windows: opts.windows,
-    storeKind: opts.store.kind,
 
     async check(key: string): Promise<RateLimitOutcome> {
       try {
