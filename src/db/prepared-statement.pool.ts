@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
 import { pgErrorCode } from './pg-error.js';
+import { forgetPreparedStatement } from './pg-statement-record.js';
 
 export interface PreparedStatementOptions {
   /** Executions of a statement text before it is prepared; one-off statements stay unnamed. */
@@ -104,8 +105,6 @@ async function deallocate(client: pg.PoolClient, name: string): Promise<boolean>
   } catch {
     return false;
   }
-  // pg has no public API to forget a statement; this record is how it decides to send Parse again.
-  const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, string> } }).connection?.parsedStatements;
-  if (parsed) delete parsed[name];
+  forgetPreparedStatement(client, name);
   return true;
 }
