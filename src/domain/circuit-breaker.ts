@@ -11,9 +11,9 @@ export interface CircuitBreakerOptions {
  * A per-source circuit breaker state machine. Pure: the caller passes the time, so it is
  * tested without waiting and shared by every operation of one ministry system.
  *
- * Kept by hand rather than cockatiel's ConsecutiveBreaker: cockatiel reads Date.now() itself, so
- * the tests and the service's injected clock (which moves time forward without waiting) could not
- * drive it, and this is 40 lines with no I/O; it is the whole of what the adapters need.
+ * Kept by hand rather than cockatiel's circuit breaker policy: that policy keeps its own time and
+ * wraps the call itself, while the adapters drive this one from the service's injected clock (tests
+ * move it forward without waiting). Forty lines with no I/O are the whole of what they need.
  */
 export function createCircuitBreaker(opts: CircuitBreakerOptions) {
   let state: CircuitState = 'closed';
