@@ -120,9 +120,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });
   const ministries = guardAdapters(instrumentAdapters(upstream, metrics), config.circuitBreaker, () => (opts.now?.() ?? new Date()).getTime());
   const qrConfig = await loadQrConfig();
-  const partnerRepo = createPartnerRepository(db);
-  const invoiceRepo = createInvoiceRepository(db);
-  const paymentRepo = createPaymentRepository(db);
+  const partnerRepo = createPartnerRepository(db, opts.now);
+  const invoiceRepo = createInvoiceRepository(db, opts.now);
+  const paymentRepo = createPaymentRepository(db, opts.now);
   const reportRepo = createReportRepository(db);
   const idempotencyRepo = createIdempotencyRepository(db);
   const localInvoiceCache = createInvoiceCache(config.invoiceCache);

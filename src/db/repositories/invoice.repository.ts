@@ -4,6 +4,7 @@ import type { Db } from '../database.js';
 import type { Database, InvoicesTable } from '../db.types.js';
 import type { InvoiceFilter, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
 import type { Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
+import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
 
@@ -29,7 +30,7 @@ function toValues(inv: UpstreamInvoice) {
 }
 
 /** Inserts or refreshes ministry invoices; (source, ref_num) keeps each one's UUID stable. */
-async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[]): Promise<InvoiceRow[]> {
+async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[], at: Date): Promise<InvoiceRow[]> {
   if (invoices.length === 0) return [];
   const rows = await db
     .insertInto('invoices')
@@ -52,7 +53,7 @@ async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[]): Promis
         payee_id: eb.ref('excluded.payee_id'),
         payee_name: eb.ref('excluded.payee_name'),
         year: eb.ref('excluded.year'),
-        updated_at: new Date(),
+        updated_at: at,
       })),
     )
     .returningAll()
@@ -61,7 +62,7 @@ async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[]): Promis
   return invoices.map((inv) => byKey.get(`${inv.source}\u0000${inv.refNum}`)).filter((r): r is InvoiceRow => r !== undefined);
 }
 
-export function createInvoiceRepository(db: Db) {
+export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
   // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
   const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
     db
@@ -73,14 +74,14 @@ export function createInvoiceRepository(db: Db) {
   );
 
   return {
-    upsert: (invoices: UpstreamInvoice[], trx: Kysely<Database> = db) => upsert(trx, dedupe(invoices)),
+    upsert: (invoices: UpstreamInvoice[], trx: Kysely<Database> = db) => upsert(trx, dedupe(invoices), now()),
 
     async recordAccess(partnerId: string, invoiceIds: string[], trx: Kysely<Database> = db): Promise<void> {
       if (invoiceIds.length === 0) return;
       await trx
         .insertInto('partner_invoices')
         .values([...new Set(invoiceIds)].map((invoice_id) => ({ partner_id: partnerId, invoice_id })))
-        .onConflict((oc) => oc.columns(['partner_id', 'invoice_id']).doUpdateSet({ last_seen_at: new Date() }))
+        .onConflict((oc) => oc.columns(['partner_id', 'invoice_id']).doUpdateSet({ last_seen_at: now() }))
         .execute();
     },
 

@@ -1,6 +1,7 @@
 import type { Db } from '../database.js';
 import type { PartnersTable } from '../db.types.js';
 import type { KeyEnvironment, QrStandard } from '../../domain/vocabulary.js';
+import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export interface PartnerRow {
   id: string;
@@ -36,7 +37,7 @@ function toPartner(r: PartnerSelect): PartnerRow {
   };
 }
 
-export function createPartnerRepository(db: Db) {
+export function createPartnerRepository(db: Db, now: Clock = systemClock) {
   return {
     async create(input: { name: string; qrStandard: QrStandard; environment: KeyEnvironment; active: boolean }, key: { hash: string; prefix: string }): Promise<PartnerRow> {
       return db.transaction().execute(async (trx) => {
@@ -74,7 +75,7 @@ export function createPartnerRepository(db: Db) {
         .set({
           ...(patch.active !== undefined ? { active: patch.active } : {}),
           ...(patch.qrStandard !== undefined ? { qr_standard: patch.qrStandard } : {}),
-          updated_at: new Date(),
+          updated_at: now(),
         })
         .where('id', '=', id)
         .returning(partnerColumns)

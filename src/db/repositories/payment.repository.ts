@@ -8,6 +8,7 @@ import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domai
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { OutboxWrite } from './event.repository.js';
+import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 export type Trx = Transaction<Database>;
@@ -39,7 +40,7 @@ const DUE_CHECKS: DueClaim = {
   returning: sql`*, (SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id) AS ref_num`,
 };
 
-export function createPaymentRepository(db: Db) {
+export function createPaymentRepository(db: Db, now: Clock = systemClock) {
   // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
   const selectDetail = () => db.selectFrom('payments').selectAll().select(invoiceIdsColumn);
   const detailForPartner = compileOnce((slot: SlotFn<'id' | 'partnerId'>) =>
@@ -193,7 +194,7 @@ export function createPaymentRepository(db: Db) {
       const ids = held.map((h) => h.invoice_id);
       if (invoiceEvent && ids.length > 0) {
         const { from, to } = invoiceMove(invoiceEvent);
-        await trx.updateTable('invoices').set({ status: to, updated_at: new Date() }).where('id', 'in', ids).where('status', 'in', from).execute();
+        await trx.updateTable('invoices').set({ status: to, updated_at: now() }).where('id', 'in', ids).where('status', 'in', from).execute();
       }
       return ids;
     },
