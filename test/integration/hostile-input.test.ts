@@ -206,12 +206,32 @@ describe('text PostgreSQL cannot store is a 400 on every endpoint', () => {
   });
 
   it('nothing refused was stored, and well-formed non-ASCII text still is', async () => {
-    const webhooks = await ctx.api(key, { method: 'GET', url: '/api/v1/webhooks' });
-    expect(webhooks.json()).toEqual([]);
-    const device = await ctx.api(key, { method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, userId: 'Болд 😀 \ud83d\ude00' } });
+    // Its own partner, refused here by this test, so the checks below see only what it sent.
+    const p = await ctx.partner();
+    const db = ctx.deps.db;
+    const partnerCount = async () => (await db.selectFrom('partners').select('id').execute()).length;
+    const partnersBefore = await partnerCount();
+    const adminPost = (payload: object) =>
+      ctx.admin.inject({ method: 'POST', url: '/admin/partners', payload, headers: { authorization: `Bearer ${ctx.config.adminToken}` } });
+    for (const bad of BODY_BAD) {
+      const webhook = await ctx.api(p.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { ...WEBHOOK, secret: `${'s'.repeat(16)}${bad}` } });
+      expect(webhook.statusCode, JSON.stringify(bad)).toBe(400);
+      const device = await ctx.api(p.apiKey, { method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, userId: bad } });
+      expect(device.statusCode, JSON.stringify(bad)).toBe(400);
+      expect((await adminPost({ name: `Bank ${bad}` })).statusCode, JSON.stringify(bad)).toBe(400);
+    }
+    expect((await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/webhooks' })).json()).toEqual([]);
+    expect(await db.selectFrom('devices').select('id').where('partner_id', '=', p.id).execute()).toEqual([]);
+    expect(await partnerCount()).toBe(partnersBefore);
+
+    const userId = 'Болд 😀 \ud83d\ude00';
+    const device = await ctx.api(p.apiKey, { method: 'POST', url: '/api/v1/devices', payload: { ...DEVICE, userId } });
     expect(device.statusCode, device.body).toBe(201);
-    const named = await ctx.admin.inject({ method: 'POST', url: '/admin/partners', payload: { name: 'Хаан банк 😀' }, headers: { authorization: `Bearer ${ctx.config.adminToken}` } });
+    expect(await db.selectFrom('devices').select('user_id').where('partner_id', '=', p.id).execute()).toEqual([{ user_id: userId }]);
+    const named = await adminPost({ name: 'Хаан банк 😀' });
     expect(named.statusCode, named.body).toBe(201);
+    const stored = await db.selectFrom('partners').select('name').where('id', '=', named.json<{ id: string }>().id).executeTakeFirstOrThrow();
+    expect(stored.name).toBe('Хаан банк 😀');
   });
 
   it('a body nested far deeper than any schema is walked without a 5xx', async () => {

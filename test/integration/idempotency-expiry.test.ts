@@ -2,13 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { createIdempotencyRepository } from '../../src/db/repositories/idempotency.repository.js';
-
-interface Created {
-  id: string;
-  status: string;
-  amount: number;
-  message?: string;
-}
+import { cancelPayment, partnerWithInvoice, pay, type PaymentCreated } from '../helpers/api.js';
 
 const MINUTE = 60_000;
 
@@ -21,22 +15,11 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-async function partnerWith(refs: string[]): Promise<{ id: string; apiKey: string; invoiceIds: Map<string, string> }> {
-  const partner = await ctx.partner();
-  const invoiceIds = new Map<string, string>();
-  for (const ref of refs) {
-    const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${ref}` });
-    expect(res.statusCode).toBe(200);
-    invoiceIds.set(ref, res.json<{ id: string }>().id);
-  }
-  return { ...partner, invoiceIds };
-}
-
-const pay = (apiKey: string, key: string, payload: object) =>
-  ctx.api(apiKey, { method: 'POST', url: '/api/v1/payments', payload, headers: { 'x-idempotency-key': key } });
+/** POST /payments with an idempotency key. */
+const payWithKey = (apiKey: string, key: string, payload: object) => pay(ctx, apiKey, payload, { 'x-idempotency-key': key });
 
 async function cancel(apiKey: string, id: string): Promise<void> {
-  const res = await ctx.api(apiKey, { method: 'DELETE', url: `/api/v1/payments/${id}` });
+  const res = await cancelPayment(ctx, apiKey, id);
   expect(res.statusCode).toBe(200);
 }
 
@@ -46,72 +29,72 @@ async function paymentCount(partnerId: string): Promise<number> {
 
 describe('idempotency key expiry', () => {
   it('replays until IDEMPOTENCY_TTL_MS has passed, then treats the same key and body as a new request', async () => {
-    const p = await partnerWith(['ET-T-1']);
-    const body = { invoiceId: p.invoiceIds.get('ET-T-1') };
-    const first = await pay(p.apiKey, 'k-same-body', body);
+    const { partner: p, invoice } = await partnerWithInvoice(ctx, 'etax');
+    const body = { invoiceId: invoice.id };
+    const first = await payWithKey(p.apiKey, 'k-same-body', body);
     expect(first.statusCode).toBe(201);
-    const firstId = first.json<Created>().id;
+    const firstId = first.json<PaymentCreated>().id;
     await cancel(p.apiKey, firstId);
 
     ctx.advance(ttlMs - MINUTE);
-    const replay = await pay(p.apiKey, 'k-same-body', body);
+    const replay = await payWithKey(p.apiKey, 'k-same-body', body);
     expect(replay.statusCode).toBe(201);
     expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(replay.json<Created>()).toMatchObject({ id: firstId, message: 'idempotent' });
+    expect(replay.json<PaymentCreated>()).toMatchObject({ id: firstId, message: 'idempotent' });
 
     ctx.advance(2 * MINUTE);
-    const fresh = await pay(p.apiKey, 'k-same-body', body);
+    const fresh = await payWithKey(p.apiKey, 'k-same-body', body);
     expect(fresh.statusCode).toBe(201);
     expect(fresh.headers['idempotent-replayed']).toBeUndefined();
-    const freshId = fresh.json<Created>().id;
+    const freshId = fresh.json<PaymentCreated>().id;
     expect(freshId).not.toBe(firstId);
-    expect(fresh.json<Created>().message).toBeUndefined();
+    expect(fresh.json<PaymentCreated>().message).toBeUndefined();
     // The old payment is untouched; only the key was reused.
     const old = await ctx.deps.db.selectFrom('payments').select('status').where('id', '=', firstId).executeTakeFirstOrThrow();
     expect(old.status).toBe('canceled');
 
     // The new key is live for a full TTL of its own.
-    const replayOfFresh = await pay(p.apiKey, 'k-same-body', body);
+    const replayOfFresh = await payWithKey(p.apiKey, 'k-same-body', body);
     expect(replayOfFresh.headers['idempotent-replayed']).toBe('true');
-    expect(replayOfFresh.json<Created>().id).toBe(freshId);
+    expect(replayOfFresh.json<PaymentCreated>().id).toBe(freshId);
     await cancel(p.apiKey, freshId);
   });
 
   it('refuses a different body before expiry (422) and accepts it as a new payment after (201)', async () => {
-    const p = await partnerWith(['P-T-1']);
-    const invoiceId = p.invoiceIds.get('P-T-1');
-    const first = await pay(p.apiKey, 'k-other-body', { invoiceId });
+    const { partner: p, invoice } = await partnerWithInvoice(ctx, 'police');
+    const invoiceId = invoice.id;
+    const first = await payWithKey(p.apiKey, 'k-other-body', { invoiceId });
     expect(first.statusCode).toBe(201);
-    const firstId = first.json<Created>().id;
+    const firstId = first.json<PaymentCreated>().id;
     await cancel(p.apiKey, firstId);
 
     ctx.advance(ttlMs - MINUTE);
-    expect((await pay(p.apiKey, 'k-other-body', { invoiceId, amount: 100 })).statusCode).toBe(422);
+    expect((await payWithKey(p.apiKey, 'k-other-body', { invoiceId, amount: 100 })).statusCode).toBe(422);
 
     ctx.advance(2 * MINUTE);
-    const fresh = await pay(p.apiKey, 'k-other-body', { invoiceId, amount: 100 });
+    const fresh = await payWithKey(p.apiKey, 'k-other-body', { invoiceId, amount: 100 });
     expect(fresh.statusCode).toBe(201);
-    expect(fresh.json<Created>()).toMatchObject({ amount: 100, status: 'submitted' });
-    expect(fresh.json<Created>().id).not.toBe(firstId);
+    expect(fresh.json<PaymentCreated>()).toMatchObject({ amount: 100, status: 'submitted' });
+    expect(fresh.json<PaymentCreated>().id).not.toBe(firstId);
     expect(await paymentCount(p.id)).toBe(2);
-    await cancel(p.apiKey, fresh.json<Created>().id);
+    await cancel(p.apiKey, fresh.json<PaymentCreated>().id);
   });
 
   it('lets exactly one of many concurrent requests with an expired key create a payment', async () => {
-    const p = await partnerWith(['MOF-T-1']);
-    const body = { invoiceId: p.invoiceIds.get('MOF-T-1') };
-    const first = await pay(p.apiKey, 'k-burst', body);
+    const { partner: p, invoice } = await partnerWithInvoice(ctx, 'mof');
+    const body = { invoiceId: invoice.id };
+    const first = await payWithKey(p.apiKey, 'k-burst', body);
     expect(first.statusCode).toBe(201);
-    await cancel(p.apiKey, first.json<Created>().id);
+    await cancel(p.apiKey, first.json<PaymentCreated>().id);
 
     ctx.advance(ttlMs + MINUTE);
-    const results = await Promise.all(Array.from({ length: 10 }, () => pay(p.apiKey, 'k-burst', body)));
+    const results = await Promise.all(Array.from({ length: 10 }, () => payWithKey(p.apiKey, 'k-burst', body)));
     expect(results.every((r) => r.statusCode === 201 || r.statusCode === 409)).toBe(true);
     const created = results.filter((r) => r.statusCode === 201 && r.headers['idempotent-replayed'] === undefined);
     expect(created).toHaveLength(1);
-    const ids = new Set(results.filter((r) => r.statusCode === 201).map((r) => r.json<Created>().id));
+    const ids = new Set(results.filter((r) => r.statusCode === 201).map((r) => r.json<PaymentCreated>().id));
     expect(ids.size).toBe(1);
-    expect(ids.has(first.json<Created>().id)).toBe(false);
+    expect(ids.has(first.json<PaymentCreated>().id)).toBe(false);
     expect(await paymentCount(p.id)).toBe(2);
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
     await cancel(p.apiKey, [...ids][0] as string);

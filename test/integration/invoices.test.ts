@@ -2,16 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { OTHER_REG, PLATE, REG, TAX_REF } from '../helpers/fixtures.js';
 import { addOwnInvoice, unique } from '../helpers/own-invoice.js';
+import type { Invoice, InvoiceList } from '../helpers/api.js';
 
-interface Invoice {
-  id: string;
-  amount: number;
-  status: string;
-  year?: number | string;
-  payer: { register: string; name: string } | null;
-  vehicleNo: string | null;
-  dueDate: string | null;
-}
 
 const INVOICE_KEYS = ['amount', 'description', 'dueDate', 'id', 'issuedAt', 'payee', 'payer', 'status', 'vehicleNo'];
 
@@ -27,7 +19,7 @@ afterAll(() => ctx.close());
 const get = (url: string, apiKey = key) => ctx.api(apiKey, { method: 'GET', url });
 const search = async (query: string, apiKey = key) => {
   const res = await get(`/api/v1/invoices?${query}`, apiKey);
-  return { res, body: res.json<{ invoices: Invoice[]; total: number }>() };
+  return { res, body: res.json<InvoiceList>() };
 };
 
 describe('GET /invoices', () => {

@@ -70,12 +70,19 @@ describe('OpenAPI document', () => {
 });
 
 describe('metrics', () => {
+  // Its own service: the counts below are exact, so no other test's requests may be in them.
+  let own: TestContext;
+  beforeAll(async () => {
+    own = await createTestContext();
+  });
+  afterAll(() => own.close());
+
   it('exposes request, upstream and payment metrics on the admin listener', async () => {
-    const p = await ctx.partner();
-    await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/invoices?ttd=7000001' });
-    await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/invoices/00000000-0000-4000-8000-000000000000' });
-    await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/no-such-route' });
-    const res = await ctx.admin.inject({ method: 'GET', url: '/metrics' });
+    const p = await own.partner();
+    await own.api(p.apiKey, { method: 'GET', url: '/api/v1/invoices?ttd=7000001' });
+    await own.api(p.apiKey, { method: 'GET', url: '/api/v1/invoices/00000000-0000-4000-8000-000000000000' });
+    await own.api(p.apiKey, { method: 'GET', url: '/api/v1/no-such-route' });
+    const res = await own.admin.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/invoices",status="200"\} 1/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/invoices\/:id",status="404"\} 1/);

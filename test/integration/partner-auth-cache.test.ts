@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testConfig } from '../helpers/test-config.js';
 import { createDatabase, migrateToLatest, type Db } from '../../src/db/database.js';
 import { createPartnerRepository, type PartnerRepository } from '../../src/db/repositories/partner.repository.js';
@@ -39,21 +39,33 @@ describe('API key verification cache', () => {
     await admin.end();
   });
 
-  /** The real repository, counting its key reads; the clock only moves when told. */
+  // A test that fails half-way must not hand its queued key, or its spy, to the next one.
+  afterEach(() => {
+    nextKeys.length = 0;
+    vi.restoreAllMocks();
+  });
+
+  /**
+   * The real repository, counting its key reads; the clock only moves when told. With a gate, each
+   * read holds its row until the gate opens, and `held()` counts the reads waiting there (their
+   * database answer already in hand).
+   */
   function setUp(gate?: Promise<void>) {
     let reads = 0;
+    let held = 0;
     let at = Date.parse('2026-01-01T00:00:00Z');
     const partners: PartnerRepository = {
       ...repo,
       findByKeyHash: async (hash) => {
         reads++;
         const row = await repo.findByKeyHash(hash);
+        held++;
         await gate;
         return row;
       },
     };
     const service = createPartnerService({ partners, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS, now: () => new Date(at) });
-    return { service, reads: () => reads, advance: (ms: number) => void (at += ms) };
+    return { service, reads: () => reads, held: () => held, advance: (ms: number) => void (at += ms) };
   }
 
   const burst = <T>(n: number, fn: () => Promise<T>) => Promise.all(Array.from({ length: n }, fn));
@@ -86,11 +98,11 @@ describe('API key verification cache', () => {
 
   it('a change made through the service applies at once, even over a read that was in flight', async () => {
     let release = () => {};
-    const { service } = setUp(new Promise<void>((resolve) => (release = resolve)));
+    const { service, held } = setUp(new Promise<void>((resolve) => (release = resolve)));
     const { apiKey, id } = await service.create({ name: 'Changing' });
     // This read sees the partner active, and only returns after the deactivation below.
     const inFlight = service.authenticate(apiKey);
-    await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(held).toBe(1);
     await service.update(id, { active: false });
     release();
     await inFlight;
@@ -115,7 +127,6 @@ describe('API key verification cache', () => {
     // Another unknown key is its own entry.
     await expect(service.authenticate(generateApiKey('sandbox'))).rejects.toMatchObject({ code: 'unauthenticated' });
     expect(reads).toHaveBeenCalledTimes(3);
-    reads.mockRestore();
   });
 
   it('a key created or rotated through this instance works at once, even if it was refused just before', async () => {
@@ -136,10 +147,11 @@ describe('API key verification cache', () => {
 
   it('a refusal read in flight while the key is created does not outlive the creation', async () => {
     let release = () => {};
-    const { service } = setUp(new Promise<void>((resolve) => (release = resolve)));
+    const { service, held } = setUp(new Promise<void>((resolve) => (release = resolve)));
     const key = generateApiKey('sandbox');
+    // This read finds no such key, and only returns after the creation below.
     const inFlight = service.authenticate(key);
-    await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(held).toBe(1);
     nextKeys.push(key);
     const { id } = await service.create({ name: 'Raced' });
     const after = service.authenticate(key);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import type { InvoiceFixture } from '../../simulator/fixtures.schema.js';
+import { approve as approveAt, getInvoice, getPayment, lookupRef, pay as payRequest, type Payment } from '../helpers/api.js';
 
 /**
  * The life of a payment after the 201: linked invoices, settlement ownership, the ministry's late
@@ -14,12 +15,6 @@ beforeAll(async () => {
   ctx = await createTestContext();
 });
 afterAll(() => ctx.close());
-
-interface Payment {
-  id: string;
-  status: string;
-  invoiceIds: string[];
-}
 
 function fixture(refNum: string, extra: Partial<InvoiceFixture> = {}): InvoiceFixture {
   return {
@@ -53,16 +48,11 @@ async function single(source: 'mof' | 'etax' | 'police' = 'mof'): Promise<string
   return ref;
 }
 
-async function invoiceId(apiKey: string, refNum: string): Promise<string> {
-  const res = await ctx.api(apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${refNum}` });
-  expect(res.statusCode).toBe(200);
-  return res.json<{ id: string }>().id;
-}
-
-const pay = (apiKey: string, id: string) => ctx.api(apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: id } });
-const getPayment = async (apiKey: string, id: string) => (await ctx.api(apiKey, { method: 'GET', url: `/api/v1/payments/${id}` })).json<Payment>();
-const invoiceStatus = async (apiKey: string, id: string) => (await ctx.api(apiKey, { method: 'GET', url: `/api/v1/invoices/${id}` })).json<{ status: string }>().status;
-const approve = (refNum: string) => ctx.sim('/__control/approve', { refNum });
+const invoiceId = async (apiKey: string, refNum: string) => (await lookupRef(ctx, apiKey, refNum)).id;
+const pay = (apiKey: string, id: string) => payRequest(ctx, apiKey, { invoiceId: id });
+const paymentOf = async (apiKey: string, id: string) => (await getPayment(ctx, apiKey, id)).json<Payment>();
+const invoiceStatus = async (apiKey: string, id: string) => (await getInvoice(ctx, apiKey, id)).status;
+const approve = (refNum: string) => approveAt(ctx, refNum);
 
 async function simPayment(paymentId: string): Promise<{ status: string } | undefined> {
   const res = await ctx.simulator.inject({ method: 'GET', url: '/__control/payments' });
@@ -108,10 +98,10 @@ describe('linked invoices are claimed as one set', () => {
     const owed = await ctx.deps.db.selectFrom('ministry_cancellations').selectAll().where('payment_id', '=', fPayment.id).executeTakeFirstOrThrow();
     expect(owed.done_at).not.toBeNull();
 
-    expect((await getPayment(g.apiKey, gPayment.id)).status).toBe('submitted');
+    expect((await paymentOf(g.apiKey, gPayment.id)).status).toBe('submitted');
     await expectBooksHold();
     expect((await approve(b)).statusCode).toBe(200);
-    expect(await getPayment(g.apiKey, gPayment.id)).toMatchObject({ status: 'confirmed', invoiceIds: [bId] });
+    expect(await paymentOf(g.apiKey, gPayment.id)).toMatchObject({ status: 'confirmed', invoiceIds: [bId] });
     expect(await invoiceStatus(g.apiKey, bId)).toBe('paid');
     // A is still payable: only the refused payment was undone.
     expect(await invoiceStatus(f.apiKey, aId)).toBe('open');
@@ -129,7 +119,7 @@ describe('linked invoices are claimed as one set', () => {
     const bId = await invoiceId(g.apiKey, b);
     const gPayment = (await pay(g.apiKey, bId)).json<Payment>();
     await approve(b);
-    expect((await getPayment(g.apiKey, gPayment.id)).status).toBe('confirmed');
+    expect((await paymentOf(g.apiKey, gPayment.id)).status).toBe('confirmed');
 
     const f = await ctx.partner();
     const fRes = await pay(f.apiKey, await invoiceId(f.apiKey, a));
@@ -151,7 +141,7 @@ describe('linked invoices are claimed as one set', () => {
     const g = await ctx.partner();
     expect((await pay(g.apiKey, await invoiceId(g.apiKey, b))).statusCode).toBe(422);
     await approve(a);
-    expect((await getPayment(f.apiKey, created.id)).status).toBe('confirmed');
+    expect((await paymentOf(f.apiKey, created.id)).status).toBe('confirmed');
     expect(await invoiceStatus(f.apiKey, bId)).toBe('paid');
     await expectBooksHold();
   });
@@ -214,7 +204,7 @@ describe('settlement belongs to the payment', () => {
     expect((await ctx.api(f.apiKey, { method: 'DELETE', url: `/api/v1/payments/${fPayment.id}` })).statusCode).toBe(200);
     const gPayment = (await pay(g.apiKey, await invoiceId(g.apiKey, ref))).json<Payment>();
     await approve(ref);
-    expect((await getPayment(g.apiKey, gPayment.id)).status).toBe('confirmed');
+    expect((await paymentOf(g.apiKey, gPayment.id)).status).toBe('confirmed');
 
     const financeDay = new Date(Date.now() + 8 * 3600_000).toISOString().slice(0, 10);
     const report = async (apiKey: string) =>

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { addOwnInvoice } from '../helpers/own-invoice.js';
 
 let ctx: TestContext;
 // The limiter gets its own clock that moves only when a test says so: real time passing on a slow
@@ -88,8 +89,12 @@ describe('per-key rate limits over HTTP', () => {
 
   it('refuses before validation and business logic, so a payment retry with the same key is safe', async () => {
     const { apiKey } = await ctx.partner();
-    const lookup = await ctx.api(apiKey, { method: 'GET', url: '/api/v1/invoices/ref/MOF-T-1' });
+    // An invoice of its own, so the payment below is free whatever other tests paid.
+    const { refNum } = await addOwnInvoice(ctx, 'mof');
+    const lookup = await ctx.api(apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${refNum}` });
+    expect(lookup.statusCode).toBe(200);
     const invoiceId = lookup.json<{ id: string }>().id;
+    // With the lookup, the second's quota of 5 is used up.
     await burst(4, () => summary(apiKey));
     const pay = () =>
       ctx.api(apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId }, headers: { 'x-idempotency-key': 'c0ffee00-0000-4000-8000-000000000001' } });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { createIdempotencyRepository } from '../../src/db/repositories/idempotency.repository.js';
@@ -170,11 +170,13 @@ describe('retention sweep with default settings', () => {
 describe('retention sweep batches', () => {
   const BATCH = 2;
   let ctx: TestContext;
-  beforeAll(async () => {
+  // A sweep takes every eligible row in the database and these cases count what it took, so each
+  // starts from an empty one: nothing another case left behind can be in its totals.
+  beforeEach(async () => {
     const retention: Config['retention'] = { ...testConfig().retention, batchSize: BATCH };
     ctx = await createTestContext({ config: { retention } });
   });
-  afterAll(() => ctx.close());
+  afterEach(() => ctx.close());
 
   async function counts(partnerId: string) {
     const db = ctx.deps.db;

@@ -1,28 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { getPayment, partnerWithPayment, type Payment } from '../helpers/api.js';
 
 let ctx: TestContext;
-let key: string;
 beforeAll(async () => {
   ctx = await createTestContext();
-  key = (await ctx.partner()).apiKey;
 });
 afterAll(() => ctx.close());
 
-async function invoiceId(ref: string, apiKey = key): Promise<string> {
-  const res = await ctx.api(apiKey, { method: 'GET', url: `/api/v1/invoices/ref/${ref}` });
-  expect(res.statusCode).toBe(200);
-  return res.json<{ id: string }>().id;
-}
-
-async function pay(ref: string, apiKey = key): Promise<string> {
-  const res = await ctx.api(apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: await invoiceId(ref, apiKey) } });
-  expect(res.statusCode).toBe(201);
-  return res.json<{ id: string }>().id;
-}
-
-const approve = (payload: object, apiKey = key) => ctx.api(apiKey, { method: 'POST', url: '/api/v1/sandbox/approve', payload });
-const status = async (id: string) => (await ctx.api(key, { method: 'GET', url: `/api/v1/payments/${id}` })).json<{ status: string; paidAt?: string }>();
+const approve = (apiKey: string, payload: object) => ctx.api(apiKey, { method: 'POST', url: '/api/v1/sandbox/approve', payload });
+const status = async (apiKey: string, id: string) => (await getPayment(ctx, apiKey, id)).json<Payment>();
 
 describe('sandbox page', () => {
   it('is served without a key, self-contained', async () => {
@@ -44,47 +31,51 @@ describe('sandbox page', () => {
 
 describe('POST /sandbox/approve', () => {
   it('approves the partner\'s own submitted payment in the simulator', async () => {
-    const id = await pay('MOF-T-1');
-    const res = await approve({ paymentId: id });
+    const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+    const id = payment.id;
+    const res = await approve(partner.apiKey, { paymentId: id });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ id, approved: true });
-    const after = await status(id);
+    const after = await status(partner.apiKey, id);
     expect(after.status).toBe('confirmed');
     expect(after.paidAt).toBeDefined();
 
-    const again = await approve({ paymentId: id });
+    const again = await approve(partner.apiKey, { paymentId: id });
     expect(again.statusCode).toBe(409);
     expect(again.json()).toMatchObject({ statusCode: 409, error: 'Conflict' });
   });
 
-  it('finds the invoice in whichever ministry system holds it', async () => {
-    const id = await pay('ET-T-1');
-    expect((await approve({ paymentId: id })).statusCode).toBe(200);
-    expect((await status(id)).status).toBe('confirmed');
+  it.each(['mof', 'etax', 'police'] as const)('finds the invoice in whichever ministry system holds it (%s)', async (source) => {
+    const { partner, payment } = await partnerWithPayment(ctx, source);
+    expect((await approve(partner.apiKey, { paymentId: payment.id })).statusCode).toBe(200);
+    expect((await status(partner.apiKey, payment.id)).status).toBe('confirmed');
   });
 
   it('answers 409 when the simulator has nothing left to approve', async () => {
-    const id = await pay('P-T-1');
-    expect((await ctx.sim('/__control/approve', { refNum: 'P-T-1' })).statusCode).toBe(200);
-    const res = await approve({ paymentId: id });
+    const { partner, invoice, payment } = await partnerWithPayment(ctx, 'police');
+    expect((await ctx.sim('/__control/approve', { refNum: invoice.refNum })).statusCode).toBe(200);
+    const res = await approve(partner.apiKey, { paymentId: payment.id });
     expect(res.statusCode).toBe(409);
-    expect(res.body).not.toContain('P-T-1');
+    expect(res.body).not.toContain(invoice.refNum);
   });
 
   it('needs a key and only reaches the partner\'s own payments', async () => {
-    const other = await ctx.partner();
-    const id = await pay('MOF-T-OVERDUE', other.apiKey);
+    const { partner: owner, payment } = await partnerWithPayment(ctx, 'mof');
+    const stranger = await ctx.partner();
+    const id = payment.id;
     expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/sandbox/approve', payload: { paymentId: id } })).statusCode).toBe(401);
-    const res = await approve({ paymentId: id });
+    const res = await approve(stranger.apiKey, { paymentId: id });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({ statusCode: 404, message: 'Payment not found', error: 'Not Found' });
-    expect((await approve({ paymentId: id }, other.apiKey)).statusCode).toBe(200);
+    expect((await status(owner.apiKey, id)).status).toBe('submitted');
+    expect((await approve(owner.apiKey, { paymentId: id })).statusCode).toBe(200);
   });
 
   it('validates the body', async () => {
-    expect((await approve({ paymentId: 'nope' })).statusCode).toBe(400);
-    expect((await approve({})).statusCode).toBe(400);
-    const extra = await approve({ paymentId: '00000000-0000-4000-8000-000000000000', refNum: 'MOF-T-1' });
+    const { apiKey } = await ctx.partner();
+    expect((await approve(apiKey, { paymentId: 'nope' })).statusCode).toBe(400);
+    expect((await approve(apiKey, {})).statusCode).toBe(400);
+    const extra = await approve(apiKey, { paymentId: '00000000-0000-4000-8000-000000000000', refNum: 'MOF-T-1' });
     expect(extra.statusCode).toBe(400);
   });
 });

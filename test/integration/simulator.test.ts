@@ -411,11 +411,14 @@ describe('simulator lifecycle', () => {
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     await app.inject({ method: 'POST', url: '/__control/faults', payload: { source: 'etax', mode: 'timeout' } });
     await app.inject({ method: 'POST', url: '/mof/api/payments', payload: { paymentId: 't', invoiceNo: 'MOF-T002', amount: 300 } });
+    let arrived = 0;
+    app.server.on('request', () => arrived++);
     const held = fetch(`${url}/etax/v2/bills/ET9001`).then(
       (response) => response.status,
       () => 'cut off',
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Close only once the request is in the server, where the timeout fault holds it.
+    await expect.poll(() => arrived).toBe(1);
     await app.close();
     app = undefined;
     expect(['cut off', 503, 504]).toContain(await held);

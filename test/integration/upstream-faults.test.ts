@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
+import { partnerWithInvoice, pay } from '../helpers/api.js';
 
 let ctx: TestContext;
 let key: string;
@@ -48,15 +49,15 @@ describe('upstream faults', () => {
   });
 
   it('leaves nothing half-written when the payment submit gets a malformed answer', async () => {
-    const invoice = (await ctx.api(key, { method: 'GET', url: '/api/v1/invoices/ref/ET-T-1' })).json<{ id: string }>();
+    const { partner, invoice } = await partnerWithInvoice(ctx, 'etax');
     await fault('etax', 'malformed');
     try {
-      const res = await ctx.api(key, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: invoice.id } });
+      const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
       expect(res.statusCode).toBe(503);
       expect(res.json()).toEqual(GENERIC);
       const rows = await ctx.deps.db.selectFrom('payments').select('status').where('invoice_id', '=', invoice.id).execute();
       expect(rows.map((r) => r.status)).toEqual(['pending']);
-      const events = await ctx.deps.db.selectFrom('events').select('id').execute();
+      const events = await ctx.deps.db.selectFrom('events').select('id').where('partner_id', '=', partner.id).execute();
       expect(events).toHaveLength(0);
     } finally {
       await fault('etax', 'none');

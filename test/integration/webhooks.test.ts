@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
 import { testFixtures } from '../helpers/fixtures.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { lookupRef, payOk, type DeliveryAttempt } from '../helpers/api.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import type { Config } from '../../src/config.js';
 import { testConfig } from '../helpers/test-config.js';
@@ -36,28 +37,12 @@ interface Delivery {
   data: Record<string, unknown>;
 }
 
-interface AttemptLog {
-  event: string;
-  deliveryId: string;
-  status: string;
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  attempt: number;
-  nextRetryAt: string | null;
-  createdAt: string;
-}
-
 let nextRef = 0;
 const freshRef = () => `WH-${nextRef++}`;
 
 async function pay(ctx: TestContext, key: string, refNum: string): Promise<{ paymentId: string; invoiceId: string; amount: number }> {
-  const invoice = await ctx.api(key, { method: 'GET', url: `/api/v1/invoices/ref/${refNum}` });
-  expect(invoice.statusCode).toBe(200);
-  const invoiceId = invoice.json<{ id: string }>().id;
-  const res = await ctx.api(key, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId } });
-  expect(res.statusCode).toBe(201);
-  const created = res.json<{ id: string; amount: number }>();
+  const invoiceId = (await lookupRef(ctx, key, refNum)).id;
+  const created = await payOk(ctx, key, { invoiceId });
   return { paymentId: created.id, invoiceId, amount: created.amount };
 }
 
@@ -71,10 +56,10 @@ async function registerOk(ctx: TestContext, key: string, url: string, events = [
   return res.json<{ id: string }>().id;
 }
 
-async function attempts(ctx: TestContext, key: string, webhookId: string): Promise<AttemptLog[]> {
+async function attempts(ctx: TestContext, key: string, webhookId: string): Promise<DeliveryAttempt[]> {
   const res = await ctx.api(key, { method: 'GET', url: `/api/v1/webhooks/${webhookId}/deliveries` });
   expect(res.statusCode).toBe(200);
-  return res.json<{ items: AttemptLog[] }>().items;
+  return res.json<{ items: DeliveryAttempt[] }>().items;
 }
 
 /** One delivery pass after moving the clock past any retry delay. */
