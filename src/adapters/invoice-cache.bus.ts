@@ -54,6 +54,10 @@ export async function withInvoiceCacheBus(cache: InvoiceCache, redisUrl: string,
     mark: cache.mark,
     remember: cache.remember,
     clear: cache.clear,
+    refresh(rows, mark) {
+      cache.refresh(rows, mark);
+      publish(rows.map((r) => r.id));
+    },
     forget(ids) {
       const list = [...ids];
       cache.forget(list);

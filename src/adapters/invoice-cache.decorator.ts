@@ -1,4 +1,4 @@
-import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
+import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, Trx } from '../db/repositories/payment.repository.js';
 import type { InvoiceCache } from './invoice-cache.js';
 
@@ -8,12 +8,39 @@ import type { InvoiceCache } from './invoice-cache.js';
  * and partner reads are served read-through. A read that overlaps a forget is not remembered.
  */
 export function invalidatingInvoices(repo: InvoiceRepository, cache: InvoiceCache): InvoiceRepository {
+  // When each row was read (the cache's mark before the read), for remembering it once the partner
+  // who was shown it has access: a search or lookup fills the cache for the reads that follow it.
+  const readAt = new WeakMap<object, number>();
+  const marked = (rows: InvoiceRow[], mark: number) => {
+    for (const row of rows) readAt.set(row, mark);
+    return rows;
+  };
   return {
     ...repo,
-    async upsert(invoices) {
-      const rows = await repo.upsert(invoices);
-      cache.forget(rows.map((r) => r.id));
+    async upsert(invoices, trx) {
+      if (trx) {
+        // Inside a caller's transaction the rows are not committed yet: only forget them.
+        const rows = await repo.upsert(invoices, trx);
+        cache.forget(rows.map((r) => r.id));
+        return rows;
+      }
+      const mark = cache.mark();
+      const rows = marked(await repo.upsert(invoices), mark);
+      cache.refresh(rows, mark);
       return rows;
+    },
+    async findStored(filter, sources) {
+      const mark = cache.mark();
+      return marked(await repo.findStored(filter, sources), mark);
+    },
+    async recordAccess(partnerId, invoices, trx) {
+      await repo.recordAccess(partnerId, invoices, trx);
+      if (trx) return;
+      for (const invoice of invoices) {
+        const mark = readAt.get(invoice);
+        // Only rows this decoration read carry a mark, so the cast names what they are.
+        if (mark !== undefined) cache.remember(partnerId, [invoice as InvoiceRow], mark);
+      }
     },
   };
 }

@@ -13,6 +13,12 @@ export interface InvoiceCache {
   mark(): number;
   /** Caches rows read since `mark`, skipping any forgotten meanwhile (their read may be stale). */
   remember(partnerId: string, rows: readonly InvoiceRow[], mark: number): void;
+  /**
+   * Rows this instance has just written and read back since `mark`: every other instance forgets
+   * them, while here they replace older copies (unless forgotten since `mark`), so the writer's own
+   * read can still be remembered.
+   */
+  refresh(rows: readonly InvoiceRow[], mark: number): void;
   forget(ids: Iterable<string>): void;
   clear(): void;
 }
@@ -27,6 +33,7 @@ const NO_CACHE: InvoiceCache = {
   get: () => undefined,
   mark: () => 0,
   remember: () => undefined,
+  refresh: () => undefined,
   forget: () => undefined,
   clear: () => undefined,
 };
@@ -55,6 +62,14 @@ export function createInvoiceCache(opts: { ttlMs: number; maxEntries: number }):
           // Up to 20% shorter at random: rows stored by one big search must not all expire together.
           entries.set(row.id, { row, partners: new Set([partnerId]) }, { ttl: opts.ttlMs * (0.8 + 0.2 * Math.random()) });
         }
+      }
+    },
+    refresh(rows, mark) {
+      for (const row of rows) {
+        const entry = entries.get(row.id);
+        if (!entry) continue;
+        if (clearedAt > mark || (forgottenAt.get(row.id) ?? -1) > mark) entries.delete(row.id);
+        else if (entry.row.updated_at.getTime() <= row.updated_at.getTime()) entry.row = row;
       }
     },
     forget(ids) {

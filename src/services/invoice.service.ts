@@ -32,7 +32,7 @@ export function createInvoiceService(deps: {
 
   async function storeAndRecord(partnerId: string, found: UpstreamInvoice[]): Promise<InvoiceRow[]> {
     const rows = await deps.invoices.upsert(found);
-    await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
+    await deps.invoices.recordAccess(partnerId, rows);
     return rows;
   }
 
@@ -53,7 +53,7 @@ export function createInvoiceService(deps: {
         throw new UpstreamUnavailableError(`all sources failed for ${filter.kind} search`);
       }
       const rows = [...liveRows, ...stored];
-      await deps.invoices.recordAccess(partnerId, rows.map((r) => r.id));
+      await deps.invoices.recordAccess(partnerId, rows);
       const at = now();
       return { invoices: rows.map((r) => toInvoiceView(r, at)), total: sumAmounts(rows) };
     },

@@ -89,7 +89,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
       return null;
     }
     if (outcome === 'moved') return null;
-    await deps.invoices.recordAccess(payment.partner_id, linked ?? []);
+    await deps.invoices.recordAccess(payment.partner_id, (linked ?? []).map((id) => ({ id })));
     return deps.payments.findById(payment.id);
   }
 

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
-import { approve, cancelPayment, getInvoice, getPayment, ownInvoice, payOk, type OwnInvoice, type Partner, type Payment } from '../helpers/api.js';
+import { approve, cancelPayment, getInvoice, getPayment, ownInvoice, payOk, searchInvoices, type OwnInvoice, type Partner, type Payment } from '../helpers/api.js';
 
 let ctx: TestContext;
 
@@ -41,5 +42,32 @@ describe('GET /invoices/{id} after a payment changes the invoice (cached read-th
     expect(await status(partner, invoice.id)).toBe('paid');
     expect((await cancelPayment(ctx, partner.apiKey, payment.id)).statusCode).toBe(200);
     expect(await status(partner, invoice.id)).toBe('open');
+  });
+});
+
+describe('GET /invoices/{id} right after a lookup (the lookup fills the cache)', () => {
+  /** Changes the stored row behind the service's back: only a database read would see it. */
+  const rewriteDescription = (id: string) => ctx.deps.db.updateTable('invoices').set({ description: 'changed in the database' }).where('id', '=', id).execute();
+
+  it('answers from the row the lookup by reference stored', async () => {
+    const partner = await ctx.partner();
+    const invoice = await ownInvoice(ctx, partner, 'etax');
+    await rewriteDescription(invoice.id);
+    expect((await getInvoice(ctx, partner.apiKey, invoice.id)).description).toBe(invoice.fixture.description);
+  });
+
+  it('answers from the rows a search stored, only for the partner that searched', async () => {
+    const partner = await ctx.partner();
+    const other = await ctx.partner();
+    const register = `R-${randomUUID()}`;
+    const invoice = await ownInvoice(ctx, other, 'police', { payer: { register, name: 'Тест ХХК' } });
+    const found = await searchInvoices(ctx, partner.apiKey, `ttd=${encodeURIComponent(register)}`);
+    const mine = found.invoices.find((i) => i.id === invoice.id);
+    expect(mine?.description).toBe(invoice.fixture.description);
+    await rewriteDescription(invoice.id);
+    expect((await getInvoice(ctx, partner.apiKey, invoice.id)).description).toBe(invoice.fixture.description);
+    // A partner that never retrieved it is not let in by what the cache holds.
+    const stranger = await ctx.partner();
+    expect((await ctx.api(stranger.apiKey, { method: 'GET', url: `/api/v1/invoices/${invoice.id}` })).statusCode).toBe(404);
   });
 });

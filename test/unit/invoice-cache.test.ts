@@ -26,6 +26,27 @@ function row(id: string, status = 'open'): InvoiceRow {
 }
 
 describe('invoice cache', () => {
+  it("takes the writer's fresh copy in place of an older one, keeping who may read it", () => {
+    const cache = createInvoiceCache({ ttlMs: 60_000, maxEntries: 100 });
+    cache.remember('p1', [row('a')], cache.mark());
+    const mark = cache.mark();
+    const paid = { ...row('a', 'paid'), updated_at: new Date('2025-01-02T00:00:00Z') };
+    cache.refresh([paid, row('b')], mark);
+    expect(cache.get('p1', 'a')?.status).toBe('paid');
+    expect(cache.get('p1', 'b')).toBeUndefined();
+    cache.remember('p2', [paid], mark);
+    expect(cache.get('p2', 'a')?.status).toBe('paid');
+  });
+
+  it('drops a copy forgotten while the writer read it back', () => {
+    const cache = createInvoiceCache({ ttlMs: 60_000, maxEntries: 100 });
+    const mark = cache.mark();
+    cache.forget(['a']);
+    cache.remember('p1', [row('a')], cache.mark());
+    cache.refresh([{ ...row('a', 'paid'), updated_at: new Date('2025-01-02T00:00:00Z') }], mark);
+    expect(cache.get('p1', 'a')).toBeUndefined();
+  });
+
   it('answers only the partner the row was remembered for', () => {
     const cache = createInvoiceCache({ ttlMs: 60_000, maxEntries: 100 });
     cache.remember('p1', [row('a')], cache.mark());

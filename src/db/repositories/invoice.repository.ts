@@ -76,8 +76,10 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
   return {
     upsert: (invoices: UpstreamInvoice[], trx: Kysely<Database> = db) => upsert(trx, dedupe(invoices), now()),
 
-    async recordAccess(partnerId: string, invoiceIds: string[], trx: Kysely<Database> = db): Promise<void> {
-      if (invoiceIds.length === 0) return;
+    /** Grants the partner access to the invoices it has just been shown. */
+    async recordAccess(partnerId: string, invoices: readonly { id: string }[], trx: Kysely<Database> = db): Promise<void> {
+      if (invoices.length === 0) return;
+      const invoiceIds = invoices.map((i) => i.id);
       await trx
         .insertInto('partner_invoices')
         .values([...new Set(invoiceIds)].map((invoice_id) => ({ partner_id: partnerId, invoice_id })))
