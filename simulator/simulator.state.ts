@@ -95,6 +95,11 @@ export class SimulatorState {
   private readonly bySearch = new Map<string, SimInvoice[]>();
   private readonly holders = new Map<string, SimPayment>();
   private readonly insertedAt = new Map<string, number>();
+  /** Settlement controls by refNum: payments left out of the reports, amounts reported instead. */
+  private readonly settlementDrops = new Set<string>();
+  private readonly settlementAmounts = new Map<string, number>();
+  /** Payments a settlement report has listed: paid out, so a later reversal does not unlist them. */
+  private readonly reported = new Set<string>();
 
   constructor(
     private readonly fixtures: FixtureFile,
@@ -111,6 +116,9 @@ export class SimulatorState {
     this.bySearch.clear();
     this.holders.clear();
     this.insertedAt.clear();
+    this.settlementDrops.clear();
+    this.settlementAmounts.clear();
+    this.reported.clear();
     this.faults.clear();
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
@@ -332,15 +340,33 @@ export class SimulatorState {
     }
   }
 
-  /** Confirmed, not canceled payments whose confirmation falls on financeDay (UTC+8). */
+  /** From now on, the settlement reports leave out the payments of this invoice. */
+  dropFromSettlement(refNum: string): void {
+    this.settlementDrops.add(refNum);
+  }
+
+  /** From now on, the settlement reports give this amount for the payments of this invoice. */
+  setSettlementAmount(refNum: string, amountMongo: number): void {
+    this.settlementAmounts.set(refNum, amountMongo);
+  }
+
+  /**
+   * Payments whose confirmation falls on financeDay (UTC+8) and that are confirmed, or were
+   * reversed only after a report had listed them. The settlement controls apply.
+   */
   settlement(source: SimSource, financeDay: string): SettlementRow[] {
+    const listed = (payment: SimPayment) =>
+      payment.status === 'confirmed' || (payment.status === 'canceled' && this.reported.has(keyOf(source, payment.paymentId)));
     return this.listPayments()
-      .filter((payment) => payment.source === source && payment.status === 'confirmed' && payment.confirmedAt)
+      .filter((payment) => payment.source === source && payment.confirmedAt && listed(payment) && !this.settlementDrops.has(payment.refNum))
       .filter((payment) => payment.confirmedAt && financeDayOf(payment.confirmedAt) === financeDay)
       .sort((a, b) => (a.confirmedAt?.getTime() ?? 0) - (b.confirmedAt?.getTime() ?? 0))
       .flatMap((payment) => {
         const invoice = this.getInvoice(source, payment.refNum);
-        return invoice ? [{ payment, invoice }] : [];
+        if (!invoice) return [];
+        this.reported.add(keyOf(source, payment.paymentId));
+        const amountMongo = this.settlementAmounts.get(payment.refNum) ?? payment.amountMongo;
+        return [{ payment: { ...payment, amountMongo }, invoice }];
       });
   }
 }

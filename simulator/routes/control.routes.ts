@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { SIM_OPERATIONS } from '../fault.registry.js';
 import { parseFixtureFile } from '../fixtures.schema.js';
-import { mongoToFixed2 } from '../simulator.money.js';
+import { mongoFromNumber, mongoToFixed2 } from '../simulator.money.js';
 import type { SimPayment } from '../simulator.state.js';
 import type { SourceRouteOptions } from './source-routes.types.js';
 
@@ -29,6 +29,9 @@ const OutcomeBody = Type.Object({
   source: Type.Optional(SourceSchema),
   outcome: Type.Union([Type.Literal('rejected'), Type.Literal('canceled'), Type.Literal('unknown')]),
 });
+
+const DropBody = Type.Object({ refNum: Type.String({ minLength: 1 }) });
+const AmountBody = Type.Object({ refNum: Type.String({ minLength: 1 }), amount: Type.Number({ minimum: 0 }) });
 
 const DEFAULT_SLOW_MS = 800;
 
@@ -94,6 +97,25 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
       return { forgotten: { paymentId: payment.paymentId, refNum: payment.refNum, source: payment.source } };
     }
     return { payment: describePayment(payment) };
+  });
+
+  /** The ministry's settlement reports leave this invoice's payments out from now on. */
+  app.post('/settlement/drop', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(DropBody, body)) return reply.code(400).send({ error: 'body must be { refNum }' });
+    state.dropFromSettlement(body.refNum);
+    return { dropped: { refNum: body.refNum } };
+  });
+
+  /** The ministry's settlement reports give this amount for this invoice's payments from now on. */
+  app.post('/settlement/amount', async (request, reply) => {
+    const body = request.body;
+    const amountMongo = Value.Check(AmountBody, body) ? mongoFromNumber(body.amount) : null;
+    if (!Value.Check(AmountBody, body) || amountMongo === null) {
+      return reply.code(400).send({ error: 'body must be { refNum, amount } with amount >= 0 and at most 2 decimals' });
+    }
+    state.setSettlementAmount(body.refNum, amountMongo);
+    return { amount: { refNum: body.refNum, amount: mongoToFixed2(amountMongo) } };
   });
 
   app.post('/reset', async () => {
