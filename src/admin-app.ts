@@ -1,20 +1,31 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { createFastify } from './http/fastify-instance.js';
 import { adminRoutes } from './http/routes/admin.routes.js';
-import type { PartnerService } from './services/partner.service.js';
+import { consoleRoutes } from './http/routes/console.routes.js';
+import type { Operator } from './http/plugins/admin-auth.plugin.js';
+import type { PartnerAdminService } from './services/partner-admin.service.js';
+import type { BackOfficeService } from './services/back-office.service.js';
+import type { ReconciliationService } from './services/reconciliation.service.js';
 import type { Metrics } from './adapters/metrics.js';
+
+export interface AdminServices {
+  partners: PartnerAdminService;
+  backOffice: BackOfficeService;
+  reconciliation: ReconciliationService;
+}
 
 export interface AdminAppOptions {
   logger: FastifyBaseLogger;
-  adminToken: string;
-  partners: PartnerService;
+  operators: readonly Operator[];
+  services: AdminServices;
   metrics?: Metrics;
 }
 
-/** The operator listener: partner management and metrics, bound to loopback by the entry point. */
+/** The operator listener: the console, partner management, the back office and metrics; bound to loopback by the entry point. */
 export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInstance> {
   const app = createFastify(opts.logger, { bodyLimit: 16 * 1024 });
-  await app.register(adminRoutes, { partners: opts.partners, adminToken: opts.adminToken });
+  await app.register(consoleRoutes);
+  await app.register(adminRoutes, { operators: opts.operators, ...opts.services });
   const metrics = opts.metrics;
   if (metrics) {
     // Scraped from loopback only (the admin listener), so no token is asked for.

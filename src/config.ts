@@ -23,6 +23,8 @@ const ConfigSchema = Type.Object({
   adminHost: Text('127.0.0.1'),
   adminPort: Int(3001),
   adminToken: Type.String({ minLength: 8 }),
+  /** Named operators (ADMIN_TOKENS="name:token,..."); ADMIN_TOKEN stays valid as operator `admin`. */
+  adminTokens: Type.Array(Type.Object({ name: Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' }), token: Type.String({ minLength: 8 }) }), { default: [] }),
   databaseUrl: Optional(),
   dataDir: Text('./.data'),
   redisUrl: Optional(),
@@ -74,6 +76,17 @@ const ConfigSchema = Type.Object({
     { default: {} },
   ),
   counterRollup: Type.Object({ intervalMs: Int(1000, 100), batchSize: Int(5000, 1) }, { default: {} }),
+  /** Daily reconciliation: from `at` (Mongolian time, HH:MM) the previous finance day is reconciled. */
+  reconciliation: Type.Object(
+    {
+      at: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', default: '02:00' }),
+      retryMs: Int(15 * MINUTE, 1000),
+      leaseMs: Int(5 * MINUTE, 1000),
+      waitMs: Int(MINUTE),
+      pollMs: Int(MINUTE, 100),
+    },
+    { default: {} },
+  ),
 });
 export type Config = Static<typeof ConfigSchema>;
 
@@ -100,6 +113,17 @@ function intList(env: Env, name: string): number[] | undefined {
   return values;
 }
 
+/** "name:token,name:token": the operators and their tokens. */
+function namedTokens(env: Env, name: string): { name: string; token: string }[] | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  return raw.split(',').map((pair) => {
+    const at = pair.indexOf(':');
+    if (at <= 0) throw new Error(`${name} must be a comma list of name:token pairs`);
+    return { name: pair.slice(0, at).trim(), token: pair.slice(at + 1).trim() };
+  });
+}
+
 function bool(env: Env, name: string): boolean | undefined {
   const raw = str(env, name);
   if (raw === undefined) return undefined;
@@ -124,6 +148,7 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     adminHost: str(env, 'ADMIN_HOST'),
     adminPort: int(env, 'ADMIN_PORT'),
     adminToken: required(env, 'ADMIN_TOKEN', appEnv, LOCAL_ADMIN_TOKEN),
+    adminTokens: namedTokens(env, 'ADMIN_TOKENS'),
     databaseUrl: str(env, 'DATABASE_URL'),
     dataDir: str(env, 'DATA_DIR'),
     redisUrl: str(env, 'REDIS_URL'),
@@ -172,6 +197,13 @@ function fromEnv(env: Env, appEnv: AppEnv) {
       eventMs: int(env, 'EVENT_RETENTION_MS'),
     },
     counterRollup: { intervalMs: int(env, 'COUNTER_ROLLUP_MS'), batchSize: int(env, 'COUNTER_ROLLUP_BATCH_SIZE') },
+    reconciliation: {
+      at: str(env, 'RECONCILE_AT'),
+      retryMs: int(env, 'RECONCILE_RETRY_MS'),
+      leaseMs: int(env, 'RECONCILE_LEASE_MS'),
+      waitMs: int(env, 'RECONCILE_WAIT_MS'),
+      pollMs: int(env, 'RECONCILE_POLL_MS'),
+    },
   };
 }
 

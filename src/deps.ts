@@ -49,6 +49,14 @@ import type { MinistryAdapters } from './adapters/ministry/ministry.types.js';
 import type { Source } from './domain/vocabulary.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
 import type { Clock } from './domain/clock.port.js';
+import type { AdminServices } from './admin-app.js';
+import { createReconciliationRepository } from './db/repositories/reconciliation.repository.js';
+import { createAuditRepository } from './db/repositories/audit.repository.js';
+import { createPaymentSearchRepository } from './db/repositories/payment-search.repository.js';
+import { createReconciliationService } from './services/reconciliation.service.js';
+import { createBackOfficeService } from './services/back-office.service.js';
+import { createPartnerAdminService } from './services/partner-admin.service.js';
+import { createReconciliationJob } from './jobs/reconciliation.job.js';
 
 /** Checks of a new payment that keep CONFIRM_POLL_MS apart before the wait starts doubling. */
 const CONFIRM_FAST_CHECKS = 10;
@@ -72,6 +80,8 @@ export interface Deps {
   ministries: MinistryAdapters;
   metrics: Metrics;
   services: AppServices;
+  /** The operator's services, on the admin listener. */
+  admin: AdminServices;
   isDbReady: () => Promise<boolean>;
   /** Background jobs (confirmation poller, webhook delivery, retention sweep); tests run their passes directly. */
   jobs: Job[];
@@ -154,6 +164,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     submitter,
     expiryMs: config.paymentExpiryMs,
     now: opts.now,
+    onConfirmed: (source, lagMs) => metrics.confirmationLag.observe({ source }, Math.max(lagMs, 0) / 1000),
   });
   const payments = createPaymentService({
     payments: paymentStore,
@@ -211,7 +222,15 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       simulator: createSimulatorControlClient({ baseUrl: opts.ministryUrls.mof, timeoutMs: config.ministryTimeoutMs }),
     });
   }
-  metrics.observe({ paymentsByStatus: () => reportRepo.paymentsByStatus(), outboxBacklog: () => deliveryRepo.countPending() });
+  const reconciliationRepo = createReconciliationRepository(db);
+  const auditRepo = createAuditRepository(db);
+  metrics.observe({
+    paymentsByStatus: () => reportRepo.paymentsByStatus(),
+    outboxBacklog: () => deliveryRepo.countPending(),
+    openDiscrepancies: () => reconciliationRepo.openByKind(),
+    lastReconciliation: () => reconciliationRepo.lastCompleted(),
+    confirmationBacklog: () => reportRepo.unresolvedBySource(),
+  });
   const webhookJob = createWebhookDeliveryJob({
     deliveries: deliveryRepo,
     service: deliveryService,
@@ -221,6 +240,26 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     log: logger,
     now: opts.now,
   });
+  const [atHours = 0, atMinutes = 0] = config.reconciliation.at.split(':').map(Number);
+  const reconciliation = createReconciliationService({
+    reconciliations: reconciliationRepo,
+    ministries,
+    resolver,
+    audit: auditRepo,
+    settings: { scheduleAtMinutes: atHours * 60 + atMinutes, retryMs: config.reconciliation.retryMs, leaseMs: config.reconciliation.leaseMs, waitMs: config.reconciliation.waitMs },
+    log: logger,
+    now: opts.now,
+    onConfirmed: () => webhookJob.nudge(),
+  });
+  const backOffice = createBackOfficeService({
+    payments: createPaymentSearchRepository(db),
+    deliveries: deliveryRepo,
+    reconciliations: reconciliationRepo,
+    audit: auditRepo,
+    now: opts.now,
+    onRedeliver: () => webhookJob.nudge(),
+  });
+  const admin: AdminServices = { partners: createPartnerAdminService({ partners: services.partners, backOffice }), backOffice, reconciliation };
   const jobs: Job[] = [
     createPaymentConfirmationJob({
       payments: paymentStore,
@@ -238,6 +277,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     webhookJob,
     createRetentionSweepJob({ idempotency: idempotencyRepo, retention: createRetentionRepository(db), settings: config.retention, log: logger, now: opts.now }),
     createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log: logger }),
+    createReconciliationJob({ service: reconciliation, intervalMs: config.reconciliation.pollMs }),
   ];
   return {
     config,
@@ -246,6 +286,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     ministries,
     metrics,
     services,
+    admin,
     isDbReady: () => pingDatabase(db),
     jobs,
     startJobs: () => startJobs(jobs, logger),

@@ -5,6 +5,27 @@ export interface MetricsSources {
   paymentsByStatus?: () => Promise<Record<string, number>>;
   /** Rows still waiting in the outbox (undelivered webhook deliveries), read at scrape time. */
   outboxBacklog?: () => Promise<number>;
+  /** Open reconciliation discrepancies by kind. */
+  openDiscrepancies?: () => Promise<Record<string, number>>;
+  /** When each ministry system's reconciliation last completed. */
+  lastReconciliation?: () => Promise<{ source: string; at: Date }[]>;
+  /** Unresolved payments due for a check, per ministry system. */
+  confirmationBacklog?: () => Promise<Record<string, number>>;
+}
+
+/** A gauge with one label, set at scrape time from a count per label value. */
+function labelledGauge(registry: Registry, name: string, help: string, label: string, read: () => Promise<Record<string, number>>) {
+  return new Gauge({
+    name,
+    help,
+    labelNames: [label],
+    registers: [registry],
+    async collect() {
+      const counts = await read();
+      this.reset();
+      for (const [value, n] of Object.entries(counts)) this.set({ [label]: value }, n);
+    },
+  });
 }
 
 /** One registry per process, created by createDeps: no module-level singletons. */
@@ -55,6 +76,13 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    confirmationLag: new Histogram({
+      name: 'payment_confirmation_lag_seconds',
+      help: "Time from the ministry's approval of a payment to its confirmation here, by source",
+      labelNames: ['source'] as const,
+      buckets: [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 86_400],
+      registers: [registry],
+    }),
     /** Wires the gauges that read the database at scrape time. */
     observe(sources: MetricsSources) {
       new Gauge({
@@ -68,6 +96,11 @@ export function createMetrics() {
           for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
         },
       });
+      labelledGauge(registry, 'reconciliation_open_discrepancies', 'Open reconciliation discrepancies by kind', 'kind', async () => (await sources.openDiscrepancies?.()) ?? {});
+      labelledGauge(registry, 'payment_confirmation_backlog', 'Unresolved payments due for a check, by source', 'source', async () => (await sources.confirmationBacklog?.()) ?? {});
+      labelledGauge(registry, 'reconciliation_last_success_timestamp_seconds', 'When each source was last reconciled successfully', 'source', async () =>
+        Object.fromEntries(((await sources.lastReconciliation?.()) ?? []).map((r) => [r.source, r.at.getTime() / 1000])),
+      );
       new Gauge({
         name: 'webhook_outbox_backlog',
         help: 'Webhook deliveries not yet delivered or failed for good',

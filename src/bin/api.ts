@@ -7,6 +7,7 @@ import { buildSimulator } from '../../simulator/simulator.app.js';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import { printDemoBanner } from './demo-banner.js';
+import { operatorsOf } from '../http/plugins/admin-auth.plugin.js';
 import type { FastifyInstance } from 'fastify';
 
 const DEMO_FIXTURES = fileURLToPath(new URL('../../simulator/fixtures/demo.json', import.meta.url));
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
   const { urls, simulator } = await resolveMinistries(config);
   const deps = await createDeps(config, { ministryUrls: urls, logger });
   const app = await buildApp({ logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
-  const admin = await buildAdminApp({ logger, adminToken: config.adminToken, partners: deps.services.partners, metrics: deps.metrics });
+  const admin = await buildAdminApp({ logger, operators: operatorsOf(config), services: deps.admin, metrics: deps.metrics });
   const jobs = deps.startJobs();
 
   let closing = false;

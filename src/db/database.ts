@@ -14,6 +14,8 @@ import * as m005 from './migrations/005-webhook-fairness.migration.js';
 import * as m006 from './migrations/006-retention.migration.js';
 import * as m007 from './migrations/007-counters.migration.js';
 import * as m008 from './migrations/008-sweep-indexes.migration.js';
+import * as m009 from './migrations/009-payment-history.migration.js';
+import * as m010 from './migrations/010-back-office.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -36,6 +38,8 @@ const migrations: Record<string, Migration> = {
   '006-retention': m006,
   '007-counters': m007,
   '008-sweep-indexes': m008,
+  '009-payment-history': m009,
+  '010-back-office': m010,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

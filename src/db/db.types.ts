@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { KeyEnvironment, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookEvent } from '../domain/vocabulary.js';
+import type { AuditAction, DeliveryStatus, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, ReconciliationStatus, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookEvent } from '../domain/vocabulary.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -73,8 +73,23 @@ export interface PaymentsTable {
   canceled_at: Timestamp | null;
   next_check_at: Timestamp | null;
   check_attempts: Generated<number>;
+  /** The event, cause and ministry answer of the latest state change; triggers copy them into payment_history. */
+  status_event: string | null;
+  status_cause: PaymentCause | null;
+  status_detail: ColumnType<Record<string, unknown> | null, string | null, string | null>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+}
+
+export interface PaymentHistoryTable {
+  id: Generated<Int8>;
+  payment_id: string;
+  from_status: PaymentStatus | null;
+  to_status: PaymentStatus;
+  event: string;
+  cause: PaymentCause;
+  detail: ColumnType<Record<string, unknown> | null, string | null, never>;
+  at: Timestamp;
 }
 
 export interface PaymentInvoicesTable {
@@ -117,7 +132,7 @@ export interface WebhooksTable {
   deleted_at: Timestamp | null;
 }
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'canceled';
+export type { DeliveryStatus };
 
 export interface WebhookDeliveriesTable {
   id: Generated<string>;
@@ -183,6 +198,73 @@ export interface CounterDeltasTable extends CountersTable {
   id: Generated<Int8>;
 }
 
+type Json<T> = ColumnType<T, string, string>;
+
+export interface ReconciliationSourcesTable {
+  finance_day: string;
+  source: Source;
+  status: 'pending' | 'completed' | 'failed';
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  /** While an instance reconciles this day and source, until when it holds it. */
+  lease_until: Timestamp | null;
+  last_error: string | null;
+  completed_at: Timestamp | null;
+  updated_at: UpdatedAt;
+}
+
+export interface SourceOutcome {
+  source: Source;
+  status: 'completed' | 'failed';
+  matched: number;
+  autoConfirmed: number;
+  discrepancies: number;
+  error: string | null;
+}
+
+export interface ReconciliationRunsTable {
+  id: Generated<string>;
+  finance_day: string;
+  status: ReconciliationStatus | 'running';
+  matched: Generated<number>;
+  auto_confirmed: Generated<number>;
+  discrepancies: Generated<number>;
+  sources: Json<SourceOutcome[]>;
+  /** null when the daily schedule ran it. */
+  operator: string | null;
+  started_at: Timestamp;
+  finished_at: Timestamp | null;
+}
+
+export interface DiscrepanciesTable {
+  id: Generated<string>;
+  kind: DiscrepancyKind;
+  finance_day: string;
+  source: Source;
+  ref_num: string;
+  payment_id: string;
+  partner_id: string | null;
+  local_amount: Numeric | null;
+  ministry_amount: Numeric | null;
+  status: DiscrepancyStatus;
+  note: string | null;
+  run_id: string | null;
+  created_at: Timestamp;
+  resolved_at: Timestamp | null;
+  resolved_by: string | null;
+}
+
+export interface AuditLogTable {
+  id: Generated<Int8>;
+  operator: string;
+  action: AuditAction;
+  target_type: string;
+  target_id: string;
+  before: Json<Record<string, unknown> | null>;
+  after: Json<Record<string, unknown> | null>;
+  created_at: Timestamp;
+}
+
 export interface Database {
   partners: PartnersTable;
   api_keys: ApiKeysTable;
@@ -190,6 +272,7 @@ export interface Database {
   partner_invoices: PartnerInvoicesTable;
   payments: PaymentsTable;
   payment_invoices: PaymentInvoicesTable;
+  payment_history: PaymentHistoryTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
   webhooks: WebhooksTable;
@@ -199,4 +282,8 @@ export interface Database {
   ministry_cancellations: MinistryCancellationsTable;
   counters: CountersTable;
   counter_deltas: CounterDeltasTable;
+  reconciliation_sources: ReconciliationSourcesTable;
+  reconciliation_runs: ReconciliationRunsTable;
+  discrepancies: DiscrepanciesTable;
+  audit_log: AuditLogTable;
 }

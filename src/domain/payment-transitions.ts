@@ -1,5 +1,5 @@
 import { DomainError } from './errors.js';
-import type { PaymentStatus } from './vocabulary.js';
+import type { PaymentCause, PaymentStatus } from './vocabulary.js';
 import { movesOf, type Move, type Transition } from './transition-table.js';
 
 
@@ -17,6 +17,12 @@ export type PaymentEvent =
   | 'partner_canceled';
 
 export type PaymentTransition = Transition<PaymentStatus, PaymentEvent>;
+
+/** Why a payment moves, for its timeline: who acted, and the ministry's answer behind it. */
+export interface PaymentChange {
+  cause: PaymentCause;
+  detail?: Record<string, unknown> | null;
+}
 
 /**
  * Every legal move of a payment. A move not listed here is refused wherever it is attempted

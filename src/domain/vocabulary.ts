@@ -37,3 +37,36 @@ export type InvoiceFilterKind = (typeof INVOICE_FILTER_KINDS)[number];
 
 export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/**
+ * Who moved a payment, as its timeline names it: the partner's own request (create, status
+ * read, cancel), the confirmation job, the daily reconciliation, the expiry rule, or the schema
+ * migration that started the timeline of payments made before it existed.
+ */
+export const PAYMENT_CAUSES = ['partner_request', 'confirmation_job', 'reconciliation', 'expiry', 'migration'] as const;
+export type PaymentCause = (typeof PAYMENT_CAUSES)[number];
+
+/** What a reconciliation can find wrong between the service's books and a ministry's settlement. */
+export const DISCREPANCY_KINDS = ['missing_at_ministry', 'missing_locally', 'amount_mismatch', 'settled_but_canceled'] as const;
+export type DiscrepancyKind = (typeof DISCREPANCY_KINDS)[number];
+
+export const DISCREPANCY_STATUSES = ['open', 'resolved'] as const;
+export type DiscrepancyStatus = (typeof DISCREPANCY_STATUSES)[number];
+
+/** A reconciliation run is partial when a ministry system could not be reconciled. */
+export const RECONCILIATION_STATUSES = ['completed', 'partial'] as const;
+export type ReconciliationStatus = (typeof RECONCILIATION_STATUSES)[number];
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'canceled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Every operator action the audit log records. */
+export const AUDIT_ACTIONS = [
+  'partner.create',
+  'partner.update',
+  'partner.rotate_key',
+  'discrepancy.resolve',
+  'delivery.redeliver',
+  'reconciliation.run',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];

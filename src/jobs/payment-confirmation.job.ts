@@ -59,7 +59,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
   async function checkPayment(payment: ClaimedPayment, claimedAt: Date): Promise<void> {
     let outcome: 'resolved' | 'unresolved' = 'unresolved';
     try {
-      outcome = await deps.resolver.check(payment, payment.ref_num);
+      outcome = await deps.resolver.check(payment, { refNum: payment.ref_num, cause: 'confirmation_job' });
     } finally {
       // A resolved payment has no next check; the reschedule would find nothing to move.
       if (outcome === 'unresolved') {

@@ -139,6 +139,7 @@ export function createPartnerService(deps: {
       return { ...partner, apiKey };
     },
 
+    get: requirePartner,
     list: () => deps.partners.list(),
     count: () => deps.partners.count(),
 

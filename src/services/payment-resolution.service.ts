@@ -1,6 +1,7 @@
 import { amountToNumber } from '../domain/money.js';
 import { isExpired } from '../domain/check-schedule.js';
-import type { PaymentEvent } from '../domain/payment-transitions.js';
+import type { PaymentChange, PaymentEvent } from '../domain/payment-transitions.js';
+import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
@@ -17,6 +18,8 @@ export interface PaymentResolverDeps {
   /** A submitted payment still unpaid this long after submission is canceled at the ministry. */
   expiryMs: number;
   now?: Clock;
+  /** A payment was confirmed `lagMs` after the ministry approved it (for the latency metric). */
+  onConfirmed?: (source: Source, lagMs: number) => void;
 }
 
 /** The move for each way the ministry can end a submitted payment. */
@@ -35,28 +38,35 @@ const MINISTRY_ENDED: Partial<Record<PaymentEvent, string>> = {
 export function createPaymentResolver(deps: PaymentResolverDeps) {
   const now = deps.now ?? systemClock;
 
-  async function confirm(payment: PaymentRow, confirmedAt: string | null): Promise<void> {
-    const paidAt = confirmedAt ? new Date(confirmedAt) : now();
+  /**
+   * submitted -> confirmed with its invoices paid and the outbox row, as the ministry reported it
+   * (`paidAt` is the ministry's time); false when another actor moved the payment first.
+   */
+  async function confirm(payment: PaymentRow, paidAt: Date, why: PaymentChange): Promise<boolean> {
     const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
-    await deps.payments.markConfirmed({ id: payment.id, at: now(), paidAt, outbox });
+    const at = now();
+    const paid = await deps.payments.markConfirmed({ id: payment.id, at, paidAt, outbox, why });
+    if (paid) deps.onConfirmed?.(payment.source, at.getTime() - paidAt.getTime());
+    return paid !== null;
   }
 
   /** Ends an unconfirmed payment and releases its invoices; they were never paid by it. */
-  async function end(payment: PaymentRow, event: PaymentEvent): Promise<void> {
+  async function end(payment: PaymentRow, event: PaymentEvent, why: PaymentChange): Promise<void> {
     const at = now();
     const reason = MINISTRY_ENDED[event];
     await deps.payments.transaction(async (trx) => {
-      const moved = await deps.payments.move(trx, payment.id, event, at, reason ? { failureReason: reason } : { canceledAt: at });
+      const moved = await deps.payments.move(trx, payment.id, event, at, why, reason ? { failureReason: reason } : { canceledAt: at });
       if (moved) await deps.payments.releaseInvoices(trx, payment.id, null);
     });
   }
 
   /**
    * Asks the ministry about the payment (by `refNum` when the caller has it, else its invoice's)
-   * and moves it by the answer. Resolves to whether the payment may still be unresolved: a
-   * confirmed or ended payment needs no further check.
+   * and moves it by the answer, naming `cause` in its timeline. Resolves to whether the payment
+   * may still be unresolved: a confirmed or ended payment needs no further check.
    */
-  async function check(payment: PaymentRow, refNum?: string): Promise<'resolved' | 'unresolved'> {
+  async function check(payment: PaymentRow, opts: { refNum?: string; cause: PaymentCause }): Promise<'resolved' | 'unresolved'> {
+    const { refNum, cause } = opts;
     // A pending payment is submitted again, which needs its whole invoice; a submitted one, its refNum.
     const invoice = refNum === undefined || payment.status === 'pending' ? await deps.invoices.findById(payment.invoice_id) : null;
     const ref = refNum ?? invoice?.ref_num;
@@ -64,27 +74,28 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     const adapter = deps.ministries[payment.source];
     const state = await adapter.getPayment({ paymentId: payment.id, refNum: ref });
     if (payment.status === 'pending') {
-      if (state.status === 'unknown') await deps.submitter.neverReceived(payment);
-      else if (invoice) await deps.submitter.submit(payment, invoice);
+      if (state.status === 'unknown') await deps.submitter.neverReceived(payment, cause);
+      else if (invoice) await deps.submitter.submit(payment, invoice, cause);
       return 'unresolved';
     }
     if (payment.status !== 'submitted') return 'resolved';
     if (state.status === 'confirmed') {
-      await confirm(payment, state.confirmedAt);
+      const paidAt = state.confirmedAt ? new Date(state.confirmedAt) : now();
+      await confirm(payment, paidAt, { cause, detail: { ministry: 'confirmed', confirmedAt: state.confirmedAt } });
       return 'resolved';
     }
     if (state.status === 'submitted') {
       if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return 'unresolved';
       // The ministry first: once it has canceled, the citizen can no longer pay this payment.
       await adapter.cancelPayment({ paymentId: payment.id, refNum: ref });
-      await end(payment, 'expired');
+      await end(payment, 'expired', { cause: 'expiry', detail: { ministry: 'canceled', expiryMs: deps.expiryMs } });
       return 'resolved';
     }
-    await end(payment, MINISTRY_ENDS[state.status]);
+    await end(payment, MINISTRY_ENDS[state.status], { cause, detail: { ministry: state.status } });
     return 'resolved';
   }
 
-  return { check };
+  return { check, confirm };
 }
 
 export type PaymentResolver = ReturnType<typeof createPaymentResolver>;

@@ -2,9 +2,9 @@ import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.r
 import type { PaymentDetail, PaymentRepository, PaymentRow, Trx } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
-import type { PaymentEvent } from '../domain/payment-transitions.js';
+import type { PaymentChange, PaymentEvent } from '../domain/payment-transitions.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
-import type { Source } from '../domain/vocabulary.js';
+import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import { UpstreamUnavailableError } from '../domain/errors.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';
 import type { Logger } from '../domain/logger.port.js';
@@ -54,9 +54,9 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
     return refNums.map((r) => idByRef.get(r)).filter((id): id is string => id !== undefined);
   }
 
-  async function refuse(payment: PaymentRow, event: PaymentEvent, reason: string): Promise<void> {
+  async function refuse(payment: PaymentRow, event: PaymentEvent, reason: string, why: PaymentChange): Promise<void> {
     await deps.payments.transaction(async (trx) => {
-      const moved = await deps.payments.move(trx, payment.id, event, now(), { failureReason: reason });
+      const moved = await deps.payments.move(trx, payment.id, event, now(), why, { failureReason: reason });
       if (moved) await deps.payments.releaseInvoices(trx, payment.id, null);
     });
   }
@@ -67,18 +67,18 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
   }
 
   /** Accepted with linked invoices: all of them are held in one transaction, or the payment is refused. */
-  async function acceptWithLinked(payment: PaymentRow, invoice: InvoiceRow, linked: string[] | null): Promise<PaymentDetail | null> {
+  async function acceptWithLinked(payment: PaymentRow, invoice: InvoiceRow, linked: string[] | null, why: PaymentChange): Promise<PaymentDetail | null> {
     const at = now();
     const outcome = await deps.payments.transaction(async (trx) => {
       if (!(await deps.payments.lockFor(trx, payment.id, 'ministry_accepted'))) return 'moved' as const;
       const refusal = linked === null ? LINKED_INVOICE_UNKNOWN : await holdOrRefuse(trx, payment.id, linked);
       if (refusal) {
-        await deps.payments.move(trx, payment.id, 'linked_invoice_taken', at, { failureReason: refusal });
+        await deps.payments.move(trx, payment.id, 'linked_invoice_taken', at, why, { failureReason: refusal });
         await deps.payments.releaseInvoices(trx, payment.id, null);
         await deps.cancellations.add(trx, { paymentId: payment.id, source: payment.source, refNum: invoice.ref_num, reason: refusal, dueAt: at });
         return 'refused' as const;
       }
-      await deps.payments.move(trx, payment.id, 'ministry_accepted', at, { nextCheckAt: at });
+      await deps.payments.move(trx, payment.id, 'ministry_accepted', at, why, { nextCheckAt: at });
       await deps.events.append(trx, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
       return 'submitted' as const;
     });
@@ -93,10 +93,11 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
     return deps.payments.findById(payment.id);
   }
 
-  async function accept(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[]): Promise<PaymentDetail | null> {
+  async function accept(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[], cause: PaymentCause): Promise<PaymentDetail | null> {
+    const why = { cause, detail: { ministry: 'accepted', linkedRefNums } };
     const linked = await linkedInvoices(invoice.source, linkedRefNums.filter((r) => r !== invoice.ref_num));
     // An unknown linked invoice takes the same path as a taken one: nothing can be held for it.
-    if (linked === null || linked.length > 0) return acceptWithLinked(payment, invoice, linked);
+    if (linked === null || linked.length > 0) return acceptWithLinked(payment, invoice, linked, why);
     const at = now();
     return deps.payments.markSubmitted({
       id: payment.id,
@@ -104,6 +105,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
       // Due at once: the next pass checks it, and then every interval while the citizen pays.
       nextCheckAt: at,
       outbox: deps.events.outbox({ event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } }),
+      why,
     });
   }
 
@@ -113,20 +115,21 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
      * ministry, so a retry after a timeout or a crash gets the first answer, linked invoices included.
      * Returns the submitted payment, or null when it was refused or another actor moved it first.
      */
-    async submit(payment: PaymentRow, invoice: InvoiceRow): Promise<PaymentDetail | null> {
+    async submit(payment: PaymentRow, invoice: InvoiceRow, cause: PaymentCause): Promise<PaymentDetail | null> {
       let result;
       try {
         result = await deps.ministries[invoice.source].submitPayment({ paymentId: payment.id, refNum: invoice.ref_num, amount: payment.amount });
       } catch (err) {
         throw new UpstreamUnavailableError(`submit of payment ${payment.id} failed`, { cause: err });
       }
-      if (result.accepted) return accept(payment, invoice, result.linkedRefNums);
-      await refuse(payment, 'ministry_refused', result.reason);
+      if (result.accepted) return accept(payment, invoice, result.linkedRefNums, cause);
+      await refuse(payment, 'ministry_refused', result.reason, { cause, detail: { ministry: 'refused', reason: result.reason } });
       return null;
     },
 
     /** The ministry never received it: nothing to undo there. */
-    neverReceived: (payment: PaymentRow) => refuse(payment, 'never_received', 'Payment could not be submitted to the ministry system'),
+    neverReceived: (payment: PaymentRow, cause: PaymentCause) =>
+      refuse(payment, 'never_received', 'Payment could not be submitted to the ministry system', { cause, detail: { ministry: 'unknown' } }),
   };
 }
 

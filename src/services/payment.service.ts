@@ -113,7 +113,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (resumeId) {
       const existing = await deps.payments.findById(resumeId);
       const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
-      const submitted = existing?.status === 'pending' ? await deps.submitter.submit(existing, invoice) : null;
+      const submitted = existing?.status === 'pending' ? await deps.submitter.submit(existing, invoice, 'partner_request') : null;
       return outcomeOf(resumeId, invoice, partner.qrStandard, submitted);
     }
     const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
@@ -121,7 +121,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
     const amount = resolveAmount(invoice, requested);
     const payment = await createPending(partner.id, invoice, amount, idemKey);
-    return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice));
+    return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice, 'partner_request'));
   }
 
   async function withIdempotency(partner: AuthenticatedPartner, key: string, invoiceId: string, amount: number | undefined): Promise<CreateOutcome> {
@@ -163,7 +163,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (!payment) throw new NotFoundError('Payment');
       const due = payment.status === 'submitted' || (payment.status === 'pending' && (payment.next_check_at?.getTime() ?? 0) <= now().getTime());
       if (!due) return toPaymentView(payment);
-      await deps.resolver.check(payment).catch((err: unknown) => deps.log.warn({ err, paymentId: id }, 'live confirmation failed'));
+      await deps.resolver.check(payment, { cause: 'partner_request' }).catch((err: unknown) => deps.log.warn({ err, paymentId: id }, 'live confirmation failed'));
       return toPaymentView((await deps.payments.findById(id)) ?? payment);
     },
 
@@ -178,7 +178,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         throw new UpstreamUnavailableError(`cancel of payment ${id} failed`, { cause: err });
       }
       const moved = await deps.payments.transaction(async (trx) => {
-        const row = await deps.payments.move(trx, id, 'partner_canceled', now(), { canceledAt: now() });
+        const row = await deps.payments.move(trx, id, 'partner_canceled', now(), { cause: 'partner_request', detail: { ministry: 'canceled' } }, { canceledAt: now() });
         // Only invoices this payment had paid reopen; the invoice table's guard leaves the rest.
         if (row) await deps.payments.releaseInvoices(trx, id, 'payment_canceled');
         return row;

@@ -6,6 +6,7 @@ import { testConfig } from './test-config.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
 import { buildApp } from '../../src/app.js';
 import { buildAdminApp } from '../../src/admin-app.js';
+import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
@@ -43,6 +44,8 @@ export interface ContextOptions {
   rateLimitClock?: () => number;
   /** Replaces the silent test logger, e.g. to capture log lines. */
   logger?: DepsOptions['logger'];
+  /** Talk to this simulator (another context's) instead of the context's own: two instances, one ministry. */
+  ministryUrl?: string;
 }
 
 export async function dropSchema(url: string, schema: string): Promise<void> {
@@ -64,12 +67,12 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const simulatorUrl = `http://127.0.0.1:${port}`;
   const config = testConfig({ ministryTimeoutMs: 1000, ...opts.config });
   const schema = config.databaseUrl ? (opts.reuseSchema ?? `t_${randomBytes(6).toString('hex')}`) : undefined;
-  const urls = Object.fromEntries(SOURCES.map((s) => [s, simulatorUrl])) as Record<Source, string>;
+  const urls = Object.fromEntries(SOURCES.map((s) => [s, opts.ministryUrl ?? simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
   const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock });
   const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
-  const admin = await buildAdminApp({ logger: deps.logger, adminToken: config.adminToken, partners: deps.services.partners, metrics: deps.metrics });
+  const admin = await buildAdminApp({ logger: deps.logger, operators: operatorsOf(config), services: deps.admin, metrics: deps.metrics });
 
   return {
     config,

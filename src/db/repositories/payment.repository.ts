@@ -4,7 +4,7 @@ import { claimDueBySource, type DueClaim } from '../due-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
 import type { Database, PaymentsTable } from '../db.types.js';
 import type { Source } from '../../domain/vocabulary.js';
-import { paymentMove, UNRESOLVED_STATUSES, type PaymentEvent } from '../../domain/payment-transitions.js';
+import { paymentMove, UNRESOLVED_STATUSES, type PaymentChange, type PaymentEvent } from '../../domain/payment-transitions.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { OutboxWrite } from './event.repository.js';
@@ -38,6 +38,16 @@ const DUE_CHECKS: DueClaim = {
   attemptsColumn: 'check_attempts',
   pending: sql`status IN (${sql.join(UNRESOLVED_STATUSES)})`,
   returning: sql`*, (SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id) AS ref_num`,
+};
+
+/** The timeline columns of a status update (copied into payment_history by the triggers). */
+function changeColumns(event: PaymentEvent, why: PaymentChange) {
+  return { status_event: event, status_cause: why.cause, status_detail: why.detail ? JSON.stringify(why.detail) : null };
+}
+
+const changeSql = (event: PaymentEvent, why: PaymentChange) => {
+  const c = changeColumns(event, why);
+  return sql`status_event = ${c.status_event}, status_cause = ${c.status_cause}, status_detail = ${c.status_detail}::jsonb`;
 };
 
 export function createPaymentRepository(db: Db, now: Clock = systemClock) {
@@ -84,11 +94,11 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * pending -> submitted for a payment that settles its own invoice only, with the outbox event,
      * in one statement. Null when another actor moved the payment first.
      */
-    async markSubmitted(input: { id: string; at: Date; nextCheckAt: Date; outbox: OutboxWrite }): Promise<PaymentDetail | null> {
+    async markSubmitted(input: { id: string; at: Date; nextCheckAt: Date; outbox: OutboxWrite; why: PaymentChange }): Promise<PaymentDetail | null> {
       const move = paymentMove('ministry_accepted');
       const { rows } = await sql<PaymentRow>`
         WITH moved AS (
-          UPDATE payments SET status = ${move.to}, updated_at = ${input.at}::timestamptz, submitted_at = ${input.at}::timestamptz,
+          UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, submitted_at = ${input.at}::timestamptz,
             next_check_at = ${input.nextCheckAt}::timestamptz
           WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
           RETURNING *
@@ -105,12 +115,12 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * order of every other path. Null when another actor moved the payment first; else the ids of
      * the invoices it paid.
      */
-    async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite }): Promise<string[] | null> {
+    async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange }): Promise<string[] | null> {
       const move = paymentMove('ministry_approved');
       const paid = invoiceMove('payment_confirmed');
       const { rows } = await sql<{ moved: boolean; ids: string[] }>`
         WITH moved AS (
-          UPDATE payments SET status = ${move.to}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz, next_check_at = NULL
+          UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz, next_check_at = NULL
           WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
           RETURNING *
         ), paid AS (
@@ -157,6 +167,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       id: string,
       event: PaymentEvent,
       at: Date,
+      why: PaymentChange,
       extra: { failureReason?: string; paidAt?: Date; canceledAt?: Date; nextCheckAt?: Date | null } = {},
     ): Promise<PaymentRow | null> {
       const { from, to } = paymentMove(event);
@@ -164,6 +175,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
         .updateTable('payments')
         .set({
           status: to,
+          ...changeColumns(event, why),
           updated_at: at,
           ...(to === 'submitted' ? { submitted_at: at } : {}),
           ...(UNRESOLVED_STATUSES.includes(to) ? {} : { next_check_at: null }),

@@ -69,6 +69,18 @@ export function createReportRepository(db: Db) {
         .execute();
       return Object.fromEntries(rows.map((r) => [r.label, Number(r.n)]));
     },
+
+    /** Unresolved payments whose check is due, per ministry system: the confirmation job's backlog. */
+    async unresolvedBySource(): Promise<Record<string, number>> {
+      const rows = await db
+        .selectFrom('payments')
+        .select(['source', sql<string>`count(*)`.as('n')])
+        .where('status', 'in', ['pending', 'submitted'])
+        .where('next_check_at', '<=', sql<Date>`now()`)
+        .groupBy('source')
+        .execute();
+      return Object.fromEntries(rows.map((r) => [r.source, Number(r.n)]));
+    },
   };
 }
 

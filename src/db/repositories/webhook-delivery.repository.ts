@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
-import type { WebhookEvent } from '../../domain/vocabulary.js';
+import type { DeliveryStatus, WebhookEvent } from '../../domain/vocabulary.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
 export interface ClaimedDelivery {
@@ -43,7 +43,38 @@ export interface AttemptLogRow {
   created_at: Date;
 }
 
+/** A delivery as the operator lists it, with its latest attempt's answer. */
+export interface DeliveryLogRow {
+  id: string;
+  webhook_id: string;
+  partner_id: string;
+  url: string;
+  event: string;
+  event_id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: Date;
+  delivered_at: Date | null;
+  created_at: Date;
+}
+
 export function createWebhookDeliveryRepository(db: Db) {
+  const logRows = () =>
+    db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .leftJoinLateral(
+        (eb) => eb.selectFrom('webhook_attempts as a').select(['a.status_code', 'a.error']).whereRef('a.delivery_id', '=', 'd.id').orderBy('a.attempt', 'desc').limit(1).as('last'),
+        (join) => join.onTrue(),
+      )
+      .select([
+        'd.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'e.event', 'd.event_id', 'd.status', 'd.attempts',
+        'last.status_code as last_status_code', 'last.error as last_error', 'd.next_attempt_at', 'd.delivered_at', 'd.created_at',
+      ]);
+
   return {
     /**
      * Claims due deliveries for this worker, never more of one endpoint or partner than it has
@@ -175,6 +206,35 @@ export function createWebhookDeliveryRepository(db: Db) {
         .limit(limit)
         .execute();
       return rows.map((r) => ({ ...r, event: r.event as WebhookEvent }));
+    },
+
+    /** Every partner's deliveries, newest first, keyset-paged after the delivery id `after`. */
+    async listLog(filter: { partnerId?: string; status?: DeliveryStatus }, after: string | null, limit: number): Promise<DeliveryLogRow[]> {
+      let q = logRows().orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit);
+      if (filter.partnerId) q = q.where('w.partner_id', '=', filter.partnerId);
+      if (filter.status) q = q.where('d.status', '=', filter.status);
+      if (after) q = q.where(sql<boolean>`(d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = ${after}::uuid)`);
+      return q.execute();
+    },
+
+    async findLog(id: string): Promise<DeliveryLogRow | null> {
+      return (await logRows().where('d.id', '=', id).executeTakeFirst()) ?? null;
+    },
+
+    /**
+     * Queues one more attempt of a delivery, due now, whatever became of it; null when its webhook
+     * is deleted (there is nowhere to send it). The attempt count goes on, so the attempt log keeps
+     * every try in order.
+     */
+    async redeliver(id: string, at: Date): Promise<boolean> {
+      const row = await db
+        .updateTable('webhook_deliveries')
+        .set({ status: 'pending', next_attempt_at: at, updated_at: at })
+        .where('id', '=', id)
+        .where('webhook_id', 'in', (eb) => eb.selectFrom('webhooks').select('id').where('deleted_at', 'is', null))
+        .returning('id')
+        .executeTakeFirst();
+      return row !== undefined;
     },
 
     async countPending(): Promise<number> {

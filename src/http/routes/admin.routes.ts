@@ -2,8 +2,10 @@ import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { BadRequestBody, ErrorBody, IdParams } from '../../schemas/common.schema.js';
 import { CreatePartnerBody, CreatedPartnerBody, PartnerBody, RotatedKeyBody, UpdatePartnerBody } from '../../schemas/admin.schema.js';
-import type { Partner, PartnerService } from '../../services/partner.service.js';
-import { registerAdminAuth } from '../plugins/admin-auth.plugin.js';
+import type { Partner } from '../../services/partner.service.js';
+import type { PartnerAdminService } from '../../services/partner-admin.service.js';
+import { registerAdminAuth, type Operator } from '../plugins/admin-auth.plugin.js';
+import { backOfficeRoutes, type BackOfficeRouteOptions } from './back-office.routes.js';
 
 function partnerView(p: Partner) {
   return { ...p, createdAt: p.createdAt.toISOString() };
@@ -11,14 +13,19 @@ function partnerView(p: Partner) {
 
 const errors = { 400: BadRequestBody, 401: ErrorBody, 404: ErrorBody };
 
-export const adminRoutes: FastifyPluginAsyncTypebox<{ partners: PartnerService; adminToken: string }> = async (app, opts) => {
-  registerAdminAuth(app, opts.adminToken);
+export interface AdminRouteOptions extends BackOfficeRouteOptions {
+  partners: PartnerAdminService;
+  operators: readonly Operator[];
+}
+
+export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
+  registerAdminAuth(app, opts.operators);
 
   app.post(
     '/admin/partners',
     { schema: { body: CreatePartnerBody, response: { 201: CreatedPartnerBody, ...errors } } },
     async (request, reply) => {
-      const created = await opts.partners.create(request.body);
+      const created = await opts.partners.create(request.body, request.operator);
       reply.code(201);
       return { id: created.id, name: created.name, qrStandard: created.qrStandard, environment: created.environment, active: created.active, apiKey: created.apiKey };
     },
@@ -31,16 +38,18 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ partners: PartnerService; 
   app.patch(
     '/admin/partners/:id',
     { schema: { params: IdParams, body: UpdatePartnerBody, response: { 200: PartnerBody, ...errors } } },
-    async (request) => partnerView(await opts.partners.update(request.params.id, request.body)),
+    async (request) => partnerView(await opts.partners.update(request.params.id, request.body, request.operator)),
   );
 
   app.post(
     '/admin/partners/:id/keys',
     { schema: { params: IdParams, response: { 201: RotatedKeyBody, ...errors } } },
     async (request, reply) => {
-      const rotated = await opts.partners.rotateKey(request.params.id);
+      const rotated = await opts.partners.rotateKey(request.params.id, request.operator);
       reply.code(201);
       return { apiKey: rotated.apiKey, previousKeysExpireAt: rotated.previousKeysExpireAt.toISOString() };
     },
   );
+
+  await app.register(backOfficeRoutes, { backOffice: opts.backOffice, reconciliation: opts.reconciliation });
 };

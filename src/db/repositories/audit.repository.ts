@@ -1,0 +1,49 @@
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../database.js';
+import type { AuditLogTable } from '../db.types.js';
+import type { AuditAction } from '../../domain/vocabulary.js';
+
+export type AuditRow = Selectable<AuditLogTable>;
+
+export interface AuditEntry {
+  operator: string;
+  action: AuditAction;
+  targetType: string;
+  targetId: string;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+  at: Date;
+}
+
+const json = (value: Record<string, unknown> | null) => (value === null ? 'null' : JSON.stringify(value));
+
+export function createAuditRepository(db: Db) {
+  return {
+    async record(entry: AuditEntry): Promise<void> {
+      await db
+        .insertInto('audit_log')
+        .values({
+          operator: entry.operator,
+          action: entry.action,
+          target_type: entry.targetType,
+          target_id: entry.targetId,
+          before: json(entry.before),
+          after: json(entry.after),
+          created_at: entry.at,
+        })
+        .execute();
+    },
+
+    /** Newest first, from before the cursor (an entry id) on. */
+    async list(filter: { operator?: string; action?: string; targetId?: string }, beforeId: string | null, limit: number): Promise<AuditRow[]> {
+      let query = db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(limit);
+      if (filter.operator) query = query.where('operator', '=', filter.operator);
+      if (filter.action) query = query.where('action', '=', filter.action as AuditAction);
+      if (filter.targetId) query = query.where('target_id', '=', filter.targetId);
+      if (beforeId) query = query.where(sql<boolean>`id < ${beforeId}::bigint`);
+      return query.execute();
+    },
+  };
+}
+
+export type AuditRepository = ReturnType<typeof createAuditRepository>;

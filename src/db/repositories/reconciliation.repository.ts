@@ -1,0 +1,253 @@
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../database.js';
+import type { DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
+import type { DiscrepancyKind, DiscrepancyStatus, ReconciliationStatus, Source } from '../../domain/vocabulary.js';
+import { isUuid } from '../../domain/uuid.js';
+
+export type RunRow = Selectable<ReconciliationRunsTable>;
+export type DiscrepancyRow = Selectable<DiscrepanciesTable>;
+
+/** A local payment as reconciliation compares it, with its invoice's refNum. */
+export interface LocalSettled extends Selectable<PaymentsTable> {
+  ref_num: string;
+}
+
+export interface DiscrepancyWrite {
+  kind: DiscrepancyKind;
+  financeDay: string;
+  source: Source;
+  refNum: string;
+  paymentId: string;
+  partnerId: string | null;
+  localAmount: string | null;
+  ministryAmount: string | null;
+}
+
+export interface DueSource {
+  financeDay: string;
+  source: Source;
+}
+
+const withRefNum = sql<string>`(SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id)`.as('ref_num');
+
+export function createReconciliationRepository(db: Db) {
+  return {
+    /** The day's rows for these systems, due at once when new; existing rows keep their state. */
+    async ensureSources(financeDay: string, sources: readonly Source[], now: Date): Promise<void> {
+      await db
+        .insertInto('reconciliation_sources')
+        .values(sources.map((source) => ({ finance_day: financeDay, source, status: 'pending' as const, next_attempt_at: now })))
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    },
+
+    /**
+     * Takes the day and source for this instance until `leaseUntil`, unless another instance holds
+     * it (compare-and-set on the lease): one reconciliation of a day and source at a time.
+     */
+    async acquire(financeDay: string, source: Source, now: Date, leaseUntil: Date): Promise<boolean> {
+      const row = await db
+        .updateTable('reconciliation_sources')
+        .set({ lease_until: leaseUntil, updated_at: now })
+        .where('finance_day', '=', financeDay)
+        .where('source', '=', source)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+        .returning('source')
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
+    /** Extends the lease of a day and source this instance is working through. */
+    async acquireRenew(financeDay: string, source: Source, leaseUntil: Date): Promise<void> {
+      await db
+        .updateTable('reconciliation_sources')
+        .set({ lease_until: leaseUntil })
+        .where('finance_day', '=', financeDay)
+        .where('source', '=', source)
+        .where('lease_until', 'is not', null)
+        .execute();
+    },
+
+    /** Ends this instance's hold: completed, or failed and due again at `retryAt`. */
+    async release(input: { financeDay: string; source: Source; now: Date; error: string | null; retryAt: Date }): Promise<void> {
+      await db
+        .updateTable('reconciliation_sources')
+        .set((eb) => ({
+          status: input.error ? 'failed' : 'completed',
+          attempts: eb('attempts', '+', 1),
+          lease_until: null,
+          last_error: input.error,
+          completed_at: input.error ? null : input.now,
+          next_attempt_at: input.retryAt,
+          updated_at: input.now,
+        }))
+        .where('finance_day', '=', input.financeDay)
+        .where('source', '=', input.source)
+        .execute();
+    },
+
+    /** Days and systems not yet reconciled whose next attempt is due, oldest first. */
+    async due(now: Date, limit: number): Promise<DueSource[]> {
+      const rows = await db
+        .selectFrom('reconciliation_sources')
+        .select(['finance_day', 'source'])
+        .where('status', '<>', 'completed')
+        .where('next_attempt_at', '<=', now)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+        .orderBy('next_attempt_at')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({ financeDay: r.finance_day, source: r.source }));
+    },
+
+    /** The last time each system's reconciliation completed (for the metrics). */
+    async lastCompleted(): Promise<{ source: Source; at: Date }[]> {
+      const rows = await db
+        .selectFrom('reconciliation_sources')
+        .select(['source', (eb) => eb.fn.max('completed_at').as('at')])
+        .where('status', '=', 'completed')
+        .groupBy('source')
+        .execute();
+      return rows.flatMap((r) => (r.at ? [{ source: r.source, at: new Date(r.at) }] : []));
+    },
+
+    async createRun(financeDay: string, operator: string | null, at: Date): Promise<string> {
+      const row = await db
+        .insertInto('reconciliation_runs')
+        .values({ finance_day: financeDay, status: 'running', sources: '[]', operator, started_at: at })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return row.id;
+    },
+
+    async finishRun(id: string, status: ReconciliationStatus, outcomes: SourceOutcome[], at: Date): Promise<RunRow> {
+      const sum = (f: (o: SourceOutcome) => number) => outcomes.reduce((n, o) => n + f(o), 0);
+      return db
+        .updateTable('reconciliation_runs')
+        .set({
+          status,
+          matched: sum((o) => o.matched),
+          auto_confirmed: sum((o) => o.autoConfirmed),
+          discrepancies: sum((o) => o.discrepancies),
+          sources: JSON.stringify(outcomes),
+          finished_at: at,
+        })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    },
+
+    async listRuns(financeDay: string | undefined, limit: number): Promise<RunRow[]> {
+      let query = db.selectFrom('reconciliation_runs').selectAll().orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit);
+      if (financeDay) query = query.where('finance_day', '=', financeDay);
+      return query.execute();
+    },
+
+    /** The payments these settlement ids name, with their invoice's refNum; ids that are not ours are skipped. */
+    async paymentsByIds(ids: string[]): Promise<LocalSettled[]> {
+      const uuids = ids.filter(isUuid);
+      if (uuids.length === 0) return [];
+      return db
+        .selectFrom('payments')
+        .selectAll()
+        .select(withRefNum)
+        // One array parameter: a busy day's settlement names more payments than a query may have parameters.
+        .where('id', '=', sql<string>`ANY(${uuids}::uuid[])`)
+        .execute();
+    },
+
+    /** One page of the system's payments confirmed with a settlement time in [from, to), in (paid_at, id) order. */
+    async confirmedBetween(source: Source, from: Date, to: Date, after: { paidAt: Date; id: string } | null, limit: number): Promise<LocalSettled[]> {
+      let query = db
+        .selectFrom('payments')
+        .selectAll()
+        .select(withRefNum)
+        .where('source', '=', source)
+        .where('status', '=', 'confirmed')
+        .where('paid_at', '>=', from)
+        .where('paid_at', '<', to)
+        .orderBy('paid_at')
+        .orderBy('id')
+        .limit(limit);
+      if (after) query = query.where(sql<boolean>`(paid_at, id) > (${after.paidAt}::timestamptz, ${after.id}::uuid)`);
+      return query.execute();
+    },
+
+    /**
+     * Records findings of `runId`: a finding already on record keeps its row (and, if resolved, its
+     * resolution); an open one takes the latest amounts and run.
+     */
+    async recordDiscrepancies(runId: string, rows: DiscrepancyWrite[], at: Date): Promise<void> {
+      if (rows.length === 0) return;
+      await db
+        .insertInto('discrepancies')
+        .values(
+          rows.map((r) => ({
+            kind: r.kind,
+            finance_day: r.financeDay,
+            source: r.source,
+            ref_num: r.refNum,
+            payment_id: r.paymentId,
+            partner_id: r.partnerId,
+            local_amount: r.localAmount,
+            ministry_amount: r.ministryAmount,
+            status: 'open' as const,
+            run_id: runId,
+            created_at: at,
+          })),
+        )
+        .onConflict((oc) =>
+          oc.columns(['finance_day', 'source', 'kind', 'payment_id']).doUpdateSet((eb) => ({
+            local_amount: eb.ref('excluded.local_amount'),
+            ministry_amount: eb.ref('excluded.ministry_amount'),
+            run_id: eb.ref('excluded.run_id'),
+          })).where('discrepancies.status', '=', 'open'),
+        )
+        .execute();
+    },
+
+    /** Open findings of the day and system that `runId` no longer found: the books agree now. */
+    async clearStale(financeDay: string, source: Source, runId: string, at: Date): Promise<number> {
+      const rows = await db
+        .updateTable('discrepancies')
+        .set({ status: 'resolved', resolved_at: at, resolved_by: 'reconciliation', note: `No longer found by reconciliation run ${runId}` })
+        .where('finance_day', '=', financeDay)
+        .where('source', '=', source)
+        .where('status', '=', 'open')
+        .where((eb) => eb.or([eb('run_id', 'is', null), eb('run_id', '<>', runId)]))
+        .returning('id')
+        .execute();
+      return rows.length;
+    },
+
+    async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string }, limit: number): Promise<DiscrepancyRow[]> {
+      let query = db.selectFrom('discrepancies').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+      if (filter.status) query = query.where('status', '=', filter.status);
+      if (filter.financeDay) query = query.where('finance_day', '=', filter.financeDay);
+      return query.execute();
+    },
+
+    async findDiscrepancy(id: string): Promise<DiscrepancyRow | null> {
+      return (await db.selectFrom('discrepancies').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
+    },
+
+    /** open -> resolved with the operator's note; null when it is not open (resolved meanwhile). */
+    async resolveDiscrepancy(id: string, note: string, operator: string, at: Date): Promise<DiscrepancyRow | null> {
+      const row = await db
+        .updateTable('discrepancies')
+        .set({ status: 'resolved', note, resolved_at: at, resolved_by: operator })
+        .where('id', '=', id)
+        .where('status', '=', 'open')
+        .returningAll()
+        .executeTakeFirst();
+      return row ?? null;
+    },
+
+    async openByKind(): Promise<Record<string, number>> {
+      const rows = await db.selectFrom('discrepancies').select(['kind', (eb) => eb.fn.countAll<string>().as('n')]).where('status', '=', 'open').groupBy('kind').execute();
+      return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)]));
+    },
+  };
+}
+
+export type ReconciliationRepository = ReturnType<typeof createReconciliationRepository>;

@@ -1,0 +1,164 @@
+import { Type, type Static } from 'typebox';
+import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
+import {
+  AUDIT_ACTIONS,
+  DELIVERY_STATUSES,
+  DISCREPANCY_KINDS,
+  DISCREPANCY_STATUSES,
+  PAYMENT_CAUSES,
+  PAYMENT_STATUSES,
+  RECONCILIATION_STATUSES,
+  SOURCES,
+  type PaymentStatus,
+} from '../domain/vocabulary.js';
+
+const FinanceDay = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, Mongolian time (UTC+8)' });
+const Amount = Type.Number();
+const NullableAmount = Nullable(Type.Number());
+const NullableTime = Nullable(IsoDateTime);
+const Cursor = Type.String({ minLength: 1, maxLength: 64, description: 'nextCursor of the previous page' });
+const JsonObject = Type.Unsafe<Record<string, unknown> | null>({ type: ['object', 'null'], additionalProperties: true });
+
+export const ReconcileBody = Type.Object({ financeDay: FinanceDay }, { additionalProperties: false });
+
+const SourceOutcome = Type.Object({
+  source: StringEnum(SOURCES),
+  status: StringEnum(['completed', 'failed'] as const),
+  matched: Type.Integer(),
+  autoConfirmed: Type.Integer(),
+  discrepancies: Type.Integer(),
+  error: Nullable(Type.String()),
+});
+
+export const ReconciliationRunBody = Type.Object({
+  id: Uuid,
+  financeDay: FinanceDay,
+  status: StringEnum(RECONCILIATION_STATUSES),
+  matched: Type.Integer(),
+  autoConfirmed: Type.Integer(),
+  discrepancies: Type.Integer(),
+  operator: Nullable(Type.String()),
+  startedAt: IsoDateTime,
+  finishedAt: NullableTime,
+  sources: Type.Array(SourceOutcome),
+});
+export type ReconciliationRunView = Static<typeof ReconciliationRunBody>;
+
+export const RunListQuery = Type.Object({ financeDay: Type.Optional(FinanceDay) }, { additionalProperties: false });
+export const RunListBody = Type.Object({ items: Type.Array(ReconciliationRunBody) });
+
+export const DiscrepancyBody = Type.Object({
+  id: Uuid,
+  kind: StringEnum(DISCREPANCY_KINDS),
+  financeDay: FinanceDay,
+  source: StringEnum(SOURCES),
+  refNum: Type.String(),
+  paymentId: Type.String(),
+  partnerId: Nullable(Type.String()),
+  localAmount: NullableAmount,
+  ministryAmount: NullableAmount,
+  status: StringEnum(DISCREPANCY_STATUSES),
+  createdAt: IsoDateTime,
+  resolvedAt: NullableTime,
+  resolvedBy: Nullable(Type.String()),
+  note: Nullable(Type.String()),
+});
+export type DiscrepancyView = Static<typeof DiscrepancyBody>;
+
+export const DiscrepancyQuery = Type.Object(
+  { status: Type.Optional(StringEnum(DISCREPANCY_STATUSES)), financeDay: Type.Optional(FinanceDay) },
+  { additionalProperties: false },
+);
+export const DiscrepancyListBody = Type.Object({ items: Type.Array(DiscrepancyBody) });
+export const ResolveBody = Type.Object({ note: Type.String({ minLength: 1, maxLength: 2000 }) }, { additionalProperties: false });
+
+export const PaymentSearchQuery = Type.Object(
+  {
+    paymentId: Type.Optional(Uuid),
+    invoiceId: Type.Optional(Uuid),
+    refNum: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    partnerId: Type.Optional(Uuid),
+    status: Type.Optional(StringEnum(PAYMENT_STATUSES)),
+    from: Type.Optional(IsoDateTime),
+    to: Type.Optional(IsoDateTime),
+    cursor: Type.Optional(Cursor),
+  },
+  { additionalProperties: false },
+);
+
+export const AdminPaymentBody = Type.Object({
+  id: Uuid,
+  partnerId: Uuid,
+  invoiceId: Uuid,
+  refNum: Type.String(),
+  source: StringEnum(SOURCES),
+  amount: Amount,
+  status: StringEnum(PAYMENT_STATUSES),
+  failureReason: Nullable(Type.String()),
+  createdAt: IsoDateTime,
+  updatedAt: IsoDateTime,
+  submittedAt: NullableTime,
+  paidAt: NullableTime,
+  canceledAt: NullableTime,
+});
+export type AdminPaymentView = Static<typeof AdminPaymentBody>;
+export const AdminPaymentListBody = Type.Object({ items: Type.Array(AdminPaymentBody), nextCursor: Nullable(Type.String()) });
+
+export const TimelineEntry = Type.Object({
+  at: IsoDateTime,
+  from: Type.Unsafe<PaymentStatus | null>({ type: ['string', 'null'], enum: [...PAYMENT_STATUSES, null] }),
+  to: StringEnum(PAYMENT_STATUSES),
+  event: Type.String(),
+  cause: StringEnum(PAYMENT_CAUSES),
+  detail: JsonObject,
+});
+export const AdminPaymentDetailBody = Type.Object({
+  ...AdminPaymentBody.properties,
+  invoiceIds: Type.Array(Uuid),
+  timeline: Type.Array(TimelineEntry),
+});
+export type AdminPaymentDetailView = Static<typeof AdminPaymentDetailBody>;
+
+export const DeliveryQuery = Type.Object(
+  { partnerId: Type.Optional(Uuid), status: Type.Optional(StringEnum(DELIVERY_STATUSES)), cursor: Type.Optional(Cursor) },
+  { additionalProperties: false },
+);
+export const AdminDeliveryBody = Type.Object({
+  id: Uuid,
+  webhookId: Uuid,
+  partnerId: Uuid,
+  url: Type.String(),
+  event: Type.String(),
+  eventId: Uuid,
+  status: StringEnum(DELIVERY_STATUSES),
+  attempts: Type.Integer(),
+  lastStatusCode: Nullable(Type.Integer()),
+  lastError: Nullable(Type.String()),
+  nextAttemptAt: IsoDateTime,
+  deliveredAt: NullableTime,
+  createdAt: IsoDateTime,
+});
+export type AdminDeliveryView = Static<typeof AdminDeliveryBody>;
+export const AdminDeliveryListBody = Type.Object({ items: Type.Array(AdminDeliveryBody), nextCursor: Nullable(Type.String()) });
+
+export const AuditQuery = Type.Object(
+  {
+    operator: Type.Optional(Type.String({ maxLength: 64 })),
+    action: Type.Optional(StringEnum(AUDIT_ACTIONS)),
+    targetId: Type.Optional(Type.String({ maxLength: 200 })),
+    cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,18}$' })),
+  },
+  { additionalProperties: false },
+);
+export const AuditEntryBody = Type.Object({
+  id: Type.String(),
+  operator: Type.String(),
+  action: StringEnum(AUDIT_ACTIONS),
+  targetType: Type.String(),
+  targetId: Type.String(),
+  before: JsonObject,
+  after: JsonObject,
+  createdAt: IsoDateTime,
+});
+export type AuditEntryView = Static<typeof AuditEntryBody>;
+export const AuditListBody = Type.Object({ items: Type.Array(AuditEntryBody), nextCursor: Nullable(Type.String()) });

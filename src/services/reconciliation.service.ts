@@ -1,0 +1,219 @@
+import { isFinanceDay, financeDayBounds, financeDayOf, minutesIntoFinanceDay, previousFinanceDay } from '../domain/finance-day.js';
+import { judgeEntry } from '../domain/reconciliation.js';
+import { InvalidRequestError } from '../domain/errors.js';
+import { SOURCES, type Source } from '../domain/vocabulary.js';
+import type { MinistryAdapters, SettlementEntry } from '../adapters/ministry/ministry.types.js';
+import type { DiscrepancyWrite, LocalSettled, ReconciliationRepository, RunRow } from '../db/repositories/reconciliation.repository.js';
+import type { SourceOutcome } from '../db/db.types.js';
+import type { AuditRepository } from '../db/repositories/audit.repository.js';
+import type { PaymentResolver } from './payment-resolution.service.js';
+import type { Logger } from '../domain/logger.port.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
+
+export interface ReconciliationSettings {
+  /** Time of the Mongolian day (minutes after midnight) from which the previous day is reconciled. */
+  scheduleAtMinutes: number;
+  /** A source that could not be reconciled is tried again this long after. */
+  retryMs: number;
+  /** How long one instance holds a day and source; renewed while it works through the day. */
+  leaseMs: number;
+  /** How long an operator's run waits for another instance's run of the same day and source. */
+  waitMs: number;
+}
+
+export interface ReconciliationDeps {
+  reconciliations: ReconciliationRepository;
+  ministries: MinistryAdapters;
+  resolver: Pick<PaymentResolver, 'confirm'>;
+  audit: AuditRepository;
+  settings: ReconciliationSettings;
+  log: Logger;
+  now?: Clock;
+  /** Called when a reconciliation confirmed payments (their outbox rows wait for delivery). */
+  onConfirmed?: () => void;
+}
+
+/** Local payments are read in pages of this many: a busy day does not load at once. */
+const PAGE = 1000;
+const WAIT_STEP_MS = 100;
+/** Due day-and-source pairs one scheduled pass takes on. */
+const DUE_PER_PASS = 6;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Daily reconciliation: each ministry system's settlement for a finance day against the payments
+ * this service confirmed, tied by payment id. Settled payments still `submitted` here are
+ * confirmed through the state machine; every disagreement is stored as a discrepancy, once.
+ */
+export function createReconciliationService(deps: ReconciliationDeps) {
+  const now = deps.now ?? systemClock;
+  const repo = deps.reconciliations;
+
+  interface Tally {
+    matched: number;
+    autoConfirmed: number;
+    found: DiscrepancyWrite[];
+  }
+
+  function finding(kind: DiscrepancyWrite['kind'], day: string, source: Source, entry: SettlementEntry | null, local: LocalSettled | null): DiscrepancyWrite {
+    return {
+      kind,
+      financeDay: day,
+      source,
+      refNum: entry?.refNum ?? local?.ref_num ?? '',
+      paymentId: entry?.paymentId ?? local?.id ?? '',
+      partnerId: local?.partner_id ?? null,
+      localAmount: local?.amount ?? null,
+      ministryAmount: entry?.amount ?? null,
+    };
+  }
+
+  async function autoConfirm(local: LocalSettled, entry: SettlementEntry, day: string): Promise<boolean> {
+    const settledAt = new Date(entry.date);
+    const paidAt = Number.isNaN(settledAt.getTime()) ? now() : settledAt;
+    const detail = { ministry: 'settled', financeDay: day, settledAmount: entry.amount, settledAt: entry.date };
+    return deps.resolver.confirm(local, paidAt, { cause: 'reconciliation', detail });
+  }
+
+  async function judgeSettled(day: string, source: Source, entries: Map<string, SettlementEntry>, tally: Tally): Promise<void> {
+    for (const ids of chunks([...entries.keys()], PAGE)) {
+      const locals = new Map((await repo.paymentsByIds(ids)).filter((p) => p.source === source).map((p) => [p.id, p]));
+      for (const id of ids) {
+        const entry = entries.get(id);
+        if (!entry) continue;
+        let local = locals.get(id) ?? null;
+        let verdict = judgeEntry(local, entry.amount);
+        if (verdict.autoConfirm && local) {
+          if (await autoConfirm(local, entry, day)) tally.autoConfirmed += 1;
+          else {
+            // Another actor moved it first: judge what it is now.
+            local = (await repo.paymentsByIds([id]))[0] ?? null;
+            verdict = { ...judgeEntry(local, entry.amount), autoConfirm: false };
+          }
+        }
+        if (verdict.matched) tally.matched += 1;
+        for (const kind of verdict.discrepancies) tally.found.push(finding(kind, day, source, entry, local));
+      }
+    }
+  }
+
+  /** Payments confirmed here for the day that the ministry's settlement does not list. */
+  async function findUnsettled(day: string, source: Source, entries: Map<string, SettlementEntry>, tally: Tally, renew: () => Promise<void>): Promise<void> {
+    const { from, to } = financeDayBounds(day);
+    let after: { paidAt: Date; id: string } | null = null;
+    for (;;) {
+      const page = await repo.confirmedBetween(source, from, to, after, PAGE);
+      for (const local of page) {
+        if (!entries.has(local.id)) tally.found.push(finding('missing_at_ministry', day, source, null, local));
+      }
+      const last = page.at(-1);
+      if (!last || page.length < PAGE || !last.paid_at) return;
+      after = { paidAt: last.paid_at, id: last.id };
+      await renew();
+    }
+  }
+
+  async function reconcileSource(day: string, source: Source, runId: string): Promise<SourceOutcome> {
+    const tally: Tally = { matched: 0, autoConfirmed: 0, found: [] };
+    const renew = () => repo.acquireRenew(day, source, new Date(now().getTime() + deps.settings.leaseMs));
+    const settled = await deps.ministries[source].settlement(day);
+    const entries = new Map(settled.map((e) => [e.paymentId, e]));
+    await judgeSettled(day, source, entries, tally);
+    await renew();
+    await findUnsettled(day, source, entries, tally, renew);
+    for (const part of chunks(tally.found, PAGE)) await repo.recordDiscrepancies(runId, part, now());
+    await repo.clearStale(day, source, runId, now());
+    return { source, status: 'completed', matched: tally.matched, autoConfirmed: tally.autoConfirmed, discrepancies: tally.found.length, error: null };
+  }
+
+  /** Reconciles one source whose lease this instance holds, and hands the lease back. */
+  async function runHeld(day: string, source: Source, runId: string): Promise<SourceOutcome> {
+    let outcome: SourceOutcome;
+    try {
+      outcome = await reconcileSource(day, source, runId);
+    } catch (err) {
+      deps.log.warn({ err, financeDay: day, source }, 'reconciliation of a source failed; it will be retried');
+      const error = err instanceof Error ? err.message : String(err);
+      outcome = { source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error };
+    }
+    const at = now();
+    await repo.release({ financeDay: day, source, now: at, error: outcome.error, retryAt: new Date(at.getTime() + deps.settings.retryMs) });
+    return outcome;
+  }
+
+  /** Waits (up to the configured time) for another instance's run of the same day and source. */
+  async function acquireWaiting(day: string, source: Source): Promise<boolean> {
+    const deadline = Date.now() + deps.settings.waitMs;
+    for (;;) {
+      if (await repo.acquire(day, source, now(), new Date(now().getTime() + deps.settings.leaseMs))) return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(WAIT_STEP_MS);
+    }
+  }
+
+  async function runSources(day: string, sources: readonly Source[], operator: string | null, held: boolean): Promise<RunRow> {
+    const runId = await repo.createRun(day, operator, now());
+    const outcomes = await Promise.all(
+      sources.map(async (source): Promise<SourceOutcome> => {
+        if (!held && !(await acquireWaiting(day, source))) {
+          return { source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error: 'another instance is reconciling this day and source' };
+        }
+        return runHeld(day, source, runId);
+      }),
+    );
+    const run = await repo.finishRun(runId, outcomes.every((o) => o.status === 'completed') ? 'completed' : 'partial', outcomes, now());
+    if (run.auto_confirmed > 0) deps.onConfirmed?.();
+    return run;
+  }
+
+  return {
+    /** An operator's run of every source for the day, now; waits for a run of the same day elsewhere. */
+    async run(financeDay: string, operator: string): Promise<RunRow> {
+      if (!isFinanceDay(financeDay)) throw new InvalidRequestError(['financeDay must be a date YYYY-MM-DD']);
+      if (financeDay > financeDayOf(now())) throw new InvalidRequestError(['financeDay must not be in the future']);
+      await repo.ensureSources(financeDay, SOURCES, now());
+      const run = await runSources(financeDay, SOURCES, operator, false);
+      await deps.audit.record({
+        operator,
+        action: 'reconciliation.run',
+        targetType: 'reconciliation',
+        targetId: run.id,
+        before: null,
+        after: { financeDay, status: run.status, matched: run.matched, autoConfirmed: run.auto_confirmed, discrepancies: run.discrepancies },
+        at: now(),
+      });
+      return run;
+    },
+
+    /**
+     * One scheduled pass: from the configured time of day on, the previous finance day is due;
+     * sources not yet reconciled (a new day, or one that failed) are taken when due, by one
+     * instance each.
+     */
+    async runDue(): Promise<RunRow[]> {
+      const at = now();
+      if (minutesIntoFinanceDay(at) >= deps.settings.scheduleAtMinutes) await repo.ensureSources(previousFinanceDay(at), SOURCES, at);
+      const due = await repo.due(at, DUE_PER_PASS);
+      const byDay = new Map<string, Source[]>();
+      for (const { financeDay, source } of due) {
+        if (await repo.acquire(financeDay, source, at, new Date(at.getTime() + deps.settings.leaseMs))) {
+          byDay.set(financeDay, [...(byDay.get(financeDay) ?? []), source]);
+        }
+      }
+      const runs: RunRow[] = [];
+      for (const [day, sources] of byDay) runs.push(await runSources(day, sources, null, true));
+      return runs;
+    },
+
+    listRuns: (financeDay: string | undefined) => repo.listRuns(financeDay, 100),
+  };
+}
+
+export type ReconciliationService = ReturnType<typeof createReconciliationService>;
