@@ -1,0 +1,158 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import type { Static } from 'typebox';
+import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { approve, cancelPayment, partnerWithInvoice, partnerWithPayment, pay } from '../helpers/api.js';
+import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import type { AdminDeliveryListBody, AdminPaymentDetailBody, AdminPaymentListBody, AuditListBody } from '../../src/schemas/back-office.schema.js';
+
+type PaymentList = Static<typeof AdminPaymentListBody>;
+type PaymentDetail = Static<typeof AdminPaymentDetailBody>;
+type DeliveryList = Static<typeof AdminDeliveryListBody>;
+type AuditList = Static<typeof AuditListBody>;
+
+const DORJ = { name: 'dorj', token: 'dorj-operator-token' };
+let ctx: TestContext;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  [ctx, receiver] = await Promise.all([createTestContext({ config: { adminTokens: [DORJ] } }), startReceiver()]);
+});
+afterAll(async () => {
+  await ctx?.close();
+  await receiver?.close();
+});
+
+function admin(method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object, token = ctx.config.adminToken) {
+  return ctx.admin.inject({ method, url, payload, headers: { authorization: `Bearer ${token}` } });
+}
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await admin('GET', url);
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json<T>();
+}
+
+const timeline = async (id: string) => (await getJson<PaymentDetail>(`/admin/payments/${id}`)).timeline.map((t) => [t.from, t.to, t.event, t.cause]);
+
+describe('operators and the audit log', () => {
+  it('names the operator of every action, with the state before and after, and never a key', async () => {
+    const created = await admin('POST', '/admin/partners', { name: 'Audit Bank' }, DORJ.token);
+    expect(created.statusCode).toBe(201);
+    const { id, apiKey } = created.json<{ id: string; apiKey: string }>();
+    expect((await admin('PATCH', `/admin/partners/${id}`, { active: false, qrStandard: 'govstd' }, DORJ.token)).statusCode).toBe(200);
+    expect((await admin('POST', `/admin/partners/${id}/keys`, undefined)).statusCode).toBe(201);
+
+    const { items } = await getJson<AuditList>(`/admin/audit?targetId=${id}`);
+    expect(items.map((e) => [e.operator, e.action, e.targetType, e.targetId])).toEqual([
+      ['admin', 'partner.rotate_key', 'partner', id],
+      ['dorj', 'partner.update', 'partner', id],
+      ['dorj', 'partner.create', 'partner', id],
+    ]);
+    expect(items[1]?.before).toMatchObject({ active: true, qrStandard: 'qrpay' });
+    expect(items[1]?.after).toMatchObject({ active: false, qrStandard: 'govstd' });
+    expect(JSON.stringify(items)).not.toContain(apiKey);
+    expect((await getJson<AuditList>('/admin/audit?operator=dorj&action=partner.create')).items.map((e) => e.targetId)).toContain(id);
+  });
+
+  it('refuses an unknown operator token', async () => {
+    expect((await admin('GET', '/admin/audit', undefined, 'not-a-token')).statusCode).toBe(401);
+    expect((await ctx.admin.inject({ method: 'GET', url: '/admin/payments' })).statusCode).toBe(401);
+  });
+});
+
+describe('payment search and timeline', () => {
+  it('finds a payment by id, partner, refNum, invoice and status', async () => {
+    const { partner, invoice, payment } = await partnerWithPayment(ctx, 'mof');
+    for (const query of [`paymentId=${payment.id}`, `partnerId=${partner.id}`, `refNum=${invoice.refNum}`, `invoiceId=${invoice.id}`, `partnerId=${partner.id}&status=submitted`]) {
+      const { items } = await getJson<PaymentList>(`/admin/payments?${query}`);
+      expect(items.map((p) => p.id), query).toEqual([payment.id]);
+    }
+    expect((await getJson<PaymentList>(`/admin/payments?partnerId=${partner.id}&status=confirmed`)).items).toEqual([]);
+    const [row] = (await getJson<PaymentList>(`/admin/payments?paymentId=${payment.id}`)).items;
+    expect(row).toMatchObject({ partnerId: partner.id, invoiceId: invoice.id, refNum: invoice.refNum, source: 'mof', amount: 10000, status: 'submitted' });
+    expect((await admin('GET', '/admin/payments?status=lost')).statusCode).toBe(400);
+    expect((await admin('GET', '/admin/payments/00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+  });
+
+  it('pages through many payments by keyset, newest first, without gaps or repeats', async () => {
+    const partner = await ctx.partner();
+    // 120 stored payments of one partner, a second apart.
+    await sql`
+      WITH inv AS (
+        INSERT INTO invoices (source, ref_num, description, amount, status, payee_id, payee_name)
+        SELECT 'mof', 'PAGE-' || ${partner.id}::text || '-' || g, 'x', 100, 'paid', 'ORG-100', 'x' FROM generate_series(1, 120) g
+        RETURNING id, ref_num
+      )
+      INSERT INTO payments (partner_id, invoice_id, source, amount, status, created_at, updated_at)
+      SELECT ${partner.id}::uuid, id, 'mof', 100, 'failed', now() - (split_part(ref_num, '-', 7)::int || ' seconds')::interval, now() FROM inv`.execute(ctx.deps.db);
+    const seen: string[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const page: PaymentList = await getJson<PaymentList>(`/admin/payments?partnerId=${partner.id}${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.items.length).toBeLessThanOrEqual(50);
+      seen.push(...page.items.map((p) => p.createdAt + p.id));
+      cursor = page.nextCursor;
+    }
+    expect(seen).toHaveLength(120);
+    expect(new Set(seen).size).toBe(120);
+    expect([...seen].sort().reverse()).toEqual(seen);
+  });
+
+  it('names the cause and the ministry answer of every state change', async () => {
+    const confirmed = await partnerWithPayment(ctx, 'police');
+    await approve(ctx, confirmed.invoice.refNum);
+    await ctx.runJobs();
+    expect(await timeline(confirmed.payment.id)).toEqual([
+      [null, 'pending', 'created', 'partner_request'],
+      ['pending', 'submitted', 'ministry_accepted', 'partner_request'],
+      ['submitted', 'confirmed', 'ministry_approved', 'confirmation_job'],
+    ]);
+    expect((await cancelPayment(ctx, confirmed.partner.apiKey, confirmed.payment.id)).statusCode).toBe(200);
+    expect((await timeline(confirmed.payment.id)).at(-1)).toEqual(['confirmed', 'canceled', 'partner_canceled', 'partner_request']);
+
+    const refused = await partnerWithInvoice(ctx, 'etax', { rejectPayment: true });
+    const res = await pay(ctx, refused.partner.apiKey, { invoiceId: refused.invoice.id });
+    expect(res.statusCode).toBe(422);
+    const [failed] = (await getJson<PaymentList>(`/admin/payments?invoiceId=${refused.invoice.id}`)).items;
+    const detail = await getJson<PaymentDetail>(`/admin/payments/${failed?.id}`);
+    expect(detail.timeline.at(-1)).toMatchObject({ from: 'pending', to: 'failed', event: 'ministry_refused', cause: 'partner_request', detail: { ministry: 'refused', reason: 'not accepted at this time' } });
+
+    const expiring = await partnerWithPayment(ctx, 'mof');
+    ctx.advance(ctx.config.paymentExpiryMs + 1);
+    await ctx.runJobs();
+    expect((await timeline(expiring.payment.id)).at(-1)).toEqual(['submitted', 'canceled', 'expired', 'expiry']);
+  });
+});
+
+describe('webhook deliveries across partners', () => {
+  it('lists a partner delivery and queues it again on request, in the audit log', async () => {
+    const { partner, invoice, payment } = await partnerWithPayment(ctx, 'mof');
+    const hook = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url, secret: 'back-office-test-secret-0123456789', events: ['payment.confirmed'] } });
+    expect(hook.statusCode, hook.body).toBe(201);
+    await approve(ctx, invoice.refNum);
+    await ctx.runJobs();
+    const before = receiver.received.filter((r) => r.body.includes(payment.id)).length;
+    expect(before).toBe(1);
+
+    const { items } = await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}`);
+    expect(items).toHaveLength(1);
+    const [delivery] = items;
+    expect(delivery).toMatchObject({ partnerId: partner.id, url: receiver.url, event: 'payment.confirmed', status: 'delivered', attempts: 1, lastStatusCode: 200, lastError: null });
+    expect((await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}&status=failed`)).items).toEqual([]);
+
+    const again = await admin('POST', `/admin/deliveries/${delivery?.id}/redeliver`, undefined, DORJ.token);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toMatchObject({ id: delivery?.id, status: 'pending' });
+    await ctx.runJobs();
+    expect(receiver.received.filter((r) => r.body.includes(payment.id))).toHaveLength(2);
+    expect((await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}`)).items[0]).toMatchObject({ status: 'delivered', attempts: 2 });
+    const audit = await getJson<AuditList>(`/admin/audit?targetId=${delivery?.id}`);
+    expect(audit.items.map((e) => [e.operator, e.action])).toEqual([['dorj', 'delivery.redeliver']]);
+
+    expect((await admin('POST', '/admin/deliveries/00000000-0000-4000-8000-000000000000/redeliver')).statusCode).toBe(404);
+    const webhookId = hook.json<{ id: string }>().id;
+    expect((await ctx.api(partner.apiKey, { method: 'DELETE', url: `/api/v1/webhooks/${webhookId}` })).statusCode).toBe(200);
+    expect((await admin('POST', `/admin/deliveries/${delivery?.id}/redeliver`)).statusCode).toBe(409);
+  });
+});
