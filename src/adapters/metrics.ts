@@ -85,17 +85,7 @@ export function createMetrics() {
     }),
     /** Wires the gauges that read the database at scrape time. */
     observe(sources: MetricsSources) {
-      new Gauge({
-        name: 'payments_by_status',
-        help: 'Payments by status',
-        labelNames: ['status'] as const,
-        registers: [registry],
-        async collect() {
-          const counts = (await sources.paymentsByStatus?.()) ?? {};
-          this.reset();
-          for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
-        },
-      });
+      labelledGauge(registry, 'payments_by_status', 'Payments by status', 'status', async () => (await sources.paymentsByStatus?.()) ?? {});
       labelledGauge(registry, 'reconciliation_open_discrepancies', 'Open reconciliation discrepancies by kind', 'kind', async () => (await sources.openDiscrepancies?.()) ?? {});
       labelledGauge(registry, 'payment_confirmation_backlog', 'Unresolved payments due for a check, by source', 'source', async () => (await sources.confirmationBacklog?.()) ?? {});
       labelledGauge(registry, 'reconciliation_last_success_timestamp_seconds', 'When each source was last reconciled successfully', 'source', async () =>

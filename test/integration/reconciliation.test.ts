@@ -189,6 +189,24 @@ describe('daily reconciliation', () => {
     await expectBooksHold();
   });
 
+  it('exposes open discrepancies, the last successful run, the backlog and the confirmation lag as metrics', async () => {
+    const { invoice } = await confirmedPayment('police');
+    await ctx.sim('/__control/settlement/drop', { refNum: invoice.refNum });
+    await partnerWithPayment(ctx, 'mof');
+    await reconcile();
+    const res = await ctx.admin.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    const line = (prefix: string) => res.body.split('\n').find((l) => l.startsWith(prefix));
+    expect(line('reconciliation_open_discrepancies{kind="missing_at_ministry"}')).toMatch(/ 1$/);
+    for (const source of ['mof', 'etax', 'police']) {
+      const seconds = Number(line(`reconciliation_last_success_timestamp_seconds{source="${source}"}`)?.split(' ')[1]);
+      expect(Math.abs(seconds - Date.now() / 1000), source).toBeLessThan(600);
+    }
+    expect(line('payment_confirmation_lag_seconds_count{source="police"}')).toMatch(/ 1$/);
+    expect(line('payment_confirmation_backlog{source="mof"}')).toMatch(/ 1$/);
+    expect(line('webhook_outbox_backlog')).toBeDefined();
+  });
+
   it('refuses a malformed or future finance day', async () => {
     for (const financeDay of ['2025-02-30', 'yesterday', '2999-01-01']) {
       const res = await admin(ctx, 'POST', '/admin/reconciliations', { financeDay });
