@@ -14,6 +14,7 @@ import type {
   ReconciliationRunView,
 } from '../schemas/back-office.schema.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Trx } from '../db/in-transaction.js';
 
 export interface BackOfficeDeps {
   payments: PaymentSearchRepository;
@@ -122,8 +123,10 @@ function page<R, V>(rows: R[], view: (r: R) => V, cursorOf: (r: R) => string) {
 export function createBackOfficeService(deps: BackOfficeDeps) {
   const now = deps.now ?? systemClock;
 
-  function audit(operator: string, action: AuditAction, targetType: string, targetId: string, before: object | null, after: object | null) {
-    return deps.audit.record({ operator, action, targetType, targetId, before: before as Record<string, unknown> | null, after: after as Record<string, unknown> | null, at: now() });
+  /** The audit entry of an operator's action, to write in the action's own transaction. */
+  function audit(operator: string, action: AuditAction, targetType: string, targetId: string, before: object | null, after: object | null): (trx: Trx) => Promise<void> {
+    const entry = { operator, action, targetType, targetId, before: before as Record<string, unknown> | null, after: after as Record<string, unknown> | null };
+    return (trx) => deps.audit.record({ ...entry, at: now() }, trx);
   }
 
   return {
@@ -153,13 +156,12 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
     },
 
     async resolveDiscrepancy(id: string, note: string, operator: string): Promise<DiscrepancyView> {
-      const before = await deps.reconciliations.findDiscrepancy(id);
-      if (!before) throw new NotFoundError('Discrepancy');
-      const after = await deps.reconciliations.resolveDiscrepancy(id, note, operator, now());
-      if (!after) throw new ConflictError('Discrepancy is already resolved');
-      const view = discrepancyView(after);
-      await audit(operator, 'discrepancy.resolve', 'discrepancy', id, discrepancyView(before), view);
-      return view;
+      const resolved = await deps.reconciliations.resolveDiscrepancy(id, { note, operator, at: now() }, (trx, { before, after }) =>
+        audit(operator, 'discrepancy.resolve', 'discrepancy', id, discrepancyView(before), discrepancyView(after))(trx),
+      );
+      if (resolved === 'missing') throw new NotFoundError('Discrepancy');
+      if (resolved === 'resolved') throw new ConflictError('Discrepancy is already resolved');
+      return discrepancyView(resolved);
     },
 
     async deliveries(filter: { partnerId?: string; status?: DeliveryStatus }, cursor: string | undefined) {
@@ -167,15 +169,13 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
     },
 
     async redeliver(id: string, operator: string): Promise<AdminDeliveryView> {
-      const before = await deps.deliveries.findLog(id);
-      if (!before) throw new NotFoundError('Delivery');
-      if (!(await deps.deliveries.redeliver(id, now()))) throw new ConflictError('The webhook of this delivery is deleted');
-      const after = await deps.deliveries.findLog(id);
-      if (!after) throw new NotFoundError('Delivery');
-      const view = deliveryView(after);
-      await audit(operator, 'delivery.redeliver', 'delivery', id, { status: before.status, attempts: before.attempts }, { status: after.status, attempts: after.attempts });
+      const queued = await deps.deliveries.redeliver(id, now(), (trx, { before, after }) =>
+        audit(operator, 'delivery.redeliver', 'delivery', id, { status: before.status, attempts: before.attempts }, { status: after.status, attempts: after.attempts })(trx),
+      );
+      if (queued === 'missing') throw new NotFoundError('Delivery');
+      if (queued === 'deleted') throw new ConflictError('The webhook of this delivery is deleted');
       deps.onRedeliver?.();
-      return view;
+      return deliveryView(queued);
     },
 
     async auditLog(filter: { operator?: string; action?: string; targetId?: string }, cursor: string | undefined) {

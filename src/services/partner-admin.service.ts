@@ -12,23 +12,18 @@ export function createPartnerAdminService(deps: { partners: PartnerService; back
   return {
     list: () => partners.list(),
 
-    async create(input: CreatePartnerInput, operator: string) {
-      const created = await partners.create(input);
-      await backOffice.audit(operator, 'partner.create', 'partner', created.id, null, auditable(created));
-      return created;
-    },
+    create: (input: CreatePartnerInput, operator: string) =>
+      partners.create(input, (trx, created) => backOffice.audit(operator, 'partner.create', 'partner', created.id, null, auditable(created))(trx)),
 
     async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, operator: string) {
       const before = await partners.get(id);
-      const after = await partners.update(id, patch);
-      await backOffice.audit(operator, 'partner.update', 'partner', id, auditable(before), auditable(after));
-      return after;
+      return partners.update(id, patch, (trx, after) => backOffice.audit(operator, 'partner.update', 'partner', id, auditable(before), auditable(after))(trx));
     },
 
     async rotateKey(id: string, operator: string) {
-      const rotated = await partners.rotateKey(id);
-      await backOffice.audit(operator, 'partner.rotate_key', 'partner', id, null, { previousKeysExpireAt: rotated.previousKeysExpireAt.toISOString() });
-      return rotated;
+      // The key itself never reaches the log: only that it was rotated and when the old ones stop.
+      const before = await partners.get(id);
+      return partners.rotateKey(id, (trx) => backOffice.audit(operator, 'partner.rotate_key', 'partner', id, null, { environment: before.environment })(trx));
     },
   };
 }

@@ -3,6 +3,7 @@ import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/e
 import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnvironment, keyPrefix } from '../domain/api-key.js';
 import type { KeyEnvironment } from '../domain/vocabulary.js';
 import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
+import type { AlsoInTransaction } from '../db/in-transaction.js';
 
 export type Partner = PartnerRow;
 import type { AppEnv, QrStandard } from '../domain/vocabulary.js';
@@ -128,12 +129,13 @@ export function createPartnerService(deps: {
   }
 
   return {
-    async create(input: CreatePartnerInput): Promise<PartnerRow & { apiKey: string }> {
+    async create(input: CreatePartnerInput, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow & { apiKey: string }> {
       const environment = input.environment ?? 'sandbox';
       const { apiKey, stored } = newKey(environment);
       const partner = await deps.partners.create(
         { name: input.name, qrStandard: input.qrStandard ?? 'qrpay', environment, active: input.active ?? true },
         stored,
+        also,
       );
       forgetRefusal(stored.hash);
       return { ...partner, apiKey };
@@ -143,18 +145,18 @@ export function createPartnerService(deps: {
     list: () => deps.partners.list(),
     count: () => deps.partners.count(),
 
-    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }): Promise<PartnerRow> {
-      const partner = await deps.partners.update(id, patch);
+    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow> {
+      const partner = await deps.partners.update(id, patch, also);
       clearCache();
       if (!partner) throw new NotFoundError('Partner');
       return partner;
     },
 
-    async rotateKey(id: string): Promise<{ apiKey: string; previousKeysExpireAt: Date }> {
+    async rotateKey(id: string, also?: AlsoInTransaction<string>): Promise<{ apiKey: string; previousKeysExpireAt: Date }> {
       const partner = await requirePartner(id);
       const { apiKey, stored } = newKey(partner.environment);
       const previousKeysExpireAt = new Date(now().getTime() + deps.keyRotationGraceMs);
-      await deps.partners.rotateKey(id, partner.environment, stored, previousKeysExpireAt);
+      await deps.partners.rotateKey(id, partner.environment, stored, previousKeysExpireAt, also);
       clearCache();
       return { apiKey, previousKeysExpireAt };
     },

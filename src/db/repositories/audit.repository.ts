@@ -1,6 +1,6 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
-import type { AuditLogTable } from '../db.types.js';
+import type { AuditLogTable, Database } from '../db.types.js';
 import type { AuditAction } from '../../domain/vocabulary.js';
 
 export type AuditRow = Selectable<AuditLogTable>;
@@ -19,8 +19,9 @@ const json = (value: Record<string, unknown> | null) => (value === null ? 'null'
 
 export function createAuditRepository(db: Db) {
   return {
-    async record(entry: AuditEntry): Promise<void> {
-      await db
+    /** In the caller's transaction when it gives one: the action and its entry commit together. */
+    async record(entry: AuditEntry, executor: Kysely<Database> = db): Promise<void> {
+      await executor
         .insertInto('audit_log')
         .values({
           operator: entry.operator,

@@ -2,6 +2,7 @@ import type { Db } from '../database.js';
 import type { PartnersTable } from '../db.types.js';
 import type { KeyEnvironment, QrStandard } from '../../domain/vocabulary.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
+import type { AlsoInTransaction } from '../in-transaction.js';
 
 export interface PartnerRow {
   id: string;
@@ -39,7 +40,11 @@ function toPartner(r: PartnerSelect): PartnerRow {
 
 export function createPartnerRepository(db: Db, now: Clock = systemClock) {
   return {
-    async create(input: { name: string; qrStandard: QrStandard; environment: KeyEnvironment; active: boolean }, key: { hash: string; prefix: string }): Promise<PartnerRow> {
+    async create(
+      input: { name: string; qrStandard: QrStandard; environment: KeyEnvironment; active: boolean },
+      key: { hash: string; prefix: string },
+      also?: AlsoInTransaction<PartnerRow>,
+    ): Promise<PartnerRow> {
       return db.transaction().execute(async (trx) => {
         const row = await trx
           .insertInto('partners')
@@ -50,7 +55,9 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
           .insertInto('api_keys')
           .values({ partner_id: row.id, key_hash: key.hash, key_prefix: key.prefix, environment: input.environment })
           .execute();
-        return toPartner(row);
+        const partner = toPartner(row);
+        await also?.(trx, partner);
+        return partner;
       });
     },
 
@@ -69,8 +76,9 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
       return row ? toPartner(row) : null;
     },
 
-    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }): Promise<PartnerRow | null> {
-      const row = await db
+    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow | null> {
+      return db.transaction().execute(async (trx) => {
+        const row = await trx
         .updateTable('partners')
         .set({
           ...(patch.active !== undefined ? { active: patch.active } : {}),
@@ -80,11 +88,21 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
         .where('id', '=', id)
         .returning(partnerColumns)
         .executeTakeFirst();
-      return row ? toPartner(row) : null;
+        if (!row) return null;
+        const partner = toPartner(row);
+        await also?.(trx, partner);
+        return partner;
+      });
     },
 
     /** Adds a new key and puts an expiry on the partner's current keys, in one transaction. */
-    async rotateKey(partnerId: string, environment: KeyEnvironment, key: { hash: string; prefix: string }, oldKeysExpireAt: Date): Promise<void> {
+    async rotateKey(
+      partnerId: string,
+      environment: KeyEnvironment,
+      key: { hash: string; prefix: string },
+      oldKeysExpireAt: Date,
+      also?: AlsoInTransaction<string>,
+    ): Promise<void> {
       await db.transaction().execute(async (trx) => {
         await trx
           .updateTable('api_keys')
@@ -96,6 +114,7 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
           .insertInto('api_keys')
           .values({ partner_id: partnerId, key_hash: key.hash, key_prefix: key.prefix, environment })
           .execute();
+        await also?.(trx, partnerId);
       });
     },
 

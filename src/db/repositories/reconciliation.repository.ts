@@ -3,6 +3,7 @@ import type { Db } from '../database.js';
 import type { DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
 import type { DiscrepancyKind, DiscrepancyStatus, ReconciliationStatus, Source } from '../../domain/vocabulary.js';
 import { isUuid } from '../../domain/uuid.js';
+import type { AlsoInTransaction } from '../in-transaction.js';
 
 export type RunRow = Selectable<ReconciliationRunsTable>;
 export type DiscrepancyRow = Selectable<DiscrepanciesTable>;
@@ -227,20 +228,28 @@ export function createReconciliationRepository(db: Db) {
       return query.execute();
     },
 
-    async findDiscrepancy(id: string): Promise<DiscrepancyRow | null> {
-      return (await db.selectFrom('discrepancies').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
-    },
-
-    /** open -> resolved with the operator's note; null when it is not open (resolved meanwhile). */
-    async resolveDiscrepancy(id: string, note: string, operator: string, at: Date): Promise<DiscrepancyRow | null> {
-      const row = await db
-        .updateTable('discrepancies')
-        .set({ status: 'resolved', note, resolved_at: at, resolved_by: operator })
-        .where('id', '=', id)
-        .where('status', '=', 'open')
-        .returningAll()
-        .executeTakeFirst();
-      return row ?? null;
+    /**
+     * open -> resolved with the operator's note, and `also` in the same transaction; `missing` or
+     * `resolved` (already, by someone else) leave it as it is.
+     */
+    async resolveDiscrepancy(
+      id: string,
+      input: { note: string; operator: string; at: Date },
+      also: AlsoInTransaction<{ before: DiscrepancyRow; after: DiscrepancyRow }>,
+    ): Promise<DiscrepancyRow | 'missing' | 'resolved'> {
+      return db.transaction().execute(async (trx) => {
+        const before = await trx.selectFrom('discrepancies').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+        if (!before) return 'missing' as const;
+        if (before.status !== 'open') return 'resolved' as const;
+        const after = await trx
+          .updateTable('discrepancies')
+          .set({ status: 'resolved', note: input.note, resolved_at: input.at, resolved_by: input.operator })
+          .where('id', '=', id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await also(trx, { before, after });
+        return after;
+      });
     },
 
     async openByKind(): Promise<Record<string, number>> {

@@ -1,6 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db.types.js';
 import type { Db } from '../database.js';
 import type { DeliveryStatus, WebhookEvent } from '../../domain/vocabulary.js';
+import type { AlsoInTransaction } from '../in-transaction.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
 export interface ClaimedDelivery {
@@ -61,8 +63,8 @@ export interface DeliveryLogRow {
 }
 
 export function createWebhookDeliveryRepository(db: Db) {
-  const logRows = () =>
-    db
+  const logRows = (executor: Kysely<Database> = db) =>
+    executor
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
       .innerJoin('events as e', 'e.id', 'd.event_id')
@@ -217,24 +219,27 @@ export function createWebhookDeliveryRepository(db: Db) {
       return q.execute();
     },
 
-    async findLog(id: string): Promise<DeliveryLogRow | null> {
-      return (await logRows().where('d.id', '=', id).executeTakeFirst()) ?? null;
-    },
-
     /**
-     * Queues one more attempt of a delivery, due now, whatever became of it; null when its webhook
-     * is deleted (there is nowhere to send it). The attempt count goes on, so the attempt log keeps
-     * every try in order.
+     * Queues one more attempt of a delivery, due now, whatever became of it, and `also` in the same
+     * transaction; `deleted` when its webhook is deleted (there is nowhere to send it). The attempt
+     * count goes on, so the attempt log keeps every try in order.
      */
-    async redeliver(id: string, at: Date): Promise<boolean> {
-      const row = await db
-        .updateTable('webhook_deliveries')
-        .set({ status: 'pending', next_attempt_at: at, updated_at: at })
-        .where('id', '=', id)
-        .where('webhook_id', 'in', (eb) => eb.selectFrom('webhooks').select('id').where('deleted_at', 'is', null))
-        .returning('id')
-        .executeTakeFirst();
-      return row !== undefined;
+    async redeliver(id: string, at: Date, also: AlsoInTransaction<{ before: DeliveryLogRow; after: DeliveryLogRow }>): Promise<DeliveryLogRow | 'missing' | 'deleted'> {
+      return db.transaction().execute(async (trx) => {
+        const before = await logRows(trx).where('d.id', '=', id).executeTakeFirst();
+        if (!before) return 'missing' as const;
+        const moved = await trx
+          .updateTable('webhook_deliveries')
+          .set({ status: 'pending', next_attempt_at: at, updated_at: at })
+          .where('id', '=', id)
+          .where('webhook_id', 'in', (eb) => eb.selectFrom('webhooks').select('id').where('deleted_at', 'is', null))
+          .returning('id')
+          .executeTakeFirst();
+        if (!moved) return 'deleted' as const;
+        const after = await logRows(trx).where('d.id', '=', id).executeTakeFirstOrThrow();
+        await also(trx, { before, after });
+        return after;
+      });
     },
 
     async countPending(): Promise<number> {
