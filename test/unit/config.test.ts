@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
+
+describe('operator and reconciliation settings', () => {
+  it('names operators from ADMIN_TOKENS beside ADMIN_TOKEN, which stays operator admin', () => {
+    const config = loadConfig({ ADMIN_TOKEN: 'single-admin-token', ADMIN_TOKENS: 'dorj:dorj-token-1234, saraa:saraa-token-5678' });
+    expect(operatorsOf(config)).toEqual([
+      { name: 'admin', token: 'single-admin-token' },
+      { name: 'dorj', token: 'dorj-token-1234' },
+      { name: 'saraa', token: 'saraa-token-5678' },
+    ]);
+  });
+
+  it('refuses a pair without a name, a short token or a bad operator name', () => {
+    expect(() => loadConfig({ ADMIN_TOKENS: 'no-colon-here' })).toThrow(/ADMIN_TOKENS/);
+    expect(() => loadConfig({ ADMIN_TOKENS: 'dorj:short' })).toThrow(/Invalid configuration/);
+    expect(() => loadConfig({ ADMIN_TOKENS: 'dorj smith:long-enough-token' })).toThrow(/Invalid configuration/);
+  });
+
+  it('schedules the reconciliation at RECONCILE_AT, 02:00 by default', () => {
+    expect(loadConfig({}).reconciliation).toMatchObject({ at: '02:00', retryMs: 15 * 60_000 });
+    expect(loadConfig({ RECONCILE_AT: '06:30', RECONCILE_RETRY_MS: '60000' }).reconciliation).toMatchObject({ at: '06:30', retryMs: 60_000 });
+    expect(() => loadConfig({ RECONCILE_AT: '25:00' })).toThrow(/Invalid configuration/);
+  });
+});
