@@ -17,6 +17,8 @@ const Amount = Type.Number();
 const NullableAmount = Nullable(Type.Number());
 const NullableTime = Nullable(IsoDateTime);
 const Cursor = Type.String({ minLength: 1, maxLength: 64, description: 'nextCursor of the previous page' });
+/** A time, or a finance day: `from` a day is its start, `to` a day is its end (the day included). */
+const TimeOrDay = Type.Union([IsoDateTime, Type.String({ format: 'date' })], { description: 'date-time, or YYYY-MM-DD in Mongolian time' });
 const JsonObject = Type.Unsafe<Record<string, unknown> | null>({ type: ['object', 'null'], additionalProperties: true });
 
 export const ReconcileBody = Type.Object({ financeDay: FinanceDay }, { additionalProperties: false });
@@ -79,8 +81,8 @@ export const PaymentSearchQuery = Type.Object(
     refNum: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     partnerId: Type.Optional(Uuid),
     status: Type.Optional(StringEnum(PAYMENT_STATUSES)),
-    from: Type.Optional(IsoDateTime),
-    to: Type.Optional(IsoDateTime),
+    from: Type.Optional(TimeOrDay),
+    to: Type.Optional(TimeOrDay),
     cursor: Type.Optional(Cursor),
   },
   { additionalProperties: false },

@@ -1,5 +1,6 @@
 import { ConflictError, NotFoundError } from '../domain/errors.js';
 import { amountToNumber } from '../domain/money.js';
+import { financeDayBounds, isFinanceDay } from '../domain/finance-day.js';
 import type { DeliveryStatus, DiscrepancyStatus, AuditAction } from '../domain/vocabulary.js';
 import type { PaymentListRow, PaymentSearch, PaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
 import type { DeliveryLogRow, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
@@ -113,6 +114,12 @@ function auditView(r: AuditRow): AuditEntryView {
   };
 }
 
+/** A search bound: a time as given, or a finance day's start (`from`) or end (`to`). */
+function instant(text: string | undefined, side: 'from' | 'to'): Date | undefined {
+  if (text === undefined) return undefined;
+  return isFinanceDay(text) ? financeDayBounds(text)[side] : new Date(text);
+}
+
 /** One page and the cursor of the next: there is a next page only when this one came back full. */
 function page<R, V>(rows: R[], view: (r: R) => V, cursorOf: (r: R) => string) {
   const last = rows.at(-1);
@@ -132,8 +139,9 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
   return {
     audit,
 
-    async searchPayments(filter: PaymentSearch, cursor: string | undefined) {
-      return page(await deps.payments.search(filter, cursor ?? null, PAGE), paymentView, (r) => r.id);
+    async searchPayments(filter: Omit<PaymentSearch, 'from' | 'to'> & { from?: string; to?: string }, cursor: string | undefined) {
+      const range = { from: instant(filter.from, 'from'), to: instant(filter.to, 'to') };
+      return page(await deps.payments.search({ ...filter, ...range }, cursor ?? null, PAGE), paymentView, (r) => r.id);
     },
 
     async payment(id: string): Promise<AdminPaymentDetailView> {

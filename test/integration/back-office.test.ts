@@ -4,6 +4,7 @@ import type { Static } from 'typebox';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, cancelPayment, partnerWithInvoice, partnerWithPayment, pay } from '../helpers/api.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { financeDayOf } from '../../src/domain/finance-day.js';
 import type { AdminDeliveryListBody, AdminPaymentDetailBody, AdminPaymentListBody, AuditListBody } from '../../src/schemas/back-office.schema.js';
 
 type PaymentList = Static<typeof AdminPaymentListBody>;
@@ -71,6 +72,11 @@ describe('payment search and timeline', () => {
     expect((await getJson<PaymentList>(`/admin/payments?partnerId=${partner.id}&status=confirmed`)).items).toEqual([]);
     const [row] = (await getJson<PaymentList>(`/admin/payments?paymentId=${payment.id}`)).items;
     expect(row).toMatchObject({ partnerId: partner.id, invoiceId: invoice.id, refNum: invoice.refNum, source: 'mof', amount: 10000, status: 'submitted' });
+    const day = financeDayOf(new Date());
+    const inDay = await getJson<PaymentList>(`/admin/payments?partnerId=${partner.id}&from=${day}&to=${day}`);
+    expect(inDay.items.map((p) => p.id)).toEqual([payment.id]);
+    expect((await getJson<PaymentList>(`/admin/payments?partnerId=${partner.id}&to=2020-01-01`)).items).toEqual([]);
+    expect((await getJson<PaymentList>(`/admin/payments?partnerId=${partner.id}&from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).items).toEqual([]);
     expect((await admin('GET', '/admin/payments?status=lost')).statusCode).toBe(400);
     expect((await admin('GET', '/admin/payments/00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
   });

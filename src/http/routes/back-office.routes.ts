@@ -27,7 +27,6 @@ export interface BackOfficeRouteOptions {
 }
 
 const errors = { 400: BadRequestBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody };
-const date = (text: string | undefined) => (text === undefined ? undefined : new Date(text));
 
 /** Reconciliation, payments, deliveries and the audit log, across partners; inside the admin auth scope. */
 export const backOfficeRoutes: FastifyPluginAsyncTypebox<BackOfficeRouteOptions> = async (app, { backOffice, reconciliation }) => {
@@ -50,8 +49,8 @@ export const backOfficeRoutes: FastifyPluginAsyncTypebox<BackOfficeRouteOptions>
   );
 
   app.get('/admin/payments', { schema: { querystring: PaymentSearchQuery, response: { 200: AdminPaymentListBody, ...errors } } }, async (request) => {
-    const { cursor, from, to, ...filter } = request.query;
-    return backOffice.searchPayments({ ...filter, from: date(from), to: date(to) }, cursor);
+    const { cursor, ...filter } = request.query;
+    return backOffice.searchPayments(filter, cursor);
   });
 
   app.get('/admin/payments/:id', { schema: { params: IdParams, response: { 200: AdminPaymentDetailBody, ...errors } } }, async (request) =>
