@@ -1,4 +1,4 @@
-import { compareAmounts } from './money.js';
+import { amountFromMongo, compareAmounts, toMongo } from './money.js';
 import type { DiscrepancyKind, PaymentStatus } from './vocabulary.js';
 
 /** What the service holds for the payment id a settlement entry names; null when it has none. */
@@ -14,6 +14,19 @@ export interface EntryVerdict {
   /** Still submitted here: the settlement is the ministry's approval, so it is confirmed now. */
   autoConfirm: boolean;
   discrepancies: DiscrepancyKind[];
+}
+
+/**
+ * A settlement's entries by payment id. An id the ministry lists twice is one entry of the summed
+ * amount: a payment settled twice then shows as an amount mismatch instead of passing as matched.
+ */
+export function entriesById<E extends { paymentId: string; amount: string }>(entries: readonly E[]): Map<string, E> {
+  const byId = new Map<string, E>();
+  for (const entry of entries) {
+    const seen = byId.get(entry.paymentId);
+    byId.set(entry.paymentId, seen ? { ...seen, amount: amountFromMongo(Number(toMongo(seen.amount) + toMongo(entry.amount))) } : entry);
+  }
+  return byId;
 }
 
 /**

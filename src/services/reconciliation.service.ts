@@ -1,5 +1,5 @@
 import { isFinanceDay, financeDayBounds, financeDayOf, minutesIntoFinanceDay, previousFinanceDay } from '../domain/finance-day.js';
-import { judgeEntry } from '../domain/reconciliation.js';
+import { entriesById, judgeEntry } from '../domain/reconciliation.js';
 import { InvalidRequestError } from '../domain/errors.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import type { MinistryAdapters, SettlementEntry } from '../adapters/ministry/ministry.types.js';
@@ -124,7 +124,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
     const tally: Tally = { matched: 0, autoConfirmed: 0, found: [] };
     const renew = () => repo.acquireRenew(day, source, new Date(now().getTime() + deps.settings.leaseMs));
     const settled = await deps.ministries[source].settlement(day);
-    const entries = new Map(settled.map((e) => [e.paymentId, e]));
+    const entries = entriesById(settled);
     await judgeSettled(day, source, entries, tally);
     await renew();
     await findUnsettled(day, source, entries, tally, renew);
