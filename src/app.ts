@@ -11,6 +11,7 @@ import { reportRoutes } from './http/routes/reports.routes.js';
 import { webhookRoutes } from './http/routes/webhooks.routes.js';
 import { deviceRoutes } from './http/routes/devices.routes.js';
 import { sandboxApiRoutes, sandboxPageRoutes } from './http/routes/sandbox.routes.js';
+import { shortLinkRoutes } from './http/routes/short-link.routes.js';
 import type { AppServices } from './deps.js';
 import type { Metrics } from './adapters/metrics.js';
 import { registerHttpMetrics } from './http/plugins/metrics.plugin.js';
@@ -34,6 +35,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   await registerOpenApi(app, API_PREFIX);
+  // The QR landing page (qrpay.shortUrl): at the root like QPay's short link, no key, read-only.
+  await app.register(shortLinkRoutes, { prefix: '/q', shortLinks: opts.services.shortLinks });
 
   await app.register(
     async (api) => {

@@ -25,6 +25,8 @@ import { createMinistryCancellationService } from './services/ministry-cancellat
 import { createMinistryCancellationRepository } from './db/repositories/ministry-cancellation.repository.js';
 import { createReportService, type ReportService } from './services/report.service.js';
 import { createSandboxService, type SandboxService } from './services/sandbox.service.js';
+import { createShortLinkService, type ShortLinkService } from './services/short-link.service.js';
+import { createShortLinkRepository } from './db/repositories/short-link.repository.js';
 import { createQrService } from './services/qr.service.js';
 import { createSimulatorControlClient } from './adapters/simulator-control.client.js';
 import { loadQrConfig } from './adapters/qr-config.loader.js';
@@ -69,6 +71,8 @@ export interface AppServices {
   rateLimiter: RateLimitService;
   webhooks: WebhookService;
   devices: DeviceService;
+  /** The public QR landing page behind `qrpay.shortUrl` (`GET /q/{paymentId}`). */
+  shortLinks: ShortLinkService;
   /** Sandbox-only helpers (the sandbox page's simulator approve); absent in production. */
   sandbox?: SandboxService;
 }
@@ -166,6 +170,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     now: opts.now,
     onConfirmed: (source, lagMs) => metrics.confirmationLag.observe({ source }, Math.max(lagMs, 0) / 1000),
   });
+  // One QR service: the landing page rebuilds the very QR and links POST /payments answered with.
+  const qr = createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase });
   const payments = createPaymentService({
     payments: paymentStore,
     invoices: invoiceStore,
@@ -173,7 +179,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     ministries,
     submitter,
     resolver,
-    qr: createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase }),
+    qr,
     log: logger,
     ministryTimeoutMs: config.ministryTimeoutMs,
     idempotencyTtlMs: config.idempotencyTtlMs,
@@ -214,6 +220,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     webhooks,
     devices,
     rateLimiter,
+    shortLinks: createShortLinkService({ links: createShortLinkRepository(db), qr }),
   };
   if (config.appEnv !== 'production') {
     services.sandbox = createSandboxService({

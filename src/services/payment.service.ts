@@ -12,7 +12,7 @@ import type { PaymentResolver } from './payment-resolution.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
-import type { QrService } from './qr.service.js';
+import { billNumberFor, type QrService } from './qr.service.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import type { QrStandard } from '../domain/vocabulary.js';
 
@@ -93,7 +93,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       amount: payment.amount,
       payeeId: invoice.payee_id,
       payeeName: invoice.payee_name,
-      billNumber: payment.id.replace(/-/g, '').slice(0, 25),
+      billNumber: billNumberFor(payment.id),
     });
     return { success: true, ...toPaymentView(payment), qrpay };
   }

@@ -76,6 +76,11 @@ export function referenceLabelFor(paymentId: string): string {
   return BigInt(`0x${paymentId.replace(/-/g, '')}`).toString(36).toUpperCase().padStart(25, '0');
 }
 
+/** The bill number a payment's QR carries: its id's hex digits, as long as EMVCo allows. */
+export function billNumberFor(paymentId: string): string {
+  return paymentId.replace(/-/g, '').slice(0, 25);
+}
+
 function isAscii(text: string): boolean {
   return /^[\x20-\x7E]*$/.test(text);
 }

@@ -1,0 +1,55 @@
+import { compileOnce, type SlotFn } from '../compiled-query.js';
+import type { Db } from '../database.js';
+import type { PaymentStatus, QrStandard } from '../../domain/vocabulary.js';
+
+/**
+ * What the public QR landing page (`GET /q/{paymentId}`) may know of a payment: the columns the
+ * QR and the page are built from, and nothing else. No payer, partner or invoice identity leaves
+ * the database through this read.
+ */
+export interface ShortLinkRow {
+  id: string;
+  status: PaymentStatus;
+  /** The event of the latest state change: tells an expired payment from a canceled one. */
+  status_event: string | null;
+  /** Decimal text in tugrik. */
+  amount: string;
+  payee_id: string;
+  payee_name: string;
+  description: string;
+  qr_standard: QrStandard;
+}
+
+export interface ShortLinkStatusRow {
+  status: PaymentStatus;
+  status_event: string | null;
+}
+
+/** Reads only, by primary key: the landing page is public, so each request costs one indexed lookup. */
+export function createShortLinkRepository(db: Db) {
+  const page = compileOnce((slot: SlotFn<'id'>) =>
+    db
+      .selectFrom('payments as p')
+      .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
+      .innerJoin('partners as pa', 'pa.id', 'p.partner_id')
+      .select(['p.id', 'p.status', 'p.status_event', 'p.amount', 'i.payee_id', 'i.payee_name', 'i.description', 'pa.qr_standard'])
+      .where('p.id', '=', slot<string>('id')),
+  );
+  const status = compileOnce((slot: SlotFn<'id'>) =>
+    db.selectFrom('payments').select(['status', 'status_event']).where('id', '=', slot<string>('id')),
+  );
+
+  return {
+    async findPage(id: string): Promise<ShortLinkRow | null> {
+      const { rows } = await db.executeQuery(page({ id }));
+      return rows[0] ?? null;
+    },
+
+    async findStatus(id: string): Promise<ShortLinkStatusRow | null> {
+      const { rows } = await db.executeQuery(status({ id }));
+      return rows[0] ?? null;
+    },
+  };
+}
+
+export type ShortLinkRepository = ReturnType<typeof createShortLinkRepository>;

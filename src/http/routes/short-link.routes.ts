@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ErrorBody } from '../../schemas/common.schema.js';
+import { ShortLinkParams, ShortLinkStatusBody } from '../../schemas/short-link.schema.js';
+import type { ShortLinkService, ShortLinkView } from '../../services/short-link.service.js';
+import { errorBody } from '../plugins/errors.plugin.js';
+import { redactDbError } from '../db-error.redactor.js';
+
+/*
+ * The QR landing page behind `qrpay.shortUrl` (`SHORT_URL_BASE/<paymentId>`): served at
+ * `/q/{paymentId}` on the partner listener, outside `/api/v1`, with no API key and no rate-limit
+ * key (the customer opening it has neither). The random payment id is the capability; the page
+ * and its status poll only read (see services/short-link.service.ts). SHORT_URL_BASE must point
+ * at where this service's `/q` is reachable.
+ */
+
+interface Template {
+  html: string;
+  /** Allows exactly the template's own inline script and style (by hash), data: images and same-origin fetches. */
+  csp: string;
+}
+
+/** Read once at start-up: self-contained pages (inline CSS and JS, nothing from any other host). */
+function loadTemplate(file: string): Template {
+  const html = readFileSync(new URL(`../short-link/${file}`, import.meta.url), 'utf8');
+  const hashes = (tag: string) =>
+    [...html.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map(
+      (m) => `'sha256-${createHash('sha256').update(m[1] ?? '').digest('base64')}'`,
+    );
+  const scripts = hashes('script');
+  const styles = hashes('style');
+  const csp = [
+    "default-src 'none'",
+    `script-src ${scripts.length ? scripts.join(' ') : "'none'"}`,
+    `style-src ${styles.length ? styles.join(' ') : "'none'"}`,
+    'img-src data:',
+    scripts.length ? "connect-src 'self'" : "connect-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+  return { html, csp };
+}
+
+const PAGE = loadTemplate('short-link.page.html');
+const MESSAGE = loadTemplate('short-link.message.html');
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
+
+/** One pass, so a value that itself spells `{{NAME}}` is never substituted again. */
+function fill(template: Template, values: Record<string, string>): string {
+  return template.html.replace(/\{\{([A-Z_]+)\}\}/g, (whole, name: string) => values[name] ?? whole);
+}
+
+/** "1234567.5" -> "1,234,567.50 ₮" (the decimal text as stored: no float on the way). */
+export function formatTugrik(amount: string): string {
+  const [whole = '0', fraction] = amount.split('.');
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${grouped}${fraction ? `.${fraction.padEnd(2, '0')}` : ''}\u00a0₮`;
+}
+
+function renderPay(qr: NonNullable<ShortLinkView['qr']>): string {
+  const banks = qr.urls
+    .map((bank) => {
+      // A letter badge, not the configured logo: those are remote URLs and the page loads nothing from other hosts.
+      const initial = [...bank.description.trim()][0]?.toUpperCase() ?? [...bank.name][0] ?? '?';
+      return (
+        `<li><a class="bank" href="${escapeHtml(bank.link)}" rel="noopener noreferrer">` +
+        `<span class="logo" aria-hidden="true">${escapeHtml(initial)}</span>` +
+        `<span class="names"><span class="name">${escapeHtml(bank.description || bank.name)}</span>` +
+        `<span class="alt">${escapeHtml(bank.name)}</span></span></a></li>`
+      );
+    })
+    .join('\n      ');
+  return `<div id="pay">
+  <section class="card qr">
+    <h2>QR кодоор төлөх<small>Scan with any bank app</small></h2>
+    <img id="qr-img" src="data:image/png;base64,${qr.qrImage}" alt="Төлбөрийн QR код" width="232" height="232">
+  </section>
+  <section class="card banks">
+    <h2>Банкны аппаар төлөх<small>Pay in your bank app</small></h2>
+    <ul id="banks">
+      ${banks}
+    </ul>
+  </section>
+  </div>`;
+}
+
+function sendHtml(reply: FastifyReply, status: number, template: Template, values: Record<string, string>) {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-frame-options', 'DENY')
+    .header('referrer-policy', 'no-referrer')
+    .header('x-content-type-options', 'nosniff')
+    .header('x-robots-tag', 'noindex, nofollow')
+    .header('content-security-policy', template.csp)
+    .send(fill(template, values));
+}
+
+function sendNotFound(reply: FastifyReply) {
+  return sendHtml(reply, 404, MESSAGE, {
+    CODE: '404',
+    TITLE: 'Төлбөр олдсонгүй',
+    MESSAGE: 'Холбоос буруу эсвэл хүчингүй байна.',
+    MESSAGE_EN: 'Payment not found: the link is wrong or no longer valid.',
+  });
+}
+
+/** Registered at the root with prefix `/q`, outside the API's authenticated, rate-limited scope. */
+export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkService }> = async (app, opts) => {
+  // Any other path under /q is a page someone opened too: the HTML 404, not the API's JSON.
+  app.setNotFoundHandler((_request, reply) => sendNotFound(reply));
+
+  const pagePlugin: FastifyPluginAsyncTypebox = async (pages) => {
+    pages.setErrorHandler((err, request, reply) => {
+      request.log.error({ err: redactDbError(err) }, 'QR landing page failed');
+      return sendHtml(reply, 500, MESSAGE, {
+        CODE: '500',
+        TITLE: 'Түр алдаа гарлаа',
+        MESSAGE: 'Хэсэг хугацааны дараа дахин оролдоно уу.',
+        MESSAGE_EN: 'Something went wrong; please try again shortly.',
+      });
+    });
+
+    // attachValidation: a path parameter the validator refuses is an unknown payment, not a 400.
+    pages.get('/:paymentId', { schema: { hide: true, params: ShortLinkParams }, attachValidation: true }, async (request, reply) => {
+      const view = request.validationError ? null : await opts.shortLinks.page(request.params.paymentId);
+      if (!view) return sendNotFound(reply);
+      return sendHtml(reply, 200, PAGE, {
+        STATUS: view.status,
+        AMOUNT: escapeHtml(formatTugrik(view.amount)),
+        PAYEE: escapeHtml(view.payeeName),
+        DESCRIPTION: escapeHtml(view.description),
+        PAY: view.qr ? renderPay(view.qr) : '',
+      });
+    });
+  };
+  await app.register(pagePlugin);
+
+  app.get(
+    '/:paymentId/status',
+    { schema: { hide: true, params: ShortLinkParams, response: { 200: ShortLinkStatusBody, 404: ErrorBody } }, attachValidation: true },
+    async (request, reply) => {
+      const body = request.validationError ? null : await opts.shortLinks.status(request.params.paymentId);
+      reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
+      if (!body) return reply.code(404).send(errorBody(404, 'Payment not found'));
+      return body;
+    },
+  );
+};

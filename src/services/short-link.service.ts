@@ -1,0 +1,76 @@
+import { isUuid } from '../domain/uuid.js';
+import { canonicalAmount } from '../domain/money.js';
+import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
+import type { PaymentStatus } from '../domain/vocabulary.js';
+import type { BankLink } from '../domain/bank-links.js';
+import type { ShortLinkRepository } from '../db/repositories/short-link.repository.js';
+import type { ShortLinkStatus, ShortLinkStatusBody } from '../schemas/short-link.schema.js';
+import { billNumberFor, type QrService } from './qr.service.js';
+
+/**
+ * The public QR landing page behind `qrpay.shortUrl`. No API key protects it: the payment id (a
+ * random UUID) is the capability, so it shows only what the customer paying needs (amount, payee,
+ * invoice description, the QR and bank links) and nothing about the payer, the partner or the
+ * invoice's identity. It only reads: no ministry call, no write, whoever asks and however often.
+ */
+export interface ShortLinkServiceDeps {
+  links: Pick<ShortLinkRepository, 'findPage' | 'findStatus'>;
+  /** The same QR service as `POST /payments`, so the page carries the very QR that answer did. */
+  qr: QrService;
+}
+
+export interface ShortLinkView {
+  paymentId: string;
+  status: ShortLinkStatus;
+  /** Canonical decimal text in tugrik ("12000.5"). */
+  amount: string;
+  payeeName: string;
+  description: string;
+  /** Only while the payment can still be paid: a paid or closed payment's page carries no QR. */
+  qr: { qrText: string; qrImage: string; urls: BankLink[] } | null;
+}
+
+/** A payment canceled by the expiry rule is shown as expired, not as canceled by someone. */
+export function shortLinkStatus(status: PaymentStatus, statusEvent: string | null): ShortLinkStatus {
+  return status === 'canceled' && statusEvent === 'expired' ? 'expired' : status;
+}
+
+export function createShortLinkService(deps: ShortLinkServiceDeps) {
+  return {
+    /** The page's content; null for an unknown or malformed id (no query is made for the latter). */
+    async page(paymentId: string): Promise<ShortLinkView | null> {
+      if (!isUuid(paymentId)) return null;
+      const row = await deps.links.findPage(paymentId.toLowerCase());
+      if (!row) return null;
+      const payable = UNRESOLVED_STATUSES.includes(row.status);
+      // Rebuilt exactly as POST /payments built it (payment-service createdBody): same inputs, same QR.
+      const qrpay = payable
+        ? deps.qr.build({
+            standard: row.qr_standard,
+            paymentId: row.id,
+            amount: row.amount,
+            payeeId: row.payee_id,
+            payeeName: row.payee_name,
+            billNumber: billNumberFor(row.id),
+          })
+        : null;
+      return {
+        paymentId: row.id,
+        status: shortLinkStatus(row.status, row.status_event),
+        amount: canonicalAmount(row.amount),
+        payeeName: row.payee_name,
+        description: row.description,
+        qr: qrpay && { qrText: qrpay.qrText, qrImage: qrpay.qrImage, urls: qrpay.urls },
+      };
+    },
+
+    /** What the page polls; null for an unknown or malformed id. */
+    async status(paymentId: string): Promise<ShortLinkStatusBody | null> {
+      if (!isUuid(paymentId)) return null;
+      const row = await deps.links.findStatus(paymentId.toLowerCase());
+      return row && { status: shortLinkStatus(row.status, row.status_event) };
+    },
+  };
+}
+
+export type ShortLinkService = ReturnType<typeof createShortLinkService>;
