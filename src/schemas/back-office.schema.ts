@@ -35,7 +35,8 @@ const SourceOutcome = Type.Object({
 export const ReconciliationRunBody = Type.Object({
   id: Uuid,
   financeDay: FinanceDay,
-  status: StringEnum(RECONCILIATION_STATUSES),
+  /** `running` only in lists, while a run is under way (or was cut off by a crash: its sources are retried). */
+  status: StringEnum(['running', ...RECONCILIATION_STATUSES] as const),
   matched: Type.Integer(),
   autoConfirmed: Type.Integer(),
   discrepancies: Type.Integer(),

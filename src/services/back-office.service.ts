@@ -53,7 +53,7 @@ export function runView(r: RunRow): ReconciliationRunView {
   return {
     id: r.id,
     financeDay: r.finance_day,
-    status: r.status === 'running' ? 'partial' : r.status,
+    status: r.status,
     matched: r.matched,
     autoConfirmed: r.auto_confirmed,
     discrepancies: r.discrepancies,
