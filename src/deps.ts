@@ -59,6 +59,9 @@ import { createReconciliationService } from './services/reconciliation.service.j
 import { createBackOfficeService } from './services/back-office.service.js';
 import { createPartnerAdminService } from './services/partner-admin.service.js';
 import { createReconciliationJob } from './jobs/reconciliation.job.js';
+import { createPushDeliveryRepository } from './db/repositories/push-delivery.repository.js';
+import { createPushDeliveryService } from './services/push-delivery.service.js';
+import { createPushDeliveryJob } from './jobs/push-delivery.job.js';
 
 /** Checks of a new payment that keep CONFIRM_POLL_MS apart before the wait starts doubling. */
 const CONFIRM_FAST_CHECKS = 10;
@@ -210,8 +213,15 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     onResult: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
     now: opts.now,
   });
-  const push = createPushSender(config.fcm, logger, config.webhookTimeoutMs);
-  const devices = createDeviceService({ devices: createDeviceRepository(db), push, log: logger, now: opts.now });
+  const devices = createDeviceService({ devices: createDeviceRepository(db), now: opts.now });
+  const pushRepo = createPushDeliveryRepository(db);
+  const pushService = createPushDeliveryService({
+    pushes: pushRepo,
+    sender: createPushSender(config.fcm, logger, config.webhookTimeoutMs),
+    retryScheduleMs: config.webhookRetryScheduleMs,
+    log: logger,
+    now: opts.now,
+  });
   const services: AppServices = {
     partners: createPartnerService({ partners: partnerRepo, appEnv: config.appEnv, keyRotationGraceMs: config.keyRotationGraceMs, authCacheTtlMs: config.authCacheTtlMs, now: opts.now }),
     invoices: createInvoiceService({ invoices: readThroughInvoices(invoiceRepo, invoiceCache), ministries, log: logger, now: opts.now }),
@@ -285,6 +295,14 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     createRetentionSweepJob({ idempotency: idempotencyRepo, retention: createRetentionRepository(db), settings: config.retention, log: logger, now: opts.now }),
     createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log: logger }),
     createReconciliationJob({ service: reconciliation, intervalMs: config.reconciliation.pollMs }),
+    createPushDeliveryJob({
+      pushes: pushRepo,
+      service: pushService,
+      intervalMs: config.webhookPollMs,
+      timeoutMs: config.webhookTimeoutMs,
+      limits: { total: config.webhookConcurrency.total, perPartner: config.webhookConcurrency.perPartner },
+      now: opts.now,
+    }),
   ];
   return {
     config,

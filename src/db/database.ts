@@ -16,6 +16,7 @@ import * as m007 from './migrations/007-counters.migration.js';
 import * as m008 from './migrations/008-sweep-indexes.migration.js';
 import * as m009 from './migrations/009-payment-history.migration.js';
 import * as m010 from './migrations/010-back-office.migration.js';
+import * as m011 from './migrations/011-push-deliveries.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   '008-sweep-indexes': m008,
   '009-payment-history': m009,
   '010-back-office': m010,
+  '011-push-deliveries': m011,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

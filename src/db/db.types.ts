@@ -77,6 +77,8 @@ export interface PaymentsTable {
   status_event: string | null;
   status_cause: PaymentCause | null;
   status_detail: ColumnType<Record<string, unknown> | null, string | null, string | null>;
+  /** The partner's end user (X-User-Id), whose devices are pushed when the payment is confirmed. */
+  user_id: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -265,6 +267,20 @@ export interface AuditLogTable {
   created_at: Timestamp;
 }
 
+export interface PushDeliveriesTable {
+  id: Generated<string>;
+  event_id: string;
+  partner_id: string;
+  device_id: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: Generated<number>;
+  /** When the next attempt is due; while a worker holds the row it is the lease expiry. */
+  next_attempt_at: Timestamp;
+  last_error: string | null;
+  delivered_at: Timestamp | null;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   partners: PartnersTable;
   api_keys: ApiKeysTable;
@@ -286,4 +302,5 @@ export interface Database {
   reconciliation_runs: ReconciliationRunsTable;
   discrepancies: DiscrepanciesTable;
   audit_log: AuditLogTable;
+  push_deliveries: PushDeliveriesTable;
 }

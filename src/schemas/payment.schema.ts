@@ -19,6 +19,14 @@ export const IdempotencyHeaders = Type.Object({
   'x-idempotency-key': Type.Optional(
     Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$', description: 'A client-chosen UUID is recommended' }),
   ),
+  'x-user-id': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 128,
+      pattern: '^[\\x21-\\x7E]+$',
+      description: "The partner's end user, as `userId` in POST /devices: once the payment is confirmed, that user's devices get a push",
+    }),
+  ),
 });
 
 export const QrPayBody = Type.Object({

@@ -53,6 +53,12 @@ export function toPaymentView(p: PaymentDetail): PaymentBody {
   return view;
 }
 
+export interface CreateInput {
+  invoiceId: string;
+  amount?: number;
+  userId?: string;
+}
+
 export function createPaymentService(deps: PaymentServiceDeps) {
   const now = deps.now ?? systemClock;
   // A pending payment is left alone while its submit may still be in flight.
@@ -73,7 +79,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return amount;
   }
 
-  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined): Promise<PaymentRow> {
+  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined, userId: string | undefined): Promise<PaymentRow> {
     const payment = await deps.payments.insertPending({
       partnerId,
       invoiceId: invoice.id,
@@ -81,6 +87,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       amount,
       nextCheckAt: new Date(now().getTime() + pendingGraceMs),
       idempotencyKey: idemKey,
+      userId,
     });
     if (!payment) throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
     return payment;
@@ -109,7 +116,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return { kind: 'created', body: createdBody(payment, invoice, standard), replayed: false };
   }
 
-  async function execute(partner: AuthenticatedPartner, invoiceId: string, requested: number | undefined, idemKey: string | undefined, resumeId: string | null): Promise<CreateOutcome> {
+  async function execute(partner: AuthenticatedPartner, input: CreateInput, idemKey: string | undefined, resumeId: string | null): Promise<CreateOutcome> {
+    const { invoiceId, amount: requested, userId } = input;
     if (resumeId) {
       const existing = await deps.payments.findById(resumeId);
       const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
@@ -120,11 +128,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const status = effectiveInvoiceStatus(invoice.status, invoice.due_date, now());
     if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
     const amount = resolveAmount(invoice, requested);
-    const payment = await createPending(partner.id, invoice, amount, idemKey);
+    const payment = await createPending(partner.id, invoice, amount, idemKey, userId);
     return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice, 'partner_request'));
   }
 
-  async function withIdempotency(partner: AuthenticatedPartner, key: string, invoiceId: string, amount: number | undefined): Promise<CreateOutcome> {
+  async function withIdempotency(partner: AuthenticatedPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
+    const { invoiceId, amount } = input;
     const at = now();
     const claim = await deps.idempotency.claim({
       partnerId: partner.id,
@@ -142,7 +151,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       return { kind: 'created', body: { ...(claim.body as PaymentCreatedBody), message: 'idempotent' }, replayed: true };
     }
     try {
-      const outcome = await execute(partner, invoiceId, amount, key, claim.paymentId);
+      const outcome = await execute(partner, input, key, claim.paymentId);
       await deps.idempotency.complete(partner.id, key, outcome.kind satisfies StoredOutcome, outcome.body);
       return outcome;
     } catch (err) {
@@ -152,9 +161,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   return {
-    async create(partner: AuthenticatedPartner, input: { invoiceId: string; amount?: number }, idemKey: string | undefined): Promise<CreateOutcome> {
-      if (idemKey) return withIdempotency(partner, idemKey, input.invoiceId, input.amount);
-      return execute(partner, input.invoiceId, input.amount, undefined, null);
+    /** `userId` is the partner's end user (X-User-Id): their devices are pushed once the payment is confirmed. */
+    async create(partner: AuthenticatedPartner, input: CreateInput, idemKey: string | undefined): Promise<CreateOutcome> {
+      if (idemKey) return withIdempotency(partner, idemKey, input);
+      return execute(partner, input, undefined, null);
     },
 
     /** Live confirmation first; an unreachable ministry still answers with the stored status. */

@@ -2,8 +2,6 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createFcmPushSender, createPushSender, fcmRequest } from '../../src/adapters/push-sender.js';
-import { createDeviceService } from '../../src/services/device.service.js';
-import type { DeviceRepository } from '../../src/db/repositories/device.repository.js';
 
 const log = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
 
@@ -46,23 +44,16 @@ describe('FCM sender against a local fake FCM', () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  it('posts each device of a user and reports failures without stopping', async () => {
+  it('posts one message per token with the bearer token, and rejects on an error answer', async () => {
     const sender = createFcmPushSender({ projectId: 'demo', accessToken: 'tok', endpoint }, 2000);
-    const devices = {
-      tokensOfUser: async () => [
-        { id: '1', fcm_token: 'tok-a', platform: 'ios' as const },
-        { id: '2', fcm_token: 'tok-b', platform: 'android' as const },
-      ],
-    } as unknown as DeviceRepository;
-    const service = createDeviceService({ devices, push: sender, log });
-
-    expect(await service.notifyUser('partner', 'user', { title: 'Paid', body: 'Done' })).toEqual({ sent: 2, failed: 0 });
+    await sender.send('tok-a', { title: 'Paid', body: 'Done' });
+    await sender.send('tok-b', { title: 'Paid', body: 'Done' });
     expect(seen).toHaveLength(2);
     expect(seen[0]?.url).toBe('/v1/projects/demo/messages:send');
     expect(seen[0]?.headers.authorization).toBe('Bearer tok');
     expect(seen.map((s) => (JSON.parse(s.body) as { message: { token: string } }).message.token).sort()).toEqual(['tok-a', 'tok-b']);
 
     status = 401;
-    expect(await service.notifyUser('partner', 'user', { title: 'Paid', body: 'Done' })).toEqual({ sent: 0, failed: 2 });
+    await expect(sender.send('tok-a', { title: 'Paid', body: 'Done' })).rejects.toThrow('FCM answered HTTP 401');
   });
 });

@@ -23,14 +23,6 @@ export function createDeviceRepository(db: Db) {
       return row;
     },
 
-    async tokensOfUser(partnerId: string, userId: string): Promise<{ id: string; fcm_token: string; platform: Platform }[]> {
-      return db
-        .selectFrom('devices')
-        .select(['id', 'fcm_token', 'platform'])
-        .where('partner_id', '=', partnerId)
-        .where('user_id', '=', userId)
-        .execute();
-    },
   };
 }
 

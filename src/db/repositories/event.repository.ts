@@ -15,8 +15,10 @@ export interface EventRepositoryOptions {
 /**
  * An outbox write that rides along in another statement: CTEs `ev` (one event row per row of the
  * CTE named `source`, which must yield `partner_id`) and `deliveries` (one pending delivery per
- * webhook of that partner subscribed to the event). Being part of the statement that changes the
- * payment, it commits or fails with the change itself.
+ * webhook of that partner subscribed to the event). For `payment.confirmed` the source is the
+ * payment row and also yields `user_id`: `pushes` queues one push per device of that end user
+ * and partner. Being part of the statement that changes the payment, it commits or fails with the
+ * change itself.
  */
 export interface OutboxWrite {
   ctes(source: string): RawBuilder<unknown>;
@@ -26,6 +28,17 @@ export interface OutboxWrite {
  * Outbox rows: always written in the statement or transaction that changes the payment's state,
  * so a crash after commit cannot lose a notification.
  */
+/** One push delivery per device of the payment's end user (none when the payment names no user). */
+function pushes(source: string, dueAt: Date): RawBuilder<unknown> {
+  return sql`, pushes AS (
+          INSERT INTO push_deliveries (event_id, partner_id, device_id, status, next_attempt_at)
+          SELECT ev.id, ev.partner_id, d.id, 'pending', ${dueAt}::timestamptz
+          FROM ev JOIN ${sql.table(source)} s ON s.partner_id = ev.partner_id
+          JOIN devices d ON d.partner_id = s.partner_id AND d.user_id = s.user_id
+          WHERE s.user_id IS NOT NULL
+        )`;
+}
+
 export function createEventRepository(opts: EventRepositoryOptions = {}) {
   const now = opts.now ?? systemClock;
 
@@ -41,7 +54,7 @@ export function createEventRepository(opts: EventRepositoryOptions = {}) {
           SELECT w.id, ev.id, 'pending', ${dueAt}::timestamptz
           FROM webhooks w JOIN ev ON w.partner_id = ev.partner_id
           WHERE w.deleted_at IS NULL AND w.events @> ${JSON.stringify([e.event])}::jsonb
-        )`,
+        )${e.event === 'payment.confirmed' ? pushes(source, dueAt) : sql``}`,
     };
   }
 

@@ -66,11 +66,19 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * in one statement: the partial unique index refuses a second holder and nothing is written.
      * Null when another payment holds the invoice.
      */
-    async insertPending(input: { partnerId: string; invoiceId: string; source: Source; amount: string; nextCheckAt: Date; idempotencyKey?: string }): Promise<PaymentRow | null> {
+    async insertPending(input: {
+      partnerId: string;
+      invoiceId: string;
+      source: Source;
+      amount: string;
+      nextCheckAt: Date;
+      idempotencyKey?: string;
+      userId?: string;
+    }): Promise<PaymentRow | null> {
       const inserted = sql<PaymentRow>`
         WITH p AS (
-          INSERT INTO payments (partner_id, invoice_id, source, amount, status, next_check_at)
-          VALUES (${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz)
+          INSERT INTO payments (partner_id, invoice_id, source, amount, status, next_check_at, user_id)
+          VALUES (${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null})
           RETURNING *
         ), held AS (
           INSERT INTO payment_invoices (payment_id, invoice_id, position, active)

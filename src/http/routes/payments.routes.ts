@@ -27,7 +27,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
       },
     },
     async (request, reply) => {
-      const outcome = await opts.payments.create(request.partner, request.body, request.headers['x-idempotency-key']);
+      const outcome = await opts.payments.create(request.partner, { ...request.body, userId: request.headers['x-user-id'] }, request.headers['x-idempotency-key']);
       if (outcome.replayed) reply.header('idempotent-replayed', 'true');
       reply.code(outcome.kind === 'created' ? 201 : 422);
       return outcome.body;
