@@ -1,0 +1,191 @@
+import { createServer } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { main } from '../../src/bin/cli-commands.js';
+import type { CliConfig } from '../../src/config.js';
+import { financeDayOf } from '../../src/domain/finance-day.js';
+import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { approve, partnerWithPayment } from '../helpers/api.js';
+import { startReceiver } from '../helpers/webhook-receiver.js';
+
+/*
+ * The operator CLI's commands, run in-process through main() against a listening admin app: what
+ * each prints, and its exit code.
+ */
+
+const DORJ = { name: 'dorj', token: 'dorj-operator-token' };
+let ctx: TestContext;
+let config: CliConfig;
+let log: MockInstance<typeof console.log>;
+let error: MockInstance<typeof console.error>;
+const today = () => financeDayOf(new Date());
+
+/** Runs the CLI; its exit code and what it printed to stdout (parsed when JSON) and stderr. */
+async function cli(...argv: string[]): Promise<{ code: number; out: unknown; err: string }> {
+  log.mockClear();
+  error.mockClear();
+  const code = await main(argv, config);
+  const printed = log.mock.calls.map((c) => String(c[0])).join('\n');
+  let out: unknown = printed;
+  try {
+    out = JSON.parse(printed);
+  } catch {
+    // usage text, or nothing
+  }
+  return { code, out, err: error.mock.calls.map((c) => String(c[0])).join('\n') };
+}
+
+/** A payment the ministry approved and the confirmation job confirmed. */
+async function confirmedPayment(source: 'mof' | 'etax' | 'police' = 'mof') {
+  const made = await partnerWithPayment(ctx, source);
+  expect((await approve(ctx, made.invoice.refNum)).statusCode).toBe(200);
+  await ctx.runJobs();
+  return made;
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === 'object' && address ? address.port : 0;
+}
+
+describe('operator CLI (in-process)', () => {
+  beforeEach(async () => {
+    // One delivery attempt only: a webhook the receiver refuses is `failed` at once.
+    ctx = await createTestContext({ config: { adminTokens: [DORJ], webhookRetryScheduleMs: [0] } });
+    await ctx.admin.listen({ port: 0, host: '127.0.0.1' });
+    const address = ctx.admin.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    config = { adminUrl: `http://127.0.0.1:${port}`, adminToken: ctx.config.adminToken };
+    log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    error = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await ctx?.close();
+  });
+
+  it('runs a reconciliation, lists and resolves its discrepancies, and the audit log shows both under the operator', async () => {
+    const { invoice, payment } = await confirmedPayment('police');
+    await ctx.sim('/__control/settlement/drop', { refNum: invoice.refNum });
+
+    const run = await cli('reconcile', 'run', '--day', today());
+    expect(run.code, run.err).toBe(0);
+    expect(run.out).toMatchObject({ financeDay: today(), status: 'completed', discrepancies: 1, operator: 'admin' });
+    const runId = (run.out as { id: string }).id;
+
+    const runs = await cli('reconcile', 'runs', '--day', today());
+    expect((runs.out as { items: { id: string }[] }).items.map((r) => r.id)).toEqual([runId]);
+
+    const listed = await cli('reconcile', 'discrepancies', '--status', 'open', '--day', today());
+    expect(listed.code, listed.err).toBe(0);
+    const items = (listed.out as { items: { id: string; kind: string; paymentId: string }[] }).items;
+    expect(items.map((d) => [d.kind, d.paymentId])).toEqual([['missing_at_ministry', payment.id]]);
+
+    const id = items[0]?.id ?? '';
+    const resolved = await cli('reconcile', 'resolve', id, '--note', 'late in the ministry report');
+    expect(resolved.code, resolved.err).toBe(0);
+    expect(resolved.out).toMatchObject({ id, status: 'resolved', resolvedBy: 'admin', note: 'late in the ministry report' });
+    expect((await cli('reconcile', 'discrepancies', '--status', 'open')).out).toEqual({ items: [] });
+    // Resolving twice is the API's 409: exit 1 with its answer.
+    const again = await cli('reconcile', 'resolve', id, '--note', 'again');
+    expect(again.code).toBe(1);
+    expect(again.err).toContain('409');
+
+    const audit = await cli('audit', '--operator', 'admin');
+    expect(audit.code, audit.err).toBe(0);
+    const entries = (audit.out as { items: { operator: string; action: string; targetId: string }[] }).items;
+    expect(entries.map((e) => [e.operator, e.action, e.targetId])).toEqual(
+      expect.arrayContaining([
+        ['admin', 'reconciliation.run', runId],
+        ['admin', 'discrepancy.resolve', id],
+      ]),
+    );
+    const runsOnly = (await cli('audit', '--action', 'reconciliation.run')).out as { items: { action: string }[] };
+    expect(runsOnly.items.map((e) => e.action)).toEqual(['reconciliation.run']);
+  });
+
+  it('exits 1 when the run is partial, still printing it', async () => {
+    await ctx.sim('/__control/faults', { source: 'etax', mode: 'error', operation: 'settlement' });
+    const run = await cli('reconcile', 'run', '--day', today());
+    expect(run.code).toBe(1);
+    expect(run.out).toMatchObject({ status: 'partial' });
+    expect((run.out as { sources: { source: string; status: string }[] }).sources.find((s) => s.source === 'etax')?.status).toBe('failed');
+    expect(run.err).toContain('partial');
+  });
+
+  it('shows a payment with its timeline, and finds it by refNum and partner', async () => {
+    const { partner, invoice, payment } = await confirmedPayment('mof');
+    const shown = await cli('payments', 'show', payment.id);
+    expect(shown.code, shown.err).toBe(0);
+    const detail = shown.out as { id: string; status: string; refNum: string; timeline: { to: string; cause: string }[] };
+    expect(detail).toMatchObject({ id: payment.id, status: 'confirmed', refNum: invoice.refNum });
+    expect(detail.timeline.map((t) => [t.to, t.cause])).toEqual([
+      ['pending', 'partner_request'],
+      ['submitted', 'partner_request'],
+      ['confirmed', 'confirmation_job'],
+    ]);
+
+    const found = await cli('payments', 'search', '--ref', invoice.refNum, '--partner', partner.id, '--status', 'confirmed', '--from', today());
+    expect(found.code, found.err).toBe(0);
+    expect(found.out).toMatchObject({ items: [{ id: payment.id }], nextCursor: null });
+
+    const missing = await cli('payments', 'show', '00000000-0000-4000-8000-000000000000');
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain('404');
+  });
+
+  it('lists a failed delivery and queues it again under the named operator', async () => {
+    const receiver = await startReceiver(['fail']);
+    try {
+      const { partner, invoice, payment } = await partnerWithPayment(ctx, 'mof');
+      const hook = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url, secret: 'cli-test-webhook-secret-0123456789', events: ['payment.confirmed'] } });
+      expect(hook.statusCode, hook.body).toBe(201);
+      await approve(ctx, invoice.refNum);
+      await ctx.runJobs();
+
+      const list = await cli('deliveries', 'list', '--partner', partner.id, '--status', 'failed');
+      expect(list.code, list.err).toBe(0);
+      const items = (list.out as { items: { id: string; status: string; attempts: number; lastStatusCode: number | null }[] }).items;
+      expect(items.map((d) => [d.status, d.attempts, d.lastStatusCode])).toEqual([['failed', 1, 500]]);
+      const id = items[0]?.id ?? '';
+
+      config = { ...config, adminToken: DORJ.token };
+      const again = await cli('deliveries', 'redeliver', id);
+      expect(again.code, again.err).toBe(0);
+      expect(again.out).toMatchObject({ id, status: 'pending' });
+      await ctx.runJobs();
+      expect(receiver.received.filter((r) => r.body.includes(payment.id))).toHaveLength(2);
+      expect((await cli('deliveries', 'list', '--partner', partner.id)).out).toMatchObject({ items: [{ id, status: 'delivered', attempts: 2 }] });
+      const audit = (await cli('audit', '--target', id)).out as { items: { operator: string; action: string }[] };
+      expect(audit.items.map((e) => [e.operator, e.action])).toEqual([['dorj', 'delivery.redeliver']]);
+
+      const unknown = await cli('deliveries', 'redeliver', '00000000-0000-4000-8000-000000000000');
+      expect(unknown.code).toBe(1);
+      expect(unknown.err).toContain('404');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('names the URL it could not reach, and exits 1', async () => {
+    config = { ...config, adminUrl: `http://127.0.0.1:${await closedPort()}` };
+    const res = await cli('partner', 'list');
+    expect(res.code).toBe(1);
+    expect(res.err).toContain(`could not reach the admin API at ${config.adminUrl}: `);
+    expect(res.err).toContain('ECONNREFUSED');
+  });
+
+  it('exits 2 with the usage on a usage error, and 0 with it on --help', async () => {
+    for (const argv of [[], ['reconcile'], ['reconcile', 'run'], ['reconcile', 'resolve', 'some-id'], ['payments', 'show'], ['audit', '--day', today()], ['nonsense']]) {
+      const res = await cli(...argv);
+      expect(res.code, argv.join(' ')).toBe(2);
+      expect(res.err, argv.join(' ')).toContain('Usage: npm run cli --');
+    }
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    expect(String(help.out)).toContain('reconcile run --day YYYY-MM-DD');
+  });
+});
