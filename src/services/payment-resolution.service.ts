@@ -46,7 +46,8 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
     const at = now();
     const paid = await deps.payments.markConfirmed({ id: payment.id, at, paidAt, outbox, why });
-    if (paid) deps.onConfirmed?.(payment.source, at.getTime() - paidAt.getTime());
+    // The lag watches the confirmation path; a reconciliation confirms hours later by design.
+    if (paid && why.cause !== 'reconciliation') deps.onConfirmed?.(payment.source, at.getTime() - paidAt.getTime());
     return paid !== null;
   }
 
