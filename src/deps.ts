@@ -202,6 +202,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     cipher,
     guard: createTargetGuard({ allowHttp: config.appEnv === 'local', allowPrivate: config.webhookAllowPrivate }),
     maxPerPartner: config.webhookMaxPerPartner,
+    onQueued: () => webhookJob.nudge(),
     now: opts.now,
   });
   const deliveryService = createWebhookDeliveryService({

@@ -22,6 +22,8 @@ import type {
   WebhookCreated,
   WebhookDeleted,
   WebhookDeliveryList,
+  WebhookRedeliveryQueued,
+  WebhookTestQueued,
 } from './types.js';
 
 export const SDK_VERSION = '0.1.0';
@@ -88,6 +90,16 @@ export interface PaymentChannelClient {
     delete(id: string): Promise<WebhookDeleted>;
     /** Recent delivery attempts, newest first (`limit` at most 100). */
     deliveries(id: string, query?: { limit?: number }): Promise<WebhookDeliveryList>;
+    /**
+     * POST /webhooks/{id}/test: sends a signed `webhook.test` delivery to this webhook only.
+     * Not retried on network errors (a repeat would send a second test).
+     */
+    test(id: string): Promise<WebhookTestQueued>;
+    /**
+     * POST /webhooks/{id}/deliveries/{deliveryId}/redeliver: one more attempt of a delivery
+     * (delivered, failed or pending), due now; the attempt number continues.
+     */
+    redeliver(id: string, deliveryId: string): Promise<WebhookRedeliveryQueued>;
   };
   devices: {
     /** Create or update (upsert) a push device of one of your users. */
@@ -229,6 +241,10 @@ export function createClient(options: ClientOptions): PaymentChannelClient {
       delete: (webhookId) => request<WebhookDeleted>({ method: 'DELETE', path: `/webhooks/${id(webhookId)}`, idempotent: true }),
       deliveries: (webhookId, query = {}) =>
         request<WebhookDeliveryList>({ method: 'GET', path: `/webhooks/${id(webhookId)}/deliveries`, query: { limit: query.limit }, idempotent: true }),
+      test: (webhookId) => request<WebhookTestQueued>({ method: 'POST', path: `/webhooks/${id(webhookId)}/test`, idempotent: false }),
+      // A repeat only re-queues the same delivery (at most one extra attempt, which receivers deduplicate).
+      redeliver: (webhookId, deliveryId) =>
+        request<WebhookRedeliveryQueued>({ method: 'POST', path: `/webhooks/${id(webhookId)}/deliveries/${id(deliveryId)}/redeliver`, idempotent: true }),
     },
     devices: {
       register: (input) =>

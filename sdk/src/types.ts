@@ -6,7 +6,10 @@
 export type InvoiceStatus = 'open' | 'paid' | 'overdue' | 'canceled';
 export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
 export type QrStandard = 'qrpay' | 'govstd';
+/** The events a webhook can subscribe to. */
 export type WebhookEventName = 'payment.submitted' | 'payment.confirmed';
+/** What a delivery can carry: a subscribed event, or `webhook.test` (sent only by `webhooks.test(id)`). */
+export type WebhookDeliveryEventName = WebhookEventName | 'webhook.test';
 export type DevicePlatform = 'ios' | 'android';
 
 /** An invoice in the service's uniform shape. The ministry `refNum` is never part of it. */
@@ -187,7 +190,7 @@ export interface WebhookDeleted {
 
 /** One delivery attempt from a webhook's delivery log. */
 export interface WebhookDeliveryAttempt {
-  event: WebhookEventName;
+  event: WebhookDeliveryEventName;
   /** Same across the retries of one delivery (also sent as `X-Service-Delivery`). */
   deliveryId: string;
   status: 'succeeded' | 'failed';
@@ -205,6 +208,19 @@ export interface WebhookDeliveryAttempt {
 /** GET /webhooks/{id}/deliveries: recent attempts, newest first. */
 export interface WebhookDeliveryList {
   items: WebhookDeliveryAttempt[];
+}
+
+/** 202 answer of POST /webhooks/{id}/test: the queued test delivery. */
+export interface WebhookTestQueued {
+  /** Its attempts show in the delivery log under this id (also `X-Service-Delivery`). */
+  deliveryId: string;
+  event: 'webhook.test';
+}
+
+/** 202 answer of POST /webhooks/{id}/deliveries/{deliveryId}/redeliver. */
+export interface WebhookRedeliveryQueued {
+  deliveryId: string;
+  status: 'pending';
 }
 
 export interface RegisterDeviceInput {
@@ -236,4 +252,5 @@ export interface HealthReady {
 /** Body of a webhook delivery (`X-Service-Event` names the event too). */
 export type WebhookMessage =
   | { event: 'payment.submitted'; deliveryId: string; createdAt: string; data: { id: string; invoiceId: string } }
-  | { event: 'payment.confirmed'; deliveryId: string; createdAt: string; data: { id: string; amount: number } };
+  | { event: 'payment.confirmed'; deliveryId: string; createdAt: string; data: { id: string; amount: number } }
+  | { event: 'webhook.test'; deliveryId: string; createdAt: string; data: { webhookId: string; message: string; sentAt: string } };

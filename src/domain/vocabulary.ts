@@ -35,8 +35,16 @@ export type Platform = (typeof PLATFORMS)[number];
 export const INVOICE_FILTER_KINDS = ['ttd', 'vehicle', 'taxRef'] as const;
 export type InvoiceFilterKind = (typeof INVOICE_FILTER_KINDS)[number];
 
+/** The events a webhook can subscribe to (POST /webhooks `events`). */
 export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** The test delivery's event: sent only on request (POST /webhooks/{id}/test), never subscribable. */
+export const WEBHOOK_TEST_EVENT = 'webhook.test';
+
+/** Every event a delivery can carry: the subscribable ones and the test delivery's. */
+export const DELIVERED_EVENTS = [...WEBHOOK_EVENTS, WEBHOOK_TEST_EVENT] as const;
+export type DeliveredEvent = (typeof DELIVERED_EVENTS)[number];
 
 /**
  * Who moved a payment, as its timeline names it: the partner's own request (create, status

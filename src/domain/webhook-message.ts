@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
-import type { WebhookEvent } from './vocabulary.js';
+import type { DeliveredEvent } from './vocabulary.js';
 
 
 export interface DeliveryMessage {
-  event: WebhookEvent;
+  event: DeliveredEvent;
   deliveryId: string;
   createdAt: Date;
   data: Record<string, unknown>;

@@ -1,8 +1,13 @@
 import { Type } from 'typebox';
 import { ErrorBody, IsoDateTime, Nullable, Uuid } from './common.schema.js';
-import { WEBHOOK_EVENTS } from '../domain/vocabulary.js';
+import { DELIVERED_EVENTS, WEBHOOK_EVENTS, WEBHOOK_TEST_EVENT } from '../domain/vocabulary.js';
 
 const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted or payment.confirmed' });
+
+/** What a delivery can carry: a subscribed event, or the test delivery's `webhook.test`. */
+const DeliveredEventName = Type.Enum([...DELIVERED_EVENTS], {
+  description: `payment.submitted, payment.confirmed, or ${WEBHOOK_TEST_EVENT} for a test delivery (POST /webhooks/{id}/test)`,
+});
 
 export const CreateWebhookBody = Type.Object(
   {
@@ -44,7 +49,7 @@ export const DeliveryListQuery = Type.Object(
 export const DeliveryListBody = Type.Object({
   items: Type.Array(
     Type.Object({
-      event: EventName,
+      event: DeliveredEventName,
       deliveryId: Uuid,
       status: Type.Enum(['succeeded', 'failed']),
       statusCode: Nullable(Type.Integer()),
@@ -57,3 +62,21 @@ export const DeliveryListBody = Type.Object({
     { description: 'Recent delivery attempts, newest first' },
   ),
 });
+
+export const WebhookDeliveryParams = Type.Object({ id: Uuid, deliveryId: Uuid }, { additionalProperties: false });
+
+export const WebhookTestQueuedBody = Type.Object(
+  {
+    deliveryId: Uuid,
+    event: Type.Literal(WEBHOOK_TEST_EVENT),
+  },
+  { description: 'The test delivery is queued and due now; its attempts show in GET /webhooks/{id}/deliveries under this deliveryId.' },
+);
+
+export const RedeliveryQueuedBody = Type.Object(
+  {
+    deliveryId: Uuid,
+    status: Type.Literal('pending'),
+  },
+  { description: 'One more attempt of the delivery is queued and due now; the attempt number continues from the last one.' },
+);

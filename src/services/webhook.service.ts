@@ -1,15 +1,20 @@
 import { InvalidRequestError, ConflictError, NotFoundError } from '../domain/errors.js';
 import type { SecretCipher } from '../domain/secret-cipher.js';
-import type { WebhookEvent } from '../domain/vocabulary.js';
+import { WEBHOOK_TEST_EVENT, type WebhookEvent } from '../domain/vocabulary.js';
 import type { WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { TargetGuard } from '../adapters/webhook-target.guard.js';
 import type { Static } from 'typebox';
-import type { DeliveryListBody, WebhookBody } from '../schemas/webhook.schema.js';
+import type { DeliveryListBody, RedeliveryQueuedBody, WebhookBody, WebhookTestQueuedBody } from '../schemas/webhook.schema.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 type WebhookView = Static<typeof WebhookBody>;
 type DeliveryList = Static<typeof DeliveryListBody>;
+type TestQueued = Static<typeof WebhookTestQueuedBody>;
+type RedeliveryQueued = Static<typeof RedeliveryQueuedBody>;
+
+/** The partner's redeliver adds nothing to the repository's transaction (the operator's adds an audit entry). */
+const nothingElse = (): Promise<void> => Promise.resolve();
 
 function toView(row: WebhookRow): WebhookView {
   return { id: row.id, url: row.url, events: row.events, createdAt: row.created_at.toISOString() };
@@ -22,6 +27,8 @@ export function createWebhookService(deps: {
   guard: TargetGuard;
   /** Webhooks a partner may have at once; bounds what one partner's endpoints can cost delivery. */
   maxPerPartner: number;
+  /** A delivery was queued due now (a test or a redelivery): the delivery job should claim it at once. */
+  onQueued?: () => void;
   now?: Clock;
 }) {
   const now = deps.now ?? systemClock;
@@ -52,6 +59,37 @@ export function createWebhookService(deps: {
     async remove(partnerId: string, id: string): Promise<{ id: string; deleted: true }> {
       if (!(await deps.webhooks.deleteForPartner(partnerId, id, now()))) throw new NotFoundError('Webhook');
       return { id, deleted: true };
+    },
+
+    /**
+     * Queues a signed `webhook.test` delivery to this webhook only, whatever it subscribed to,
+     * through the outbox like any event: it is retried on the same schedule and shows in the log.
+     */
+    async sendTest(partnerId: string, id: string): Promise<TestQueued> {
+      const at = now();
+      const deliveryId = await deps.deliveries.queueTest({
+        partnerId,
+        webhookId: id,
+        data: { webhookId: id, message: 'test delivery', sentAt: at.toISOString() },
+        dueAt: at,
+      });
+      if (!deliveryId) throw new NotFoundError('Webhook');
+      deps.onQueued?.();
+      return { deliveryId, event: WEBHOOK_TEST_EVENT };
+    },
+
+    /**
+     * Queues one more attempt of a delivery of the partner's own (not deleted) webhook, due now,
+     * whether it was delivered, failed or is still pending; the attempt count goes on.
+     */
+    async redeliver(partnerId: string, id: string, deliveryId: string): Promise<RedeliveryQueued> {
+      await requireOwned(partnerId, id);
+      const queued = await deps.deliveries.redeliver(deliveryId, now(), nothingElse, { partnerId, webhookId: id });
+      if (queued === 'missing') throw new NotFoundError('Delivery');
+      // Deleted since the ownership check: there is nowhere to send it.
+      if (queued === 'deleted') throw new NotFoundError('Webhook');
+      deps.onQueued?.();
+      return { deliveryId: queued.id, status: 'pending' };
     },
 
     async deliveries(partnerId: string, id: string, limit: number): Promise<DeliveryList> {

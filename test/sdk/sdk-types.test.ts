@@ -13,7 +13,14 @@ import type {
   SettlementBody,
   SummaryBody,
 } from '../../src/schemas/payment.schema.js';
-import type { DeliveryListBody, WebhookBody, WebhookCreatedBody, WebhookDeletedBody } from '../../src/schemas/webhook.schema.js';
+import type {
+  DeliveryListBody,
+  RedeliveryQueuedBody,
+  WebhookBody,
+  WebhookCreatedBody,
+  WebhookDeletedBody,
+  WebhookTestQueuedBody,
+} from '../../src/schemas/webhook.schema.js';
 import type { DeviceBody } from '../../src/schemas/device.schema.js';
 
 /*
@@ -27,6 +34,7 @@ describe('SDK types', () => {
     expectTypeOf<Sdk.InvoiceStatus>().toEqualTypeOf<Vocabulary.InvoiceStatus>();
     expectTypeOf<Sdk.QrStandard>().toEqualTypeOf<Vocabulary.QrStandard>();
     expectTypeOf<Sdk.WebhookEventName>().toEqualTypeOf<Vocabulary.WebhookEvent>();
+    expectTypeOf<Sdk.WebhookDeliveryEventName>().toEqualTypeOf<Vocabulary.DeliveredEvent>();
     expectTypeOf<Sdk.DevicePlatform>().toEqualTypeOf<Vocabulary.Platform>();
   });
 
@@ -45,6 +53,8 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof WebhookCreatedBody>>().toMatchTypeOf<Sdk.WebhookCreated>();
     expectTypeOf<Static<typeof WebhookDeletedBody>>().toMatchTypeOf<Sdk.WebhookDeleted>();
     expectTypeOf<Static<typeof DeliveryListBody>>().toMatchTypeOf<Sdk.WebhookDeliveryList>();
+    expectTypeOf<Static<typeof WebhookTestQueuedBody>>().toMatchTypeOf<Sdk.WebhookTestQueued>();
+    expectTypeOf<Static<typeof RedeliveryQueuedBody>>().toMatchTypeOf<Sdk.WebhookRedeliveryQueued>();
     expectTypeOf<Static<typeof DeviceBody>>().toMatchTypeOf<Sdk.Device>();
   });
 });

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db.types.js';
 import type { Db } from '../database.js';
-import type { DeliveryStatus, WebhookEvent } from '../../domain/vocabulary.js';
+import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus } from '../../domain/vocabulary.js';
 import type { AlsoInTransaction } from '../in-transaction.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
@@ -13,7 +13,7 @@ export interface ClaimedDelivery {
   attempt: number;
   url: string;
   secretCiphertext: string;
-  event: WebhookEvent;
+  event: DeliveredEvent;
   data: Record<string, unknown>;
   eventCreatedAt: Date;
 }
@@ -34,7 +34,7 @@ export type AttemptOutcome =
   | { succeeded: false; statusCode: number | null; durationMs: number; error: string; nextAttemptAt: Date | null };
 
 export interface AttemptLogRow {
-  event: WebhookEvent;
+  event: DeliveredEvent;
   delivery_id: string;
   succeeded: boolean;
   status_code: number | null;
@@ -153,7 +153,7 @@ export function createWebhookDeliveryRepository(db: Db) {
         attempt: attempts.get(r.id) ?? 1,
         url: r.url,
         secretCiphertext: r.secret_ciphertext,
-        event: r.event as WebhookEvent,
+        event: r.event as DeliveredEvent,
         data: r.payload,
         eventCreatedAt: r.created_at,
       }));
@@ -207,7 +207,7 @@ export function createWebhookDeliveryRepository(db: Db) {
         .orderBy('a.attempt', 'desc')
         .limit(limit)
         .execute();
-      return rows.map((r) => ({ ...r, event: r.event as WebhookEvent }));
+      return rows.map((r) => ({ ...r, event: r.event as DeliveredEvent }));
     },
 
     /** Every partner's deliveries, newest first, keyset-paged after the delivery id `after`. */
@@ -222,24 +222,52 @@ export function createWebhookDeliveryRepository(db: Db) {
     /**
      * Queues one more attempt of a delivery, due now, whatever became of it, and `also` in the same
      * transaction; `deleted` when its webhook is deleted (there is nowhere to send it). The attempt
-     * count goes on, so the attempt log keeps every try in order.
+     * count goes on, so the attempt log keeps every try in order. With `owner`, a delivery of
+     * another webhook or partner is `missing` (the partner API's redeliver).
      */
-    async redeliver(id: string, at: Date, also: AlsoInTransaction<{ before: DeliveryLogRow; after: DeliveryLogRow }>): Promise<DeliveryLogRow | 'missing' | 'deleted'> {
+    async redeliver(
+      id: string,
+      at: Date,
+      also: AlsoInTransaction<{ before: DeliveryLogRow; after: DeliveryLogRow }>,
+      owner?: { partnerId: string; webhookId: string },
+    ): Promise<DeliveryLogRow | 'missing' | 'deleted'> {
       return db.transaction().execute(async (trx) => {
-        const before = await logRows(trx).where('d.id', '=', id).executeTakeFirst();
+        let found = logRows(trx).where('d.id', '=', id);
+        if (owner) found = found.where('d.webhook_id', '=', owner.webhookId).where('w.partner_id', '=', owner.partnerId);
+        const before = await found.executeTakeFirst();
         if (!before) return 'missing' as const;
-        const moved = await trx
-          .updateTable('webhook_deliveries')
-          .set({ status: 'pending', next_attempt_at: at, updated_at: at })
-          .where('id', '=', id)
-          .where('webhook_id', 'in', (eb) => eb.selectFrom('webhooks').select('id').where('deleted_at', 'is', null))
-          .returning('id')
-          .executeTakeFirst();
-        if (!moved) return 'deleted' as const;
+        // Share-locked, so a concurrent delete of the webhook either wins first (nothing is queued)
+        // or waits for this commit and then cancels the queued attempt with the rest.
+        const live = await trx.selectFrom('webhooks').select('id').where('id', '=', before.webhook_id).where('deleted_at', 'is', null).forShare().executeTakeFirst();
+        if (!live) return 'deleted' as const;
+        await trx.updateTable('webhook_deliveries').set({ status: 'pending', next_attempt_at: at, updated_at: at }).where('id', '=', id).execute();
         const after = await logRows(trx).where('d.id', '=', id).executeTakeFirstOrThrow();
         await also(trx, { before, after });
         return after;
       });
+    },
+
+    /**
+     * Writes a `webhook.test` event for the partner and one pending delivery of it, due at
+     * `dueAt`, to this one webhook whatever it subscribed to; null when the webhook is not the
+     * partner's or is deleted. The webhook row is share-locked, so a concurrent delete either
+     * waits for this (and then cancels the delivery) or wins (and this writes nothing).
+     */
+    async queueTest(input: { partnerId: string; webhookId: string; data: Record<string, unknown>; dueAt: Date }): Promise<string | null> {
+      const { rows } = await sql<{ id: string }>`
+        WITH target AS (
+          SELECT id, partner_id FROM webhooks
+          WHERE id = ${input.webhookId}::uuid AND partner_id = ${input.partnerId}::uuid AND deleted_at IS NULL
+          FOR SHARE
+        ), ev AS (
+          INSERT INTO events (partner_id, event, payload)
+          SELECT partner_id, ${WEBHOOK_TEST_EVENT}, ${JSON.stringify(input.data)}::jsonb FROM target
+          RETURNING id
+        )
+        INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
+        SELECT target.id, ev.id, 'pending', ${input.dueAt}::timestamptz FROM target CROSS JOIN ev
+        RETURNING id`.execute(db);
+      return rows[0]?.id ?? null;
     },
 
     async countPending(): Promise<number> {

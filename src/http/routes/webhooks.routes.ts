@@ -4,10 +4,13 @@ import {
   CreateWebhookBody,
   DeliveryListBody,
   DeliveryListQuery,
+  RedeliveryQueuedBody,
   WebhookCreatedBody,
   WebhookDeletedBody,
+  WebhookDeliveryParams,
   WebhookLimitBody,
   WebhookListBody,
+  WebhookTestQueuedBody,
 } from '../../schemas/webhook.schema.js';
 import type { WebhookService } from '../../services/webhook.service.js';
 import { documented } from './route-doc.helper.js';
@@ -48,5 +51,29 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       response: { 200: DeliveryListBody, 404: ErrorBody, ...commonErrors },
     }),
     async (request) => webhooks.deliveries(request.partner.id, request.params.id, request.query.limit ?? 100),
+  );
+
+  app.post(
+    '/webhooks/:id/test',
+    doc('Send a signed webhook.test delivery to this webhook only, whatever events it subscribed to', {
+      params: IdParams,
+      response: { 202: WebhookTestQueuedBody, 404: ErrorBody, ...commonErrors },
+    }),
+    async (request, reply) => {
+      reply.code(202);
+      return webhooks.sendTest(request.partner.id, request.params.id);
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/deliveries/:deliveryId/redeliver',
+    doc('Queue one more attempt of a delivery of this webhook (delivered, failed or pending), due now', {
+      params: WebhookDeliveryParams,
+      response: { 202: RedeliveryQueuedBody, 404: ErrorBody, ...commonErrors },
+    }),
+    async (request, reply) => {
+      reply.code(202);
+      return webhooks.redeliver(request.partner.id, request.params.id, request.params.deliveryId);
+    },
   );
 };
