@@ -220,7 +220,7 @@ export function createClient(options: ClientOptions): PaymentChannelClient {
           method: 'POST',
           path: '/payments',
           body,
-          headers: { 'x-idempotency-key': idempotencyKey },
+          headers: { 'x-idempotency-key': idempotencyKey, ...(opts.userId === undefined ? {} : { 'x-user-id': opts.userId }) },
           idempotent: true,
           signal: opts.signal,
         });

@@ -72,6 +72,11 @@ export interface CreatePaymentOptions {
    * to repeat across process restarts.
    */
   idempotencyKey?: string;
+  /**
+   * Sent as `X-User-Id`: your end user's id, as `userId` in `devices.register`. Once the payment is
+   * confirmed, that user's devices get a push. Printable ASCII without spaces.
+   */
+  userId?: string;
   signal?: AbortSignal;
 }
 

@@ -113,6 +113,12 @@ describe('SDK against the real service', () => {
     recorder.calls.length = 0;
     await expect(client.payments.create({ invoiceId: invoice.id })).rejects.toBeInstanceOf(ApiError);
     expect(recorder.calls[0]?.headers.get('x-idempotency-key')).not.toBe(key);
+    expect(post?.headers.get('x-user-id')).toBeNull();
+
+    // The end user, for pushes, travels as X-User-Id.
+    recorder.calls.length = 0;
+    await expect(client.payments.create({ invoiceId: invoice.id }, { userId: 'user-42' })).rejects.toBeInstanceOf(ApiError);
+    expect(recorder.calls[0]?.headers.get('x-user-id')).toBe('user-42');
 
     const polled = await client.payments.get(created.id);
     expect(polled).toMatchObject({ id: created.id, status: 'submitted' });
