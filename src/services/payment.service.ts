@@ -37,8 +37,10 @@ export interface PaymentServiceDeps {
 
 const IN_PROGRESS = 'Another payment for this invoice is in progress';
 
-function requestHash(invoiceId: string, amount: number | undefined): string {
-  return createHash('sha256').update(JSON.stringify([invoiceId, amount ?? null])).digest('hex');
+/** What makes two requests under one idempotency key the same; a request without an end user hashes as it always did. */
+function requestHash(invoiceId: string, amount: number | undefined, userId: string | undefined): string {
+  const parts = userId === undefined ? [invoiceId, amount ?? null] : [invoiceId, amount ?? null, userId];
+  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
 export function toPaymentView(p: PaymentDetail): PaymentBody {
@@ -138,7 +140,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const claim = await deps.idempotency.claim({
       partnerId: partner.id,
       key,
-      requestHash: requestHash(invoiceId, amount),
+      requestHash: requestHash(invoiceId, amount, input.userId),
       now: at,
       // Long enough for one request to finish; short enough that a crashed holder's key frees up soon.
       lockUntil: new Date(at.getTime() + 2 * deps.ministryTimeoutMs + 2000),

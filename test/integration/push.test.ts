@@ -95,6 +95,18 @@ describe('push to the end user when a payment is confirmed', () => {
     expect(tokensFor(paymentId)).toEqual([token, token]);
   });
 
+  it('treats another X-User-Id under the same idempotency key as another request', async () => {
+    const bank = await ctx.partner();
+    const invoice = await ownInvoice(ctx, bank, 'mof');
+    const headers = { 'x-idempotency-key': unique('idem'), 'x-user-id': 'user-a' };
+    await payOk(ctx, bank.apiKey, { invoiceId: invoice.id }, headers);
+    const again = await ctx.api(bank.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: invoice.id }, headers: { ...headers, 'x-user-id': 'user-b' } });
+    expect(again.statusCode).toBe(422);
+    const replay = await ctx.api(bank.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: invoice.id }, headers });
+    expect(replay.statusCode).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+  });
+
   it('refuses an X-User-Id that is not printable ASCII', async () => {
     const bank = await ctx.partner();
     const invoice = await ownInvoice(ctx, bank, 'mof');
