@@ -141,6 +141,12 @@ describe('daily reconciliation', () => {
     await reconcile();
     expect(await discrepancies('status=open')).toEqual([]);
     expect((await discrepancies('status=resolved')).map((d) => d.note)).toEqual(['ministry corrected by phone']);
+
+    // Both the runs and the resolution are in the audit log under the operator's name.
+    const audit = (await admin(ctx, 'GET', '/admin/audit')).json<{ items: { operator: string; action: string; targetId: string; before: unknown; after: unknown }[] }>().items;
+    expect(audit.filter((e) => e.action === 'reconciliation.run').map((e) => e.operator)).toEqual(['admin', 'admin']);
+    const resolution = audit.find((e) => e.action === 'discrepancy.resolve');
+    expect(resolution).toMatchObject({ operator: 'admin', targetId: open?.id, before: { status: 'open' }, after: { status: 'resolved', note: 'ministry corrected by phone' } });
   });
 
   it('leaves the run partial when a source cannot answer, and the schedule retries that source', async () => {
