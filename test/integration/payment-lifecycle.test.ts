@@ -176,14 +176,12 @@ describe('linked invoices are claimed as one set', () => {
   it('keeps the invariants when partners race for linked invoices', async () => {
     const pairs = await Promise.all([linkedPair(), linkedPair(), linkedPair()]);
     const partners = await Promise.all(Array.from({ length: 6 }, () => ctx.partner()));
-    const attempts = await Promise.all(
-      partners.flatMap((p, i) =>
-        pairs.map(async ({ a, b }) => {
-          const ref = i % 2 === 0 ? a : b;
-          return pay(p.apiKey, await invoiceId(p.apiKey, ref));
-        }),
-      ),
-    );
+    // The lookups come first, one after another: the race under test is the payments'.
+    const orders: { apiKey: string; invoiceId: string }[] = [];
+    for (const [i, p] of partners.entries()) {
+      for (const { a, b } of pairs) orders.push({ apiKey: p.apiKey, invoiceId: await invoiceId(p.apiKey, i % 2 === 0 ? a : b) });
+    }
+    const attempts = await Promise.all(orders.map((o) => pay(o.apiKey, o.invoiceId)));
     expect(attempts.map((r) => r.statusCode).filter((s) => s !== 201 && s !== 422), attempts.map((r) => r.body).join("\n")).toEqual([]);
     await expectBooksHold();
     for (const { a, b } of pairs) {
