@@ -29,15 +29,36 @@ async function listen(ctx: TestContext): Promise<string> {
   return `http://127.0.0.1:${address.port}`;
 }
 
-/** A page that only talks to the service under test (bank logos are remote URLs) and records script errors. */
-async function openSandbox(browser: Browser, baseUrl: string, pageErrors: string[]): Promise<Page> {
+interface Recorded {
+  /** Script errors. */
+  errors: string[];
+  /** Every network request the page made (data: URLs are not requests), to any host. */
+  requests: string[];
+}
+
+/** Opens the page, recording its script errors and every request it makes; nothing is blocked. */
+async function openSandbox(browser: Browser, baseUrl: string): Promise<{ page: Page; seen: Recorded }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await page.route('**/*', (route) => (route.request().url().startsWith(baseUrl) ? route.continue() : route.abort()));
-  page.on('pageerror', (err) => pageErrors.push(err.message));
+  const seen: Recorded = { errors: [], requests: [] };
+  page.on('pageerror', (err) => seen.errors.push(err.message));
+  page.on('request', (request) => {
+    if (!request.url().startsWith('data:')) seen.requests.push(request.url());
+  });
   const res = await page.goto(`${baseUrl}/api/v1/sandbox`);
   expect(res?.status()).toBe(200);
-  return page;
+  return { page, seen };
 }
+
+/** Self-contained: no request left the service under test (bank logos, fonts, favicon included). */
+function expectOnlyOwnRequests(seen: Recorded, baseUrl: string): void {
+  const origin = new URL(baseUrl).origin;
+  expect(seen.requests.length).toBeGreaterThan(0);
+  expect(seen.requests.filter((url) => new URL(url).origin !== origin)).toEqual([]);
+  expect(seen.requests.filter((url) => new URL(url).pathname === '/favicon.ico')).toEqual([]);
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const MINUTE = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/;
 
 async function search(page: Page, apiKey: string, ttd: string): Promise<void> {
   await page.fill('#api-key', apiKey);
@@ -64,10 +85,11 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', () =
     await ctx?.close();
   });
 
-  it('finds an invoice, pays it, shows the QR and deeplinks, approves it and sees it confirmed', async () => {
+  it('finds an invoice, pays it, shows the QR and deeplinks, approves it and sees the invoice paid', async () => {
     const { apiKey } = await ctx.partner();
-    const pageErrors: string[] = [];
-    const page = await openSandbox(browser, baseUrl, pageErrors);
+    const { page, seen } = await openSandbox(browser, baseUrl);
+    // The favicon is inline: no request for it.
+    expect(await page.getAttribute('link[rel="icon"]', 'href')).toMatch(/^data:image\/svg\+xml,/);
 
     // A wrong key is reported with its status.
     await search(page, 'gpk_sandbox_wrong', REG);
@@ -75,10 +97,19 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', () =
 
     await search(page, apiKey, REG);
     const row = page.locator('#invoice-rows tr', { hasText: '12,000.5 ₮' });
+    const rowStatus = row.locator('.badge');
     await row.waitFor();
     expect(await page.locator('#invoice-rows tr').count()).toBeGreaterThan(3);
     expect(await page.isVisible('#error')).toBe(false);
+    // Dates are YYYY-MM-DD, not the browser locale's format (a due date is a day in Mongolian time).
+    const dueDays = await page.locator('#invoice-rows td.due').allTextContents();
+    expect(dueDays.length).toBeGreaterThan(3);
+    for (const day of dueDays) expect(day).toMatch(DAY);
+    expect(await row.locator('td.due').textContent()).toBe('2099-12-31');
+    const openStatus = await rowStatus.textContent();
+    expect(openStatus).toBe('open');
     await row.click();
+    expect(await page.textContent('#sel-due')).toMatch(DAY);
     await page.click('#pay-btn');
 
     const qr = page.locator('#qr-img');
@@ -92,25 +123,64 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', () =
     expect(decoded?.data).toBe(await page.textContent('#qr-text'));
     expect(await page.locator('#deeplinks li a').count()).toBeGreaterThan(0);
     expect(await page.locator('#deeplinks li a').first().getAttribute('href')).toMatch(/^[a-z][a-z0-9+.-]*:\/\//);
+    // Bank logos are drawn by the page (inline SVG badges), and every one of them rendered.
+    const logos = page.locator('#deeplinks img.logo');
+    expect(await logos.count()).toBe(await page.locator('#deeplinks li').count());
+    for (const src of await logos.evaluateAll((imgs: HTMLImageElement[]) => imgs.map((i) => i.getAttribute('src') ?? ''))) {
+      expect(src).toMatch(/^data:image\/svg\+xml,/);
+    }
+    await expect.poll(() => logos.evaluateAll((imgs: HTMLImageElement[]) => imgs.every((i) => i.complete && i.naturalWidth > 0))).toBe(true);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: `${ARTIFACTS}/sandbox-submitted.png`, fullPage: true });
 
     await page.click('#approve-btn');
     await page.waitForSelector('#payment-status[data-status="confirmed"]', { timeout: 10_000 });
-    expect(await page.textContent('#paid-at')).not.toBe('—');
+    expect(await page.textContent('#paid-at')).toMatch(MINUTE);
+    // The invoice list follows the payment: the row is paid, no longer payable, and so is the selection.
+    await expect.poll(() => rowStatus.textContent()).toBe('paid');
+    expect(await row.getAttribute('class')).toContain('unpayable');
+    expect(await page.textContent('#sel-status')).toBe('paid');
+    expect(await page.isDisabled('#pay-btn')).toBe(true);
     expect(await page.isVisible('#error')).toBe(false);
+    await page.screenshot({ path: `${ARTIFACTS}/sandbox-confirmed.png`, fullPage: true });
 
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: `${ARTIFACTS}/sandbox.png`, fullPage: true });
-
+    const canceledId = await page.textContent('#payment-id');
     await page.click('#cancel-btn');
     await page.waitForSelector('#payment-status[data-status="canceled"]');
-    expect(pageErrors).toEqual([]);
+    await expect.poll(() => rowStatus.textContent()).toBe(openStatus);
+    expect(await page.isEnabled('#pay-btn')).toBe(true);
+
+    // A refused attempt replaces the earlier payment card: no stale QR, id or buttons stay on screen.
+    await row.click();
+    await page.fill('#pay-amount', '99999999');
+    await page.click('#pay-btn');
+    await page.waitForSelector('#payment-status[data-status="refused"]');
+    expect(await page.textContent('#refusal')).toContain('HTTP 422');
+    expect(await page.textContent('#refusal-text')).toBe('Amount does not match the invoice balance');
+    expect(await page.textContent('#refusal-ref')).toBe('MOF-T-1');
+    expect(await page.isVisible('#payment-body')).toBe(false);
+    expect(await page.isVisible('#qr-img')).toBe(false);
+    expect(await page.isVisible('#approve-btn')).toBe(false);
+    expect(await page.textContent('#payment-card')).not.toContain(canceledId ?? '');
+    expect(await page.isVisible('#error')).toBe(false);
+    await page.screenshot({ path: `${ARTIFACTS}/sandbox-422.png`, fullPage: true });
+
+    // And the next successful attempt replaces the refusal.
+    await page.fill('#pay-amount', '');
+    await page.click('#pay-btn');
+    await page.waitForSelector('#payment-status[data-status="submitted"]');
+    expect(await page.isVisible('#refusal')).toBe(false);
+    expect(await page.isVisible('#qr-img')).toBe(true);
+    expect(await page.textContent('#payment-id')).not.toBe(canceledId);
+
+    expectOnlyOwnRequests(seen, baseUrl);
+    expect(seen.errors).toEqual([]);
     await page.close();
   });
 
   it('shows 429 from the rate limiter with its retry delay', async () => {
     const { apiKey } = await ctx.partner(); // limits are per key: the other test's quota is untouched
-    const pageErrors: string[] = [];
-    const page = await openSandbox(browser, baseUrl, pageErrors);
+    const { page, seen } = await openSandbox(browser, baseUrl);
     await search(page, apiKey, REG);
     await page.locator('#invoice-rows tr').first().waitFor();
     // A burst past 5 per second, as an impatient user with a double-clicking mouse would send.
@@ -123,7 +193,8 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', () =
     expect(await page.textContent('#log')).toContain('429');
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: `${ARTIFACTS}/sandbox-429.png` });
-    expect(pageErrors).toEqual([]);
+    expectOnlyOwnRequests(seen, baseUrl);
+    expect(seen.errors).toEqual([]);
     await page.close();
   });
 });
