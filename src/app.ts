@@ -3,7 +3,7 @@ import { createFastify } from './http/fastify-instance.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
 import { lazyChildLoggerFactory } from './http/request-logger.js';
-import { registerOpenApi } from './http/plugins/openapi.plugin.js';
+import { registerOpenApi, type OpenApiServer } from './http/plugins/openapi.plugin.js';
 import { healthRoutes } from './http/routes/health.routes.js';
 import { invoiceRoutes } from './http/routes/invoices.routes.js';
 import { paymentRoutes } from './http/routes/payments.routes.js';
@@ -22,6 +22,8 @@ export interface AppOptions {
   services: AppServices;
   isDbReady: () => Promise<boolean>;
   metrics?: Metrics;
+  /** The OpenAPI document's servers (openApiServers(config)); by default this server's API_PREFIX. */
+  openApiServers?: OpenApiServer[];
 }
 
 export const API_PREFIX = '/api/v1';
@@ -34,7 +36,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
-  await registerOpenApi(app, API_PREFIX);
+  await registerOpenApi(app, API_PREFIX, opts.openApiServers);
   // The QR landing page (qrpay.shortUrl): at the root like QPay's short link, no key, read-only.
   await app.register(shortLinkRoutes, { prefix: '/q', shortLinks: opts.services.shortLinks });
 

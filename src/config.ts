@@ -60,6 +60,14 @@ const ConfigSchema = Type.Object({
   bodyLimitBytes: Int(64 * 1024, 1024),
   /** Defaults to the API's own address: http://HOST:PORT/q. */
   shortUrlBase: Type.String(),
+  /** The public base URLs (with /api/v1) the OpenAPI document lists as its sandbox and production servers. */
+  publicApiUrls: Type.Object(
+    {
+      sandbox: Type.String({ pattern: '^https?://', default: 'https://sandbox.api.example.mn/api/v1' }),
+      production: Type.String({ pattern: '^https?://', default: 'https://api.example.mn/api/v1' }),
+    },
+    { default: {} },
+  ),
   logLevel: Text('info'),
   keyRotationGraceMs: Int(DAY),
   authCacheTtlMs: Int(2000),
@@ -185,6 +193,7 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     fcm: { projectId: str(env, 'FCM_PROJECT_ID'), accessToken: str(env, 'FCM_ACCESS_TOKEN'), endpoint: str(env, 'FCM_ENDPOINT') },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES'),
     shortUrlBase: str(env, 'SHORT_URL_BASE'),
+    publicApiUrls: { sandbox: str(env, 'PUBLIC_API_URL_SANDBOX'), production: str(env, 'PUBLIC_API_URL_PRODUCTION') },
     logLevel: str(env, 'LOG_LEVEL'),
     keyRotationGraceMs: int(env, 'KEY_ROTATION_GRACE_MS'),
     authCacheTtlMs: int(env, 'AUTH_CACHE_TTL_MS'),

@@ -8,6 +8,7 @@ import { loadFixtures } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import { printDemoBanner } from './demo-banner.js';
 import { operatorsOf } from '../http/plugins/admin-auth.plugin.js';
+import { openApiServers } from '../http/plugins/openapi.plugin.js';
 import type { FastifyInstance } from 'fastify';
 
 const DEMO_FIXTURES = fileURLToPath(new URL('../../simulator/fixtures/demo.json', import.meta.url));
@@ -35,7 +36,14 @@ async function main(): Promise<void> {
   const logger = createLogger(config);
   const { urls, simulator } = await resolveMinistries(config);
   const deps = await createDeps(config, { ministryUrls: urls, logger });
-  const app = await buildApp({ logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
+  const app = await buildApp({
+    logger,
+    bodyLimitBytes: config.bodyLimitBytes,
+    services: deps.services,
+    isDbReady: deps.isDbReady,
+    metrics: deps.metrics,
+    openApiServers: openApiServers(config, API_PREFIX),
+  });
   const admin = await buildAdminApp({ logger, operators: operatorsOf(config), services: deps.admin, metrics: deps.metrics });
   const jobs = deps.startJobs();
 

@@ -51,3 +51,9 @@ export const commonErrors = {
   500: ErrorBody,
   503: ErrorBody,
 };
+
+/** Errors of a route that reads a request body: too large (BODY_LIMIT_BYTES), or not JSON. */
+export const bodyErrors = {
+  413: ErrorBody,
+  415: ErrorBody,
+};

@@ -4,13 +4,15 @@ import pg from 'pg';
 import type { Config } from '../../src/config.js';
 import { testConfig } from './test-config.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
-import { buildApp } from '../../src/app.js';
+import { API_PREFIX, buildApp } from '../../src/app.js';
+import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
 import { buildAdminApp } from '../../src/admin-app.js';
 import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 import { testFixtures } from './fixtures.js';
+import { attachContract } from './contract.js';
 
 export interface TestContext {
   config: Config;
@@ -71,7 +73,16 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
   const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock });
-  const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady, metrics: deps.metrics });
+  const app = await buildApp({
+    logger: deps.logger,
+    bodyLimitBytes: config.bodyLimitBytes,
+    services: deps.services,
+    isDbReady: deps.isDbReady,
+    metrics: deps.metrics,
+    openApiServers: openApiServers(config, API_PREFIX),
+  });
+  // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
+  const contract = attachContract(app);
   const admin = await buildAdminApp({ logger: deps.logger, operators: operatorsOf(config), services: deps.admin, metrics: deps.metrics });
 
   return {
@@ -102,8 +113,11 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
       const body = res.json<{ id: string; apiKey: string }>();
       return { id: body.id, apiKey: body.apiKey };
     },
-    api(apiKey, injectOpts) {
-      return app.inject({ ...injectOpts, headers: { 'x-api-key': apiKey, ...injectOpts.headers } });
+    async api(apiKey, injectOpts) {
+      const res = await app.inject({ ...injectOpts, headers: { 'x-api-key': apiKey, ...injectOpts.headers } });
+      const problems = contract.take(res.headers['x-request-id']);
+      if (problems.length > 0) throw new Error(`The answer breaks the OpenAPI document:\n${problems.join('\n')}`);
+      return res;
     },
     sim(path, body) {
       return simulator.inject({ method: 'POST', url: path, payload: body as object });
@@ -113,6 +127,9 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
       const steps = [() => app.close(), () => admin.close(), () => deps.close(), () => simulator.close()];
       for (const step of steps) await step().catch(() => undefined);
       if (config.databaseUrl && schema && !opts.reuseSchema) await dropSchema(config.databaseUrl, schema);
+      // Answers the test read through app.inject or over HTTP (the SDK) rather than api().
+      const problems = contract.pending();
+      if (problems.length > 0) throw new Error(`Answers broke the OpenAPI document:\n${problems.join('\n')}`);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { createContractChecker, documentPath, type ContractDocument } from '../helpers/contract.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -8,10 +9,23 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-interface OpenApiDoc {
+interface Media {
+  schema: unknown;
+  example?: unknown;
+  examples?: Record<string, { value: unknown }>;
+}
+interface Operation {
+  parameters?: { name: string; in: string }[];
+  security?: unknown[];
+  requestBody?: { content: Record<string, Media> };
+  responses: Record<string, { description: string; headers?: Record<string, { $ref?: string }>; content?: Record<string, Media> }>;
+}
+interface OpenApiDoc extends ContractDocument {
   openapi: string;
-  paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; responses: Record<string, unknown> }>>;
-  components: { securitySchemes: Record<string, { name?: string }> };
+  servers: { url: string; description?: string }[];
+  paths: Record<string, Record<string, Operation>>;
+  webhooks: Record<string, { post: Operation & { description: string } }>;
+  components: { securitySchemes: Record<string, { name?: string }>; schemas: Record<string, unknown>; headers: Record<string, { required?: boolean }> };
 }
 
 async function fetchDoc(): Promise<OpenApiDoc> {
@@ -35,7 +49,7 @@ function registeredRoutes(): string[] {
     // HTML pages (the docs and the sandbox page) are not API operations.
     if (!path.startsWith('/api/v1/') || path.includes('/docs') || path.endsWith('openapi.json') || path === '/api/v1/sandbox') continue;
     for (const method of (match[2] as string).split(', ')) {
-      if (method !== 'HEAD') out.push(`${method.toLowerCase()} ${path.replace(/:(\w+)/g, '{$1}')}`);
+      if (method !== 'HEAD') out.push(`${method.toLowerCase()} ${documentPath(path)}`);
     }
   }
   return out;
@@ -57,9 +71,97 @@ describe('OpenAPI document', () => {
     expect(routes.length).toBeGreaterThan(10);
     for (const route of routes) expect(documented).toContain(route);
     expect(doc.components.securitySchemes.ApiKey?.name).toBe('X-API-Key');
-    const post = doc.paths['/api/v1/payments']?.post;
+    const post = doc.paths['/payments']?.post;
     expect(post?.parameters?.some((p) => p.name === 'x-idempotency-key' && p.in === 'header')).toBe(true);
-    expect(Object.keys(post?.responses ?? {})).toEqual(expect.arrayContaining(['201', '400', '401', '422', '429']));
+    expect(Object.keys(post?.responses ?? {}).sort()).toEqual(['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
+  });
+
+  it('has paths relative to its servers: local from HOST/PORT, sandbox and production from config', async () => {
+    const doc = await fetchDoc();
+    expect(doc.servers.map((s) => s.url)).toEqual([
+      `http://${ctx.config.host}:${ctx.config.port}/api/v1`,
+      ctx.config.publicApiUrls.sandbox,
+      ctx.config.publicApiUrls.production,
+    ]);
+    expect(doc.servers.every((s) => s.url.endsWith('/api/v1') && s.description)).toBe(true);
+    expect(Object.keys(doc.paths).every((p) => !p.startsWith('/api/'))).toBe(true);
+
+    const custom = await createTestContext({
+      config: { port: 8123, publicApiUrls: { sandbox: 'https://sb.pay.gov.test/api/v1', production: 'https://pay.gov.test/api/v1' } },
+    });
+    try {
+      const res = await custom.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+      expect(res.json<OpenApiDoc>().servers.map((s) => s.url)).toEqual([
+        `http://${custom.config.host}:8123/api/v1`,
+        'https://sb.pay.gov.test/api/v1',
+        'https://pay.gov.test/api/v1',
+      ]);
+    } finally {
+      await custom.close();
+    }
+  });
+
+  it('names its schemas: every request and response body is a $ref to a component', async () => {
+    const doc = await fetchDoc();
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const bodies = [op.requestBody?.content['application/json'], ...Object.values(op.responses).map((r) => r.content?.['application/json'])];
+        for (const media of bodies.filter((m) => m !== undefined)) {
+          const refs = JSON.stringify(media.schema).match(/#\/components\/schemas\/\w+/g) ?? [];
+          expect(refs.length, `${method} ${path}`).toBeGreaterThan(0);
+        }
+      }
+    }
+    expect(Object.keys(doc.components.schemas)).toEqual(
+      expect.arrayContaining(['Error', 'ValidationError', 'Invoice', 'InvoiceList', 'PaymentCreated', 'PaymentFailed', 'Payment', 'QrPay', 'Webhook', 'Device']),
+    );
+    expect(Object.keys(doc.components.schemas).every((name) => /^[A-Z][A-Za-z]+$/.test(name))).toBe(true);
+  });
+
+  it('describes every response, with its headers and examples that match its schema', async () => {
+    const doc = await fetchDoc();
+    const checker = createContractChecker(doc);
+    const checkExamples = (where: string, media: Media) => {
+      const values = media.examples ? Object.values(media.examples).map((e) => e.value) : [media.example];
+      expect(values.filter((v) => v !== undefined).length, `${where}: no example`).toBeGreaterThan(0);
+      const validate = checker.validator(media.schema);
+      for (const value of values) expect(validate(value), `${where}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    };
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const where = `${method} ${path}`;
+        const secured = !(Array.isArray(op.security) && op.security.length === 0);
+        if (op.requestBody) checkExamples(`${where} request`, op.requestBody.content['application/json'] as Media);
+        for (const [status, response] of Object.entries(op.responses)) {
+          expect(response.description, `${where} ${status}`).not.toMatch(/^(Default Response)?$/);
+          checkExamples(`${where} ${status}`, response.content?.['application/json'] as Media);
+          expect(response.headers?.['X-Request-Id'], `${where} ${status}`).toBeDefined();
+          if (secured && status !== '401') expect(Object.keys(response.headers ?? {}), `${where} ${status}`).toEqual(expect.arrayContaining(['RateLimit', 'RateLimit-Policy']));
+          if (status === '429') expect(response.headers?.['Retry-After'], where).toBeDefined();
+        }
+        if (secured) expect(Object.keys(op.responses), where).toEqual(expect.arrayContaining(['400', '401', '403', '429', '500', '503']));
+        if (op.requestBody) expect(Object.keys(op.responses), where).toEqual(expect.arrayContaining(['413', '415']));
+      }
+    }
+    const created = doc.paths['/payments']?.post?.responses['201'];
+    expect(created?.headers?.['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
+    expect(created?.content?.['application/json']?.examples?.created?.value).toMatchObject({ status: 'submitted' });
+    expect(Object.keys(doc.components.headers).sort()).toEqual(['IdempotentReplayed', 'RateLimit', 'RateLimitPolicy', 'RetryAfter', 'XRequestId']);
+  });
+
+  it('describes the webhook deliveries: each event, its headers and the signature', async () => {
+    const doc = await fetchDoc();
+    const checker = createContractChecker(doc);
+    expect(Object.keys(doc.webhooks).sort()).toEqual(['payment.confirmed', 'payment.submitted', 'webhook.test']);
+    for (const [event, { post }] of Object.entries(doc.webhooks)) {
+      const names = (post.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name);
+      expect(names).toEqual(expect.arrayContaining(['X-Service-Event', 'X-Service-Delivery', 'X-Service-Timestamp', 'X-Service-Signature']));
+      expect(post.description).toMatch(/HMAC-SHA256/);
+      const media = post.requestBody?.content['application/json'] as Media;
+      const example = Object.values(media.examples ?? {})[0]?.value as { event: string };
+      expect(example.event).toBe(event);
+      expect(checker.validator(media.schema)(example)).toBe(true);
+    }
   });
 
   it('serves a browsable reference page without a key', async () => {

@@ -24,8 +24,8 @@ describe('sandbox page', () => {
 
   it('is not part of the OpenAPI document, the approve helper is (as sandbox-only)', async () => {
     const doc = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{ paths: Record<string, Record<string, { tags?: string[] }>> }>();
-    expect(doc.paths['/api/v1/sandbox']).toBeUndefined();
-    expect(doc.paths['/api/v1/sandbox/approve']?.post?.tags).toEqual(['Sandbox']);
+    expect(doc.paths['/sandbox']).toBeUndefined();
+    expect(doc.paths['/sandbox/approve']?.post?.tags).toEqual(['Sandbox']);
   });
 });
 

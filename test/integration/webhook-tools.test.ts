@@ -211,7 +211,7 @@ describe('webhook test deliveries and redelivery', () => {
   it('documents both routes under Webhooks with every status they answer', async () => {
     const res = await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
     const doc = res.json<{ paths: Record<string, Record<string, { tags?: string[]; responses: Record<string, unknown> }>> }>();
-    for (const path of ['/api/v1/webhooks/{id}/test', '/api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver']) {
+    for (const path of ['/webhooks/{id}/test', '/webhooks/{id}/deliveries/{deliveryId}/redeliver']) {
       const op = doc.paths[path]?.post;
       expect(op?.tags).toEqual(['Webhooks']);
       expect(Object.keys(op?.responses ?? {}).sort()).toEqual(['202', '400', '401', '403', '404', '429', '500', '503']);

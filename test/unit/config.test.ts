@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
+import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
 
 describe('operator and reconciliation settings', () => {
   it('names operators from ADMIN_TOKENS beside ADMIN_TOKEN, which stays operator admin', () => {
@@ -22,5 +23,18 @@ describe('operator and reconciliation settings', () => {
     expect(loadConfig({}).reconciliation).toMatchObject({ at: '02:00', retryMs: 15 * 60_000 });
     expect(loadConfig({ RECONCILE_AT: '06:30', RECONCILE_RETRY_MS: '60000' }).reconciliation).toMatchObject({ at: '06:30', retryMs: 60_000 });
     expect(() => loadConfig({ RECONCILE_AT: '25:00' })).toThrow(/Invalid configuration/);
+  });
+});
+
+describe('OpenAPI servers', () => {
+  it('lists local from HOST/PORT, sandbox and production from PUBLIC_API_URL_*', () => {
+    expect(openApiServers(loadConfig({}), '/api/v1').map((s) => s.url)).toEqual([
+      'http://127.0.0.1:3000/api/v1',
+      'https://sandbox.api.example.mn/api/v1',
+      'https://api.example.mn/api/v1',
+    ]);
+    const config = loadConfig({ HOST: '0.0.0.0', PORT: '8080', PUBLIC_API_URL_SANDBOX: 'https://sb.pay.gov.mn/api/v1', PUBLIC_API_URL_PRODUCTION: 'https://pay.gov.mn/api/v1' });
+    expect(openApiServers(config, '/api/v1').map((s) => s.url)).toEqual(['http://127.0.0.1:8080/api/v1', 'https://sb.pay.gov.mn/api/v1', 'https://pay.gov.mn/api/v1']);
+    expect(() => loadConfig({ PUBLIC_API_URL_SANDBOX: 'sandbox.example.mn' })).toThrow(/Invalid configuration/);
   });
 });

@@ -1,6 +1,9 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import { componentSchemas, withComponentRefs } from '../openapi/components.js';
+import { describeOperations, HEADER_COMPONENTS, type OpenApiObject } from '../openapi/operations.js';
+import { WEBHOOK_COMPONENTS, webhooksSection } from '../openapi/webhooks.js';
 
 const DESCRIPTION = `Government invoice lookup and payment channel for banks, fintechs and super-apps.
 
@@ -9,17 +12,41 @@ optional \`X-Idempotency-Key\` header: a repeat with the same key returns the fi
 \`message: "idempotent"\` and \`Idempotent-Replayed: true\`. Errors use
 \`{ statusCode, message, error }\`; on 400, \`message\` is an array with one entry per violation.
 Rate limits: 5 requests per second, 60 per minute and 1000 per hour per key (429 with
-\`Retry-After\`).`;
+\`Retry-After\`). Every response carries \`X-Request-Id\` (yours, when you send a safe one).
+A path parameter longer than 200 characters is refused with 414 before routing.
 
-/** Must be registered before the routes so every route schema lands in the document. */
-export async function registerOpenApi(app: FastifyInstance, prefix: string): Promise<void> {
+Events are pushed to the partner's webhooks: see \`webhooks\` for the deliveries, their headers and
+how to verify their signature.`;
+
+export interface OpenApiServer {
+  url: string;
+  description: string;
+}
+
+/** The servers of the document: this instance as run locally, and the public sandbox and production. */
+export function openApiServers(config: { host: string; port: number; publicApiUrls: { sandbox: string; production: string } }, prefix: string): OpenApiServer[] {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  return [
+    { url: `http://${host}:${config.port}${prefix}`, description: 'Local (this service as run by `npm start`)' },
+    { url: config.publicApiUrls.sandbox, description: 'Sandbox (sandbox keys, simulated ministries)' },
+    { url: config.publicApiUrls.production, description: 'Production (production keys)' },
+  ];
+}
+
+/**
+ * Must be registered before the routes so every route schema lands in the document. Its paths are
+ * relative to the servers, which all end in `prefix` (the routes are served under it).
+ */
+export async function registerOpenApi(app: FastifyInstance, prefix: string, servers: OpenApiServer[] = [{ url: prefix, description: 'This server' }]): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Government payment channel API', version: '1.0.0', description: DESCRIPTION },
-      servers: [{ url: '/' }],
+      servers,
       components: {
-        securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+        securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: "The partner's API key (`gpk_sandbox_…` or `gpk_live_…`)." } },
+        // Plain JSON Schemas; the plugin's OpenAPI 3.0-flavoured typing does not describe 3.1's.
+        schemas: { ...componentSchemas(), ...WEBHOOK_COMPONENTS } as Record<string, object> as Record<string, never>,
       },
       security: [{ ApiKey: [] }],
       tags: [
@@ -28,8 +55,26 @@ export async function registerOpenApi(app: FastifyInstance, prefix: string): Pro
         { name: 'Reports' },
         { name: 'Webhooks' },
         { name: 'Devices' },
+        { name: 'Sandbox', description: 'Only in the local and sandbox environments' },
         { name: 'Health' },
       ],
+    },
+    stripBasePath: false,
+    // The document only: named schemas become $refs to their components, paths lose the prefix.
+    transform: ({ schema, url }) => {
+      const path = url.startsWith(`${prefix}/`) ? url.slice(prefix.length) : url;
+      if (!schema) return { schema, url: path };
+      const { body, response, ...rest } = schema as FastifySchema & { response?: Record<string, unknown> };
+      const documented: Record<string, unknown> = { ...rest };
+      if (body) documented.body = withComponentRefs(body);
+      if (response) documented.response = Object.fromEntries(Object.entries(response).map(([code, s]) => [code, withComponentRefs(s)]));
+      return { schema: documented as FastifySchema, url: path };
+    },
+    transformObject: (documentObject) => {
+      const doc = (documentObject as { openapiObject: OpenApiObject }).openapiObject;
+      describeOperations(doc);
+      doc.components = { ...doc.components, headers: HEADER_COMPONENTS };
+      return { ...doc, webhooks: webhooksSection() } as never;
     },
   });
   await app.register(swaggerUi, { routePrefix: `${prefix}/docs`, uiConfig: { docExpansion: 'list', deepLinking: true } });

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { commonErrors } from '../../schemas/common.schema.js';
+import { bodyErrors, commonErrors } from '../../schemas/common.schema.js';
 import { DeviceBody, RegisterDeviceBody } from '../../schemas/device.schema.js';
 import type { DeviceService } from '../../services/device.service.js';
 import { documented } from './route-doc.helper.js';
 
 const registerDoc = documented('Devices')('Register or update a push device (201 when new, 200 when already known)', {
   body: RegisterDeviceBody,
-  response: { 200: DeviceBody, 201: DeviceBody, ...commonErrors },
+  response: { 200: DeviceBody, 201: DeviceBody, ...commonErrors, ...bodyErrors },
 });
 
 export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }> = async (app, { devices }) => {

@@ -1,8 +1,9 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 
-const Live = Type.Object({ status: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
-const Ready = Type.Object({ status: Type.String(), db: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
+/** Exported for the OpenAPI document's named components. */
+export const Live = Type.Object({ status: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
+export const Ready = Type.Object({ status: Type.String(), db: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ isDbReady: () => Promise<boolean> }> = async (app, opts) => {
   app.get(

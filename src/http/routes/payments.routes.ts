@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody, IdParams, commonErrors } from '../../schemas/common.schema.js';
+import { ErrorBody, IdParams, bodyErrors, commonErrors } from '../../schemas/common.schema.js';
 import {
   CancelBody,
   CreatePaymentBody,
@@ -23,7 +23,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         summary: 'Pay one invoice; returns the QR payload and bank deeplinks',
         headers: IdempotencyHeaders,
         body: CreatePaymentBody,
-        response: { 201: PaymentCreatedBody, 404: ErrorBody, 409: ErrorBody, 422: Type.Union([PaymentFailedBody, ErrorBody]), ...commonErrors },
+        response: { 201: PaymentCreatedBody, 404: ErrorBody, 409: ErrorBody, 422: Type.Union([PaymentFailedBody, ErrorBody]), ...commonErrors, ...bodyErrors },
       },
     },
     async (request, reply) => {
@@ -67,7 +67,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         tags: ['Reports'],
         summary: "Daily settlement report of this partner's payments from every ministry system",
         body: SettlementRequestBody,
-        response: { 200: SettlementBody, ...commonErrors },
+        response: { 200: SettlementBody, ...commonErrors, ...bodyErrors },
       },
     },
     async (request) => opts.reports.settlement(request.partner.id, request.body.financeDay),

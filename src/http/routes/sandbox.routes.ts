@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody, Uuid, commonErrors } from '../../schemas/common.schema.js';
+import { ErrorBody, Uuid, bodyErrors, commonErrors } from '../../schemas/common.schema.js';
 import type { SandboxService } from '../../services/sandbox.service.js';
 
 /** Read once at start-up: one self-contained page (inline CSS and JS, no external resources). */
@@ -19,8 +19,8 @@ export const sandboxPageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 };
 
-const ApproveBody = Type.Object({ paymentId: Uuid }, { additionalProperties: false });
-const ApprovedBody = Type.Object({ id: Uuid, approved: Type.Literal(true) });
+export const ApproveBody = Type.Object({ paymentId: Uuid }, { additionalProperties: false });
+export const ApprovedBody = Type.Object({ id: Uuid, approved: Type.Literal(true) });
 
 /** Sandbox-only helpers behind the API key; registered inside the authenticated, rate-limited scope. */
 export const sandboxApiRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, opts) => {
@@ -35,7 +35,7 @@ export const sandboxApiRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxServi
           "partner's own `submitted` payment in the simulated ministry system; the payment becomes " +
           '`confirmed` on the next `GET /payments/{id}`. 409 when the payment is not `submitted`.',
         body: ApproveBody,
-        response: { 200: ApprovedBody, 404: ErrorBody, 409: ErrorBody, ...commonErrors },
+        response: { 200: ApprovedBody, 404: ErrorBody, 409: ErrorBody, ...commonErrors, ...bodyErrors },
       },
     },
     async (request) => opts.sandbox.approve(request.partner.id, request.body.paymentId),

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody, IdParams, commonErrors } from '../../schemas/common.schema.js';
+import { ErrorBody, IdParams, bodyErrors, commonErrors } from '../../schemas/common.schema.js';
 import {
   CreateWebhookBody,
   DeliveryListBody,
@@ -22,7 +22,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     '/webhooks',
     doc('Register a webhook; the response is the only one that shows the secret', {
       body: CreateWebhookBody,
-      response: { 201: WebhookCreatedBody, 409: WebhookLimitBody, ...commonErrors },
+      response: { 201: WebhookCreatedBody, 409: WebhookLimitBody, ...commonErrors, ...bodyErrors },
     }),
     async (request, reply) => {
       reply.code(201);

@@ -1,0 +1,139 @@
+/*
+ * Example values of the OpenAPI document, taken from the service's real answers (a local run
+ * against the simulator's fixtures). test/integration/openapi.test.ts checks each against the
+ * schema it illustrates.
+ */
+
+const PAYMENT_ID = '52c8dc3e-a593-457e-a6cf-59e6e03650b7';
+const INVOICE_ID = '83b47ac4-92e6-4b9c-b063-a623a9cc1f6f';
+const PARTNER_ID = '8c93c40c-2c15-4997-a084-f84d7338892e';
+const WEBHOOK_ID = 'ab6378ea-fc44-4927-90ea-3a735ff903eb';
+const DELIVERY_ID = 'f955ff13-fab8-493b-a7e4-d4687c1999f7';
+
+export const EXAMPLE_IDS = { PAYMENT_ID, INVOICE_ID, WEBHOOK_ID, DELIVERY_ID };
+
+export const invoice = {
+  id: INVOICE_ID,
+  description: 'Төлбөр',
+  amount: 12000.5,
+  status: 'open',
+  dueDate: '2099-12-31T00:00:00.000Z',
+  issuedAt: '2025-01-15T02:00:00.000Z',
+  vehicleNo: null,
+  payer: { register: '7000001', name: 'Тест ХХК' },
+  payee: { id: 'ORG-100', name: 'Сангийн яам' },
+  year: 2025,
+};
+
+export const invoiceList = {
+  invoices: [
+    invoice,
+    {
+      id: 'ff51c125-5154-457c-b728-b1ec014b78b4',
+      description: 'Төлбөр',
+      amount: 50000,
+      status: 'overdue',
+      dueDate: '2024-01-01T00:00:00.000Z',
+      issuedAt: '2025-01-15T02:00:00.000Z',
+      vehicleNo: '9999ТЕС',
+      payer: { register: '7000001', name: 'Тест ХХК' },
+      payee: { id: 'ORG-300', name: 'Цагдаагийн ерөнхий газар' },
+    },
+  ],
+  total: 62000.5,
+};
+
+const QR_TEXT =
+  '00020101021227340016A0000009990000010110MN-ORG-100520493115303496540712000.55802MN5912Sangiin yaam6011ULAANBAATAR' +
+  '6258012552c8dc3ea593457ea6cf59e6e05254WFRCU3G64SB0OMY45NB8VOAF64210002MN0111Сангийн яам6304FA58';
+
+export const paymentCreated = {
+  success: true,
+  id: PAYMENT_ID,
+  status: 'submitted',
+  amount: 12000.5,
+  invoiceId: INVOICE_ID,
+  invoiceIds: [INVOICE_ID],
+  qrpay: {
+    qrText: QR_TEXT,
+    qrImage: 'iVBORw0KGgoAAAANSUhEUgAAAPQAAAD0AQAAAACEVDZTAAADTElEQVR4Ae2YQW4cUQhEuQH3vyU3IHqPbkeWYq9SUSJlRhrLXYvfQFEUv/b7T30P73/8+…',
+    shortUrl: `http://127.0.0.1:3000/q/${PAYMENT_ID}`,
+    urls: [
+      {
+        name: 'Khan Bank',
+        description: 'Хаан банк',
+        logo: 'https://qpay.mn/q/logo/khanbank.png',
+        link: `khanbank://q?qPay_QRcode=${encodeURIComponent(QR_TEXT)}`,
+      },
+      {
+        name: 'Golomt Bank',
+        description: 'Голомт банк',
+        logo: 'https://qpay.mn/q/logo/golomtbank.png',
+        link: `golomtbank://q?qPay_QRcode=${encodeURIComponent(QR_TEXT)}`,
+      },
+    ],
+  },
+};
+
+export const paymentReplayed = { ...paymentCreated, message: 'idempotent' };
+
+export const payment = { id: PAYMENT_ID, status: 'submitted', amount: 12000.5, invoiceId: INVOICE_ID, invoiceIds: [INVOICE_ID] };
+export const paymentConfirmed = { ...payment, status: 'confirmed', paidAt: '2026-11-25T08:58:54.108Z' };
+
+export const settlement = {
+  financeDay: '2026-11-25',
+  success: true,
+  entries: [
+    { refNum: 'MOF-T-1', amount: 12000.5, payerReg: '7000001', payerName: 'Тест ХХК', description: 'Төлбөр', date: '2026-11-25T08:58:54.108Z' },
+  ],
+};
+
+export const summary = { total: 8, open: 6, overdue: 1, paid: 1, totalAmountDue: 107000.75 };
+
+export const paymentList = {
+  items: [
+    { id: 'effc01f5-c646-4aff-a55f-816a01d58be2', refNum: 'MOF-T-REJECT', status: 'failed', amount: 10000, source: 'mof', partnerId: PARTNER_ID, createdAt: '2026-11-25T08:59:20.222Z' },
+    { id: PAYMENT_ID, refNum: 'MOF-T-1', status: 'canceled', amount: 12000.5, source: 'mof', partnerId: PARTNER_ID, createdAt: '2026-11-25T08:59:20.034Z' },
+  ],
+  total: 2,
+  page: 1,
+  limit: 2,
+};
+
+export const createWebhook = { url: 'https://hooks.example.com/gov', secret: 'whsec_0123456789abcdef', events: ['payment.submitted', 'payment.confirmed'] };
+export const webhook = { id: WEBHOOK_ID, url: createWebhook.url, events: createWebhook.events, createdAt: '2026-11-25T08:58:54.531Z' };
+
+export const deliveryList = {
+  items: [
+    {
+      event: 'webhook.test',
+      deliveryId: DELIVERY_ID,
+      status: 'failed',
+      statusCode: 500,
+      durationMs: 41,
+      error: 'HTTP 500',
+      attempt: 1,
+      nextRetryAt: '2026-11-25T08:59:59.612Z',
+      createdAt: '2026-11-25T08:59:54.612Z',
+    },
+  ],
+};
+
+export const device = { id: '9dfe60ff-fe65-4612-82f4-1456e4423b64', platform: 'android', createdAt: '2026-11-25T08:58:54.625Z' };
+
+export const errors = {
+  400: { statusCode: 400, message: ['property extra should not exist', 'invoiceId must be a UUID'], error: 'Bad Request' },
+  401: { statusCode: 401, message: 'Invalid or missing API key', error: 'Unauthorized' },
+  403: { statusCode: 403, message: 'Partner account is inactive', error: 'Forbidden' },
+  404: { statusCode: 404, message: 'Payment not found', error: 'Not Found' },
+  409: { statusCode: 409, message: 'A request with this idempotency key is still in progress', error: 'Conflict' },
+  413: { statusCode: 413, message: 'Request body is too large', error: 'Payload Too Large' },
+  415: { statusCode: 415, message: 'Content-Type must be application/json', error: 'Unsupported Media Type' },
+  422: { statusCode: 422, message: 'Idempotency key was already used with a different request', error: 'Unprocessable Entity' },
+  429: { statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests' },
+  500: { statusCode: 500, message: 'Internal server error', error: 'Internal Server Error' },
+  503: { statusCode: 503, message: 'Service temporarily unavailable', error: 'Service Unavailable' },
+} as const;
+
+/** A 404 naming what was not found, as the service words it. */
+export const notFound = (what: string) => ({ ...errors[404], message: `${what} not found` });

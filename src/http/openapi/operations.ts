@@ -1,0 +1,274 @@
+import * as ex from './examples.js';
+
+/*
+ * What the route schemas cannot say: a description of every response, its headers, and examples
+ * of every request and response body. Applied to the generated document (transformObject).
+ */
+
+interface Example {
+  summary?: string;
+  value: unknown;
+}
+type Examples = Record<string, Example>;
+
+interface ResponseDoc {
+  description?: string;
+  examples?: Examples;
+}
+
+interface OperationDoc {
+  request?: Examples;
+  responses: Record<string, ResponseDoc>;
+}
+
+interface MediaObject {
+  schema?: unknown;
+  example?: unknown;
+  examples?: Examples;
+}
+interface ResponseObject {
+  description?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, MediaObject>;
+}
+interface OperationObject {
+  security?: unknown[];
+  requestBody?: { content?: Record<string, MediaObject> };
+  responses?: Record<string, ResponseObject>;
+}
+export interface OpenApiObject {
+  paths?: Record<string, Record<string, OperationObject>>;
+  components?: Record<string, unknown>;
+}
+
+const one = (value: unknown, summary?: string): Examples => ({ default: summary ? { summary, value } : { value } });
+
+const DEFAULT_RESPONSES: Record<string, Required<ResponseDoc>> = {
+  400: {
+    description: 'The request is invalid (body, query, path parameter or header); `message` has one entry per violation. Nothing was done.',
+    examples: one(ex.errors[400]),
+  },
+  401: { description: 'Missing, unknown, expired or other-environment API key (`X-API-Key`).', examples: one(ex.errors[401]) },
+  403: { description: 'The partner account is inactive.', examples: one(ex.errors[403]) },
+  404: { description: 'Not found, or not this partner’s.', examples: one(ex.errors[404]) },
+  409: { description: 'Conflict with the current state.', examples: one(ex.errors[409]) },
+  413: { description: 'The request body is larger than the limit (`BODY_LIMIT_BYTES`, 64 KiB by default).', examples: one(ex.errors[413]) },
+  415: { description: 'The body is not JSON: send `Content-Type: application/json`.', examples: one(ex.errors[415]) },
+  422: { description: 'The request is well-formed but cannot be processed.', examples: one(ex.errors[422]) },
+  429: {
+    description: 'Rate limit of this key exceeded: retry after `Retry-After` seconds. Refused before anything was read or done, so retrying is always safe.',
+    examples: one(ex.errors[429]),
+  },
+  500: { description: 'Unexpected error; quote the `X-Request-Id` when reporting it.', examples: one(ex.errors[500]) },
+  503: {
+    description:
+      'Temporarily unavailable: a ministry system is unreachable (or its circuit is open), or the rate limiter is (then with `Retry-After`). Retry later.',
+    examples: one({ ...ex.errors[503], message: 'Service temporarily unavailable, please retry later' }),
+  },
+};
+
+const paymentNotFound = { description: 'No payment with this id for this partner.', examples: one(ex.notFound('Payment')) };
+const invoiceNotFound = { description: 'No invoice with this id for this partner (it must have been retrieved by this partner first).', examples: one(ex.notFound('Invoice')) };
+const webhookNotFound = { description: 'No webhook with this id for this partner (or it was deleted).', examples: one(ex.notFound('Webhook')) };
+
+/** Keyed by `method path`, the path as in the document (relative to the servers). */
+const OPERATIONS: Record<string, OperationDoc> = {
+  'get /invoices': {
+    responses: {
+      200: { description: 'The invoices found in every ministry system for the filter (possibly none).', examples: one(ex.invoiceList) },
+      400: { examples: one({ ...ex.errors[400], message: ['exactly one of ttd, vehicle or taxRef must be given'] }) },
+    },
+  },
+  'get /invoices/ref/{refNum}': {
+    responses: {
+      200: { description: 'The invoice, as its ministry system holds it now; it is recorded as retrieved by this partner.', examples: one(ex.invoice) },
+      404: { description: 'No ministry system knows this reference number.', examples: one(ex.notFound('Invoice')) },
+    },
+  },
+  'get /invoices/{id}': {
+    responses: { 200: { description: 'The stored copy of the invoice.', examples: one(ex.invoice) }, 404: invoiceNotFound },
+  },
+  'get /invoices/{id}/refresh': {
+    responses: { 200: { description: 'The invoice as its ministry system holds it now (the stored copy is updated).', examples: one(ex.invoice) }, 404: invoiceNotFound },
+  },
+  'post /payments': {
+    request: {
+      full: { summary: 'Pay the full amount', value: { invoiceId: ex.EXAMPLE_IDS.INVOICE_ID } },
+      partial: { summary: 'Pay part of the amount', value: { invoiceId: ex.EXAMPLE_IDS.INVOICE_ID, amount: 5000 } },
+    },
+    responses: {
+      201: {
+        description:
+          'The payment is `submitted` to the ministry system: show `qrpay` (QR, bank deeplinks, short link) to the payer. ' +
+          'A replay of the same `X-Idempotency-Key` returns the first answer with `message: "idempotent"` and `Idempotent-Replayed: true`.',
+        examples: { created: { summary: 'Submitted', value: ex.paymentCreated }, replayed: { summary: 'Idempotent replay', value: ex.paymentReplayed } },
+      },
+      404: invoiceNotFound,
+      409: { description: 'A request with this `X-Idempotency-Key` is still in progress; retry shortly.', examples: one(ex.errors[409]) },
+      422: {
+        description:
+          'The ministry system refused the payment, or the invoice is not payable (paid, another payment in progress) (`PaymentFailed`); ' +
+          'or the `X-Idempotency-Key` was already used with a different request (`Error`).',
+        examples: {
+          rejected: { summary: 'Refused by the ministry system', value: { success: false, refNum: 'MOF-T-REJECT', message: 'not accepted at this time' } },
+          inProgress: { summary: 'Another payment is in progress', value: { success: false, refNum: 'MOF-T-1', message: 'Another payment for this invoice is in progress' } },
+          idempotencyMismatch: { summary: 'Key reused with another request', value: ex.errors[422] },
+        },
+      },
+    },
+  },
+  'get /payments/{id}': {
+    responses: {
+      200: {
+        description: 'The payment, after a live check with its ministry system; `paidAt` once `confirmed`.',
+        examples: { submitted: { value: ex.payment }, confirmed: { value: ex.paymentConfirmed } },
+      },
+      404: paymentNotFound,
+    },
+  },
+  'delete /payments/{id}': {
+    responses: {
+      200: { description: 'Canceled at the ministry system and here; its invoices are payable again.', examples: one({ id: ex.EXAMPLE_IDS.PAYMENT_ID, canceled: true }) },
+      404: paymentNotFound,
+      409: {
+        description: 'The payment cannot be canceled in its status (only `submitted` or `confirmed` can).',
+        examples: one({ statusCode: 409, message: 'Payment cannot be canceled in status canceled', error: 'Conflict' }),
+      },
+    },
+  },
+  'post /payments/report': {
+    request: one({ financeDay: '2026-11-25' }),
+    responses: {
+      200: { description: "This partner's entries of that finance day in every ministry system's settlement; `success: false` when a system could not answer.", examples: one(ex.settlement) },
+    },
+  },
+  'get /reports/summary': { responses: { 200: { description: 'Counts and amount due.', examples: one(ex.summary) } } },
+  'get /reports/payments': { responses: { 200: { description: 'One page of payments, newest first.', examples: one(ex.paymentList) } } },
+  'post /webhooks': {
+    request: one(ex.createWebhook),
+    responses: {
+      201: { description: 'Registered; the only response that shows the secret.', examples: one({ ...ex.webhook, secret: ex.createWebhook.secret }) },
+      400: { examples: one({ ...ex.errors[400], message: ['url must use https'] }) },
+      409: {
+        description: 'The partner already has the most webhooks allowed (`WEBHOOK_MAX_PER_PARTNER`); delete one first.',
+        examples: one({
+          statusCode: 409,
+          message: 'A partner may have at most 10 webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another',
+          error: 'Conflict',
+        }),
+      },
+    },
+  },
+  'get /webhooks': { responses: { 200: { description: "This partner's webhooks, without their secrets.", examples: one([ex.webhook]) } } },
+  'delete /webhooks/{id}': {
+    responses: { 200: { description: 'Deleted; its deliveries not yet sent are dropped.', examples: one({ id: ex.EXAMPLE_IDS.WEBHOOK_ID, deleted: true }) }, 404: webhookNotFound },
+  },
+  'get /webhooks/{id}/deliveries': {
+    responses: { 200: { description: 'Recent delivery attempts of the webhook, newest first.', examples: one(ex.deliveryList) }, 404: webhookNotFound },
+  },
+  'post /webhooks/{id}/test': {
+    responses: {
+      202: { description: 'A signed `webhook.test` delivery is queued, due now.', examples: one({ deliveryId: ex.EXAMPLE_IDS.DELIVERY_ID, event: 'webhook.test' }) },
+      404: webhookNotFound,
+    },
+  },
+  'post /webhooks/{id}/deliveries/{deliveryId}/redeliver': {
+    responses: {
+      202: { description: 'One more attempt of the delivery is queued, due now.', examples: one({ deliveryId: ex.EXAMPLE_IDS.DELIVERY_ID, status: 'pending' }) },
+      404: { description: 'No such webhook, or no such delivery of it, for this partner.', examples: one(ex.notFound('Delivery')) },
+    },
+  },
+  'post /devices': {
+    request: one({ userId: 'user-42', fcmToken: 'fcm-token-abc', platform: 'android' }),
+    responses: {
+      200: { description: 'The device was already registered (its token is updated).', examples: one(ex.device) },
+      201: { description: 'The device is registered.', examples: one(ex.device) },
+    },
+  },
+  'post /sandbox/approve': {
+    request: one({ paymentId: ex.EXAMPLE_IDS.PAYMENT_ID }),
+    responses: {
+      200: { description: 'Approved in the simulated ministry system; the payment becomes `confirmed` on the next `GET /payments/{id}`.', examples: one({ id: ex.EXAMPLE_IDS.PAYMENT_ID, approved: true }) },
+      404: paymentNotFound,
+      409: { description: 'The payment is not `submitted`.', examples: one({ statusCode: 409, message: 'Only a submitted payment can be approved; this one is confirmed', error: 'Conflict' }) },
+    },
+  },
+  'get /health/live': { responses: { 200: { description: 'The process is up.', examples: one({ status: 'ok', timestamp: '2026-11-25T08:58:54.627Z' }) } } },
+  'get /health/ready': {
+    responses: {
+      200: { description: 'The database answers.', examples: one({ status: 'ok', db: 'ok', timestamp: '2026-11-25T08:58:54.632Z' }) },
+      503: { description: 'The database does not answer.', examples: one({ status: 'unavailable', db: 'down', timestamp: '2026-11-25T08:58:54.632Z' }) },
+    },
+  },
+};
+
+const header = (description: string, schema: object, example: string, required = false) => ({ description, required, schema, example });
+
+/** components.headers */
+export const HEADER_COMPONENTS = {
+  XRequestId: header(
+    'The request id: the `X-Request-Id` the caller sent when it is 1 to 128 of `A-Z a-z 0-9 . _ : -`, otherwise a new UUID. Quote it when reporting a problem.',
+    { type: 'string' },
+    '523c5e5a-6e01-42b1-a758-db0e02f3900d',
+    true,
+  ),
+  RateLimit: header(
+    'Remaining quota of this key per window (draft-ietf-httpapi-ratelimit-headers): `r` requests left, `t` seconds until the window frees one.',
+    { type: 'string' },
+    '"per-second";r=4;t=1, "per-minute";r=59;t=60, "per-hour";r=999;t=3600',
+  ),
+  RateLimitPolicy: header(
+    'The quota policies of this key: `q` requests per `w` seconds.',
+    { type: 'string' },
+    '"per-second";q=5;w=1, "per-minute";q=60;w=60, "per-hour";q=1000;w=3600',
+  ),
+  RetryAfter: header('Seconds to wait before retrying.', { type: 'string', pattern: '^[0-9]+$' }, '1', true),
+  IdempotentReplayed: header(
+    '`true` when this is the stored answer to an earlier request with the same `X-Idempotency-Key` (nothing was done again).',
+    { type: 'string', enum: ['true'] },
+    'true',
+  ),
+};
+
+const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/components/headers/${name}` });
+
+function responseHeaders(key: string, status: string, secured: boolean): Record<string, unknown> {
+  const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('XRequestId') };
+  // The rate limiter runs once the key is known: not on a 401, nor on its own 503.
+  if (secured && status !== '401') {
+    headers.RateLimit = headerRef('RateLimit');
+    headers['RateLimit-Policy'] = headerRef('RateLimitPolicy');
+  }
+  if (status === '429') headers['Retry-After'] = headerRef('RetryAfter');
+  if (status === '503' && secured) {
+    headers['Retry-After'] = { ...HEADER_COMPONENTS.RetryAfter, required: false, description: 'Present when the rate limiter is unavailable: seconds to wait.' };
+  }
+  if (key === 'post /payments' && (status === '201' || status === '422')) headers['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
+  return headers;
+}
+
+/** Descriptions, headers and examples of every operation and response of `doc`, in place. */
+export function describeOperations(doc: OpenApiObject): void {
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(item)) {
+      const key = `${method} ${path}`;
+      const spec = OPERATIONS[key];
+      const secured = !(Array.isArray(op.security) && op.security.length === 0);
+      const requestMedia = op.requestBody?.content?.['application/json'];
+      if (requestMedia && spec?.request) requestMedia.examples = spec.request;
+      for (const [status, response] of Object.entries(op.responses ?? {})) {
+        const own = spec?.responses[status];
+        const fallback = DEFAULT_RESPONSES[status];
+        const description = own?.description ?? fallback?.description;
+        if (description) response.description = description;
+        response.headers = { ...response.headers, ...responseHeaders(key, status, secured) };
+        const media = response.content?.['application/json'];
+        const examples = own?.examples ?? fallback?.examples;
+        if (media && examples) {
+          delete media.example;
+          media.examples = examples;
+        }
+      }
+    }
+  }
+}
