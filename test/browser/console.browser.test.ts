@@ -1,23 +1,12 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { ARTIFACTS, CHROMIUM, launchChromium, listen } from '../helpers/browser.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, partnerWithPayment } from '../helpers/api.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { financeDayOf } from '../../src/domain/finance-day.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const ARTIFACTS = 'artifacts';
 /** Ulaanbaatar is UTC+8 all year: the page's local times are then the finance day's clock. */
 const TIMEZONE = 'Asia/Ulaanbaatar';
 
@@ -28,13 +17,6 @@ interface Session {
   pageErrors: string[];
   /** Console messages about the Content-Security-Policy (a blocked inline script or style, a blocked host). */
   cspViolations: string[];
-}
-
-async function listenAdmin(ctx: TestContext): Promise<string> {
-  await ctx.admin.listen({ port: 0, host: '127.0.0.1' });
-  const address = ctx.admin.server.address();
-  if (typeof address !== 'object' || !address) throw new Error('no listening address');
-  return `http://127.0.0.1:${address.port}`;
 }
 
 /** The console, talking only to the service under test, with script errors and CSP reports recorded. */
@@ -89,11 +71,11 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
 
   beforeAll(async () => {
     [browser, ctx, receiver] = await Promise.all([
-      chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true }),
+      launchChromium(),
       createTestContext(),
       startReceiver(),
     ]);
-    baseUrl = await listenAdmin(ctx);
+    baseUrl = await listen(ctx.admin);
   });
   afterAll(async () => {
     await browser?.close();

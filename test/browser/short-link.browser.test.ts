@@ -2,32 +2,14 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { ARTIFACTS, CHROMIUM, launchChromium, listen } from '../helpers/browser.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, cancelPayment, partnerWithPayment } from '../helpers/api.js';
 
 // jsqr's typings describe a CommonJS default export that NodeNext cannot call as an ESM default.
 const jsQR = createRequire(import.meta.url)('jsqr') as typeof import('jsqr').default;
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const ARTIFACTS = 'artifacts';
-
-async function listen(ctx: TestContext): Promise<string> {
-  await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-  const address = ctx.app.server.address();
-  if (typeof address !== 'object' || !address) throw new Error('no listening address');
-  return `http://127.0.0.1:${address.port}`;
-}
 
 interface Opened {
   page: Page;
@@ -68,8 +50,8 @@ describe.skipIf(!existsSync(CHROMIUM))('QR landing page in headless Chromium at 
   let baseUrl: string;
 
   beforeAll(async () => {
-    [browser, ctx] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true }), createTestContext()]);
-    baseUrl = await listen(ctx);
+    [browser, ctx] = await Promise.all([launchChromium(), createTestContext()]);
+    baseUrl = await listen(ctx.app);
   });
   afterAll(async () => {
     await browser?.close();
