@@ -8,9 +8,9 @@
  * auto-confirmations and discrepancy writes.
  */
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
+import { freshDatabase } from './bench-processes.js';
 import { createDatabase, migrateToLatest, type Db } from '../src/db/database.js';
 import { createPaymentRepository } from '../src/db/repositories/payment.repository.js';
 import { createInvoiceRepository } from '../src/db/repositories/invoice.repository.js';
@@ -124,13 +124,9 @@ async function measure(db: Db) {
 async function main(): Promise<void> {
   const base = loadConfig().databaseUrl;
   if (!base) throw new Error('DATABASE_URL is required (PostgreSQL)');
-  const name = `bench_reconcile_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  const db = await createDatabase({ databaseUrl: url.toString(), dataDir: '', onPoolError: () => undefined });
+  const scratch = await freshDatabase(base, 'bench_reconcile');
+  if (!scratch) throw new Error('PostgreSQL is unreachable');
+  const db = await createDatabase({ databaseUrl: scratch.url, dataDir: '', onPoolError: () => undefined });
   try {
     await migrateToLatest(db);
     const seedStart = performance.now();
@@ -143,8 +139,7 @@ async function main(): Promise<void> {
     console.log(`\npeak JS heap during the runs: ${peakHeapMb.toFixed(0)} MB (heap cap ${process.execArgv.find((a) => a.startsWith('--max-old-space-size')) ?? 'default'})`);
   } finally {
     await db.destroy();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

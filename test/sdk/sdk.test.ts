@@ -25,6 +25,7 @@ import {
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { PLATE, REG, TAX_REF } from '../helpers/fixtures.js';
 import { addOwnInvoice } from '../helpers/own-invoice.js';
+import { startReceiver } from '../helpers/webhook-receiver.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -282,37 +283,29 @@ describe('SDK against the real service', () => {
   });
 
   it('sends a test delivery and redelivers it', async () => {
-    const received: { body: string; signature: string | undefined; event: string | undefined }[] = [];
-    const receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const sig = req.headers['x-service-signature'];
-        const event = req.headers['x-service-event'];
-        received.push({ body: Buffer.concat(chunks).toString('utf8'), signature: typeof sig === 'string' ? sig : undefined, event: typeof event === 'string' ? event : undefined });
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiver = await startReceiver();
+    const header = (i: number, name: string) => {
+      const value = receiver.received[i]?.headers[name];
+      return typeof value === 'string' ? value : undefined;
+    };
     try {
-      const { port } = receiver.address() as AddressInfo;
       const secret = 'whsec-sdk-tools-secret-0123456789';
-      const created = await client.webhooks.create({ url: `http://127.0.0.1:${port}/hook`, secret, events: ['payment.confirmed'] });
+      const created = await client.webhooks.create({ url: receiver.url, secret, events: ['payment.confirmed'] });
 
       const queued = await client.webhooks.test(created.id);
       expect(queued).toEqual({ deliveryId: expect.stringMatching(UUID), event: 'webhook.test' });
       await expect.poll(async () => {
         await ctx.runJobs();
-        return received.length;
+        return receiver.received.length;
       }).toBe(1);
-      expect(received[0]?.event).toBe('webhook.test');
-      const message = parseWebhook(received[0]?.body ?? '', received[0]?.signature, secret);
+      expect(header(0, 'x-service-event')).toBe('webhook.test');
+      const message = parseWebhook(receiver.received[0]?.body ?? '', header(0, 'x-service-signature'), secret);
       expect(message).toMatchObject({ event: 'webhook.test', deliveryId: queued.deliveryId, data: { webhookId: created.id, message: 'test delivery' } });
 
       expect(await client.webhooks.redeliver(created.id, queued.deliveryId)).toEqual({ deliveryId: queued.deliveryId, status: 'pending' });
       await expect.poll(async () => {
         await ctx.runJobs();
-        return received.length;
+        return receiver.received.length;
       }).toBe(2);
       const log = await client.webhooks.deliveries(created.id);
       expect(log.items.map((i) => [i.event, i.deliveryId, i.attempt, i.status])).toEqual([
@@ -325,8 +318,7 @@ describe('SDK against the real service', () => {
       await expect(client.webhooks.test(created.id)).rejects.toBeInstanceOf(NotFoundError);
       await expect(client.webhooks.redeliver(created.id, queued.deliveryId)).rejects.toBeInstanceOf(NotFoundError);
     } finally {
-      receiver.closeAllConnections();
-      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await receiver.close();
     }
   });
 
