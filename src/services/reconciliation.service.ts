@@ -122,7 +122,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
 
   async function reconcileSource(day: string, source: Source, runId: string): Promise<SourceOutcome> {
     const tally: Tally = { matched: 0, autoConfirmed: 0, found: [] };
-    const renew = () => repo.acquireRenew(day, source, new Date(now().getTime() + deps.settings.leaseMs));
+    const renew = () => repo.renewLease(day, source, new Date(now().getTime() + deps.settings.leaseMs));
     const settled = await deps.ministries[source].settlement(day);
     const entries = entriesById(settled);
     await judgeSettled(day, source, entries, tally);
@@ -211,8 +211,6 @@ export function createReconciliationService(deps: ReconciliationDeps) {
       for (const [day, sources] of byDay) runs.push(await runSources(day, sources, null, true));
       return runs;
     },
-
-    listRuns: (financeDay: string | undefined) => repo.listRuns(financeDay, 100),
   };
 }
 

@@ -59,7 +59,7 @@ export function createReconciliationRepository(db: Db) {
     },
 
     /** Extends the lease of a day and source this instance is working through. */
-    async acquireRenew(financeDay: string, source: Source, leaseUntil: Date): Promise<void> {
+    async renewLease(financeDay: string, source: Source, leaseUntil: Date): Promise<void> {
       await db
         .updateTable('reconciliation_sources')
         .set({ lease_until: leaseUntil })
