@@ -49,3 +49,18 @@ export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { de
     },
   };
 }
+
+/** Receivers a suite starts as it goes, closed together (and forgotten) by closeAll. */
+export function receiverPool() {
+  const open: WebhookReceiver[] = [];
+  return {
+    async start(...args: Parameters<typeof startReceiver>): Promise<WebhookReceiver> {
+      const r = await startReceiver(...args);
+      open.push(r);
+      return r;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(open.splice(0).map((r) => r.close()));
+    },
+  };
+}

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
-import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { receiverPool, startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { addOwnInvoice } from '../helpers/own-invoice.js';
 import { createEventRepository } from '../../src/db/repositories/event.repository.js';
 import { createWebhookDeliveryRepository, type ClaimLimits } from '../../src/db/repositories/webhook-delivery.repository.js';
@@ -14,21 +14,17 @@ const TIMEOUT_MS = 60_000;
 const ARRIVAL = { timeout: 5000, interval: 10 };
 
 let ctx: TestContext;
-const receivers: WebhookReceiver[] = [];
+const receivers = receiverPool();
 
 const openContext = async () => {
   ctx = await createTestContext({ config: { webhookTimeoutMs: TIMEOUT_MS, webhookConcurrency: CONCURRENCY } });
 };
 const closeContext = async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
+  await receivers.closeAll();
   await ctx.close();
 };
 
-async function receiver(script: Parameters<typeof startReceiver>[0] = []): Promise<WebhookReceiver> {
-  const r = await startReceiver(script);
-  receivers.push(r);
-  return r;
-}
+const receiver = (script: Parameters<typeof startReceiver>[0] = []): Promise<WebhookReceiver> => receivers.start(script);
 
 async function register(apiKey: string, url: string) {
   return ctx.api(apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url, secret: SECRET, events: ['payment.submitted'] } });
@@ -113,7 +109,7 @@ describe('delivery fairness', () => {
 
     // Shutdown claims nothing more and waits for the attempts in flight; the receivers going away ends them.
     const stopping = job.stop?.();
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
+    await receivers.closeAll();
     await stopping;
     await drain;
     expect(await attemptCount(aHooks)).toBe(CONCURRENCY.perPartner);

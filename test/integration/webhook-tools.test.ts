@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../sdk/src/webhook.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
-import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { receiverPool } from '../helpers/webhook-receiver.js';
 import type { DeliveryAttempt } from '../helpers/api.js';
 
 const SECRET = 'whsec_tools_0123456789abcdef';
@@ -40,19 +40,15 @@ async function sendTest(ctx: TestContext, apiKey: string, webhookId: string): Pr
 
 describe('webhook test deliveries and redelivery', () => {
   let ctx: TestContext;
-  const receivers: WebhookReceiver[] = [];
-  const receiver = async (...args: Parameters<typeof startReceiver>) => {
-    const r = await startReceiver(...args);
-    receivers.push(r);
-    return r;
-  };
+  const receivers = receiverPool();
+  const receiver = receivers.start;
   beforeAll(async () => {
     // One attempt per delivery: a failure is final, so only a redelivery sends it again.
     ctx = await createTestContext({ config: { webhookRetryScheduleMs: [0] } });
   });
   afterAll(async () => {
     await ctx.close();
-    await Promise.all(receivers.map((r) => r.close()));
+    await receivers.closeAll();
   });
 
   it('sends a signed webhook.test delivery to that webhook only and logs it', async () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
 import { testFixtures } from '../helpers/fixtures.js';
-import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { receiverPool, startReceiver } from '../helpers/webhook-receiver.js';
 import { lookupRef, payOk, type DeliveryAttempt } from '../helpers/api.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import type { Config } from '../../src/config.js';
@@ -147,18 +147,14 @@ describe('webhook registration', () => {
 
 describe('webhook delivery', () => {
   let ctx: TestContext;
-  const receivers: WebhookReceiver[] = [];
-  const receiver = async (...args: Parameters<typeof startReceiver>) => {
-    const r = await startReceiver(...args);
-    receivers.push(r);
-    return r;
-  };
+  const receivers = receiverPool();
+  const receiver = receivers.start;
   beforeAll(async () => {
     ctx = await createTestContext({ config: deliveryConfig, fixtures: fixtures() });
   });
   afterAll(async () => {
     await ctx.close();
-    await Promise.all(receivers.map((r) => r.close()));
+    await receivers.closeAll();
   });
 
   it('delivers both events, signed, with the documented headers, once each', async () => {
