@@ -7,14 +7,24 @@ export interface TargetPolicy {
   allowPrivate: boolean;
 }
 
+/** ::/96, the deprecated IPv4-compatible block: some stacks still route ::7f00:1 to 127.0.0.1. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+
+/** The IPv4 address an IPv4-compatible IPv6 address carries in its last 32 bits, else the address itself. */
+function unwrapIpv4(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  if (address.kind() !== 'ipv6' || !address.match(IPV4_COMPATIBLE)) return address;
+  return ipaddr.fromByteArray(address.toByteArray().slice(12));
+}
+
 /**
- * True only for globally routable unicast addresses. IPv4-mapped IPv6 is unwrapped first, so
- * ::ffff:127.0.0.1 is judged as 127.0.0.1; NAT64, 6to4 and Teredo ranges can embed private IPv4
- * targets and are refused as a whole.
+ * True only for globally routable unicast addresses. IPv4-mapped (::ffff:127.0.0.1) and
+ * IPv4-compatible (::127.0.0.1, written ::7f00:1 once a URL is parsed) IPv6 are unwrapped first
+ * and judged as the IPv4 address they carry, in whatever form they were written; NAT64, 6to4 and
+ * Teredo ranges can embed private IPv4 targets and are refused as a whole.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  return ipaddr.process(address).range() === 'unicast';
+  return unwrapIpv4(ipaddr.process(address)).range() === 'unicast';
 }
 
 /** The host of a URL as an IP literal (IPv6 brackets removed), or null for a DNS name. */

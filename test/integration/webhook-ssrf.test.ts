@@ -32,6 +32,13 @@ describe('webhook targets outside local', () => {
     'https://0.0.0.0/hook',
     'https://[::1]/hook',
     'https://[::ffff:127.0.0.1]/hook',
+    'https://[::127.0.0.1]:4200/x',
+    'https://[::7f00:1]/hook',
+    'https://[::a00:1]/hook',
+    'https://[::ffff:7f00:1]/hook',
+    'https://[0:0:0:0:0:ffff:7f00:1]/hook',
+    'https://[::ffff:10.0.0.1]/hook',
+    'https://[64:ff9b::10.0.0.1]/hook',
     'https://[fd00::1]/hook',
     'https://[fe80::1]/hook',
     'https://localhost/hook',
@@ -64,6 +71,19 @@ describe('webhook targets outside local', () => {
       const byAddress = await http.post(receiver.url, '{}', { 'content-type': 'application/json' });
       expect(byName).toMatchObject({ ok: false, statusCode: null });
       expect(byAddress).toMatchObject({ ok: false, statusCode: null });
+      expect(receiver.received).toHaveLength(0);
+    } finally {
+      await http.close();
+    }
+  });
+
+  it('refuses IPv4 carried in IPv6 literals at delivery time', async () => {
+    const http = createWebhookHttpClient({ timeoutMs: 1000, allowPrivate: false });
+    try {
+      for (const host of ['[::127.0.0.1]', '[::ffff:127.0.0.1]', '[0:0:0:0:0:ffff:7f00:1]', '[::a00:1]']) {
+        const result = await http.post(`http://${host}:${receiver.port}/hook`, '{}', { 'content-type': 'application/json' });
+        expect(result).toEqual({ ok: false, statusCode: null, durationMs: 0, error: 'target address is not allowed' });
+      }
       expect(receiver.received).toHaveLength(0);
     } finally {
       await http.close();

@@ -16,6 +16,41 @@ describe('isPublicAddress', () => {
   });
 });
 
+describe('IPv4 carried in IPv6', () => {
+  const embedded = ['127.0.0.1', '10.0.0.1', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0'];
+  const hex = (v4: string) => {
+    const [a = 0, b = 0, c = 0, d = 0] = v4.split('.').map(Number);
+    return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  };
+  const forms = (v4: string) => [
+    `::${v4}`,
+    `::${hex(v4)}`,
+    `0:0:0:0:0:0:${hex(v4)}`,
+    `0000:0000:0000:0000:0000:0000:${v4}`,
+    `::ffff:${v4}`,
+    `::FFFF:${hex(v4)}`,
+    `0:0:0:0:0:ffff:${hex(v4)}`,
+    `0:0:0:0:0:ffff:${v4}`,
+    `64:ff9b::${v4}`,
+    `64:ff9b::${hex(v4)}`,
+  ];
+
+  it.each(embedded.flatMap(forms))('refuses %s as an address and as a URL host', (ip) => {
+    expect(isPublicAddress(ip)).toBe(false);
+    expect(urlViolations(`https://[${ip}]:4200/x`, { allowHttp: false, allowPrivate: false })).toHaveLength(1);
+  });
+
+  it('judges a public IPv4 by what it is, however it is carried (NAT64 aside)', () => {
+    expect(isPublicAddress('::8.8.8.8')).toBe(true);
+    expect(isPublicAddress('::ffff:808:808')).toBe(true);
+    expect(isPublicAddress('64:ff9b::8.8.8.8')).toBe(false);
+  });
+
+  it('leaves private IPv6 literals to local mode', () => {
+    expect(urlViolations('https://[::127.0.0.1]:4200/x', { allowHttp: true, allowPrivate: true })).toEqual([]);
+  });
+});
+
 describe('urlViolations', () => {
   const strict = { allowHttp: false, allowPrivate: false };
   it('accepts a public https url and reads IPv6 literals', () => {
