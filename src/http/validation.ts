@@ -50,7 +50,7 @@ export function describeValidationError(err: ErrorObject, context: string): stri
   const field = fieldName(err, context);
   const prefix = field === 'body' ? '' : `${err.instancePath ? field + '.' : ''}`;
   const custom = (err.parentSchema as { 'x-violation'?: string } | undefined)?.['x-violation'];
-  if (custom && (err.keyword === 'minProperties' || err.keyword === 'maxProperties')) return custom;
+  if (custom && ['minProperties', 'maxProperties', 'pattern'].includes(err.keyword)) return custom;
   switch (err.keyword) {
     case 'additionalProperties':
       return `${label} ${prefix}${String(err.params.additionalProperty)} should not exist`;

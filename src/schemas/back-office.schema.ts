@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
+import { SerialCursor, UuidCursor } from './cursor.schema.js';
 import {
   AUDIT_ACTIONS,
   DELIVERY_STATUSES,
@@ -16,7 +17,6 @@ const FinanceDay = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description:
 const Amount = Type.Number();
 const NullableAmount = Nullable(Type.Number());
 const NullableTime = Nullable(IsoDateTime);
-const Cursor = Type.String({ minLength: 1, maxLength: 64, description: 'nextCursor of the previous page' });
 /** A time, or a finance day: `from` a day is its start, `to` a day is its end (the day included). */
 const TimeOrDay = Type.Union([IsoDateTime, Type.String({ format: 'date' })], { description: 'date-time, or YYYY-MM-DD in Mongolian time' });
 const JsonObject = Type.Unsafe<Record<string, unknown> | null>({ type: ['object', 'null'], additionalProperties: true });
@@ -84,7 +84,7 @@ export const PaymentSearchQuery = Type.Object(
     status: Type.Optional(StringEnum(PAYMENT_STATUSES)),
     from: Type.Optional(TimeOrDay),
     to: Type.Optional(TimeOrDay),
-    cursor: Type.Optional(Cursor),
+    cursor: Type.Optional(UuidCursor),
   },
   { additionalProperties: false },
 );
@@ -123,7 +123,7 @@ export const AdminPaymentDetailBody = Type.Object({
 export type AdminPaymentDetailView = Static<typeof AdminPaymentDetailBody>;
 
 export const DeliveryQuery = Type.Object(
-  { partnerId: Type.Optional(Uuid), status: Type.Optional(StringEnum(DELIVERY_STATUSES)), cursor: Type.Optional(Cursor) },
+  { partnerId: Type.Optional(Uuid), status: Type.Optional(StringEnum(DELIVERY_STATUSES)), cursor: Type.Optional(UuidCursor) },
   { additionalProperties: false },
 );
 export const AdminDeliveryBody = Type.Object({
@@ -149,7 +149,7 @@ export const AuditQuery = Type.Object(
     operator: Type.Optional(Type.String({ maxLength: 64 })),
     action: Type.Optional(StringEnum(AUDIT_ACTIONS)),
     targetId: Type.Optional(Type.String({ maxLength: 200 })),
-    cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,18}$' })),
+    cursor: Type.Optional(SerialCursor),
   },
   { additionalProperties: false },
 );

@@ -162,3 +162,38 @@ describe('webhook deliveries across partners', () => {
     expect((await admin('POST', `/admin/deliveries/${delivery?.id}/redeliver`)).statusCode).toBe(409);
   });
 });
+
+describe('malformed cursors', () => {
+  const BAD = ['x', 'AAAA', '1;DROP TABLE payments', '00000000-0000-4000-8000-00000000000g', 'urn:uuid:00000000-0000-4000-8000-000000000000', '-1', '1e3', '9'.repeat(19)];
+
+  it.each(['/admin/payments', '/admin/deliveries', '/admin/audit', '/admin/reconciliations', '/admin/discrepancies'])('%s answers 400 for a malformed cursor', async (path) => {
+    for (const cursor of BAD) {
+      const res = await admin('GET', `${path}?cursor=${encodeURIComponent(cursor)}`);
+      expect(res.statusCode, `${path} ${cursor}: ${res.body}`).toBe(400);
+      expect(res.json()).toEqual({ statusCode: 400, message: [expect.any(String)], error: 'Bad Request' });
+    }
+  });
+
+  it('says what a cursor must be, and takes a well-formed one that names no row', async () => {
+    const res = await admin('GET', '/admin/payments?cursor=x');
+    expect(res.json<{ message: string[] }>().message).toEqual(['cursor must be the nextCursor of a previous page']);
+    expect((await getJson<PaymentList>('/admin/payments?cursor=00000000-0000-4000-8000-000000000000')).items).toEqual([]);
+    expect((await getJson<DeliveryList>('/admin/deliveries?cursor=00000000-0000-4000-8000-000000000000')).items).toEqual([]);
+    expect((await getJson<AuditList>('/admin/audit?cursor=0')).items).toEqual([]);
+  });
+
+  it('is a 400 on the partner lists too, which page by number, not by cursor', async () => {
+    const { apiKey } = await ctx.partner();
+    const hook = await ctx.api(apiKey, {
+      method: 'POST',
+      url: '/api/v1/webhooks',
+      payload: { url: `${receiver.url}`, secret: 'whsec_0123456789abcdef', events: ['payment.submitted'] },
+    });
+    expect(hook.statusCode).toBe(201);
+    for (const url of ['/api/v1/reports/payments?cursor=x', `/api/v1/webhooks/${hook.json<{ id: string }>().id}/deliveries?cursor=AAAA`]) {
+      const res = await ctx.api(apiKey, { method: 'GET', url });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json()).toMatchObject({ statusCode: 400, error: 'Bad Request' });
+    }
+  });
+});
