@@ -126,7 +126,7 @@ async function main(): Promise<void> {
   if (!base) throw new Error('DATABASE_URL is required (PostgreSQL)');
   const scratch = await freshDatabase(base, 'bench_reconcile');
   if (!scratch) throw new Error('PostgreSQL is unreachable');
-  const db = await createDatabase({ databaseUrl: scratch.url, dataDir: '', onPoolError: () => undefined });
+  const db = await createDatabase({ databaseUrl: scratch.url, dataDir: '', onConnectionError: () => undefined });
   try {
     await migrateToLatest(db);
     const seedStart = performance.now();

@@ -119,7 +119,7 @@ async function main(): Promise<void> {
   await admin.query(`CREATE DATABASE ${name}`);
   const url = new URL(base);
   url.pathname = `/${name}`;
-  const db = await createDatabase({ databaseUrl: url.toString(), dataDir: '', onPoolError: () => undefined });
+  const db = await createDatabase({ databaseUrl: url.toString(), dataDir: '', onConnectionError: () => undefined });
   try {
     await migrateToLatest(db);
     const seedStart = performance.now();

@@ -25,7 +25,11 @@ const ConfigSchema = Type.Object({
   adminToken: Type.String({ minLength: 8 }),
   /** Named operators (ADMIN_TOKENS="name:token,..."); ADMIN_TOKEN stays valid as operator `admin`. */
   adminTokens: Type.Array(Type.Object({ name: Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' }), token: Type.String({ minLength: 8 }) }), { default: [] }),
+  /** Host names the admin listener answers besides its own address; any other Host gets 421 (DNS rebinding). */
+  adminAllowedHosts: Type.Array(Type.String({ minLength: 1 }), { default: ['localhost', '127.0.0.1', '::1'] }),
   databaseUrl: Optional(),
+  /** How long a query waits for a PostgreSQL connection before the request answers 503. */
+  dbConnectTimeoutMs: Int(5000, 100),
   dataDir: Text('./.data'),
   redisUrl: Optional(),
   ministryUrls: Type.Object({ mof: Optional(), etax: Optional(), police: Optional() }, { default: {} }),
@@ -35,6 +39,10 @@ const ConfigSchema = Type.Object({
   rateLimit: Type.Object({ perSecond: Int(5, 1), perMinute: Int(60, 1), perHour: Int(1000, 1) }, { default: {} }),
   rateLimitFailOpen: Flag(true),
   rateLimitRedisTimeoutMs: Int(200, 1),
+  /** Failed authentications per client address per minute; past it, requests are refused before any key lookup. */
+  authFailuresPerMinute: Int(60, 1),
+  /** Requests per client address per minute to the QR landing page and its status poll (no key to limit by). */
+  shortLinkRateLimitPerMinute: Int(120, 1),
   confirmPollMs: Int(2000, 10),
   confirmBackoffMaxMs: Int(60_000, 10),
   confirmConcurrencyPerSource: Int(4, 1),
@@ -121,6 +129,15 @@ function intList(env: Env, name: string): number[] | undefined {
   return values;
 }
 
+/** A comma list of non-empty items. */
+function textList(env: Env, name: string): string[] | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const items = raw.split(',').map((part) => part.trim());
+  if (items.some((item) => item === '')) throw new Error(`${name} must be a comma list of non-empty names, got "${raw}"`);
+  return items;
+}
+
 /** "name:token,name:token": the operators and their tokens. */
 function namedTokens(env: Env, name: string): { name: string; token: string }[] | undefined {
   const raw = str(env, name);
@@ -157,7 +174,9 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     adminPort: int(env, 'ADMIN_PORT'),
     adminToken: required(env, 'ADMIN_TOKEN', appEnv, LOCAL_ADMIN_TOKEN),
     adminTokens: namedTokens(env, 'ADMIN_TOKENS'),
+    adminAllowedHosts: textList(env, 'ADMIN_ALLOWED_HOSTS'),
     databaseUrl: str(env, 'DATABASE_URL'),
+    dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS'),
     dataDir: str(env, 'DATA_DIR'),
     redisUrl: str(env, 'REDIS_URL'),
     ministryUrls: { mof: str(env, 'MINISTRY_MOF_URL'), etax: str(env, 'MINISTRY_ETAX_URL'), police: str(env, 'MINISTRY_POLICE_URL') },
@@ -175,6 +194,8 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     },
     rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN'),
     rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS'),
+    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE'),
+    shortLinkRateLimitPerMinute: int(env, 'SHORT_LINK_RATE_LIMIT_PER_MINUTE'),
     confirmPollMs: int(env, 'CONFIRM_POLL_MS'),
     confirmBackoffMaxMs: int(env, 'CONFIRM_BACKOFF_MAX_MS'),
     confirmConcurrencyPerSource: int(env, 'CONFIRM_CONCURRENCY_PER_SOURCE'),

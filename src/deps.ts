@@ -2,6 +2,7 @@ import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { redactDbError } from './http/db-error.redactor.js';
 import type { Config } from './config.js';
 import { createDatabase, migrateToLatest, pingDatabase, type Db } from './db/database.js';
+import { createDatabaseOutage, type DatabaseOutage } from './db/database-outage.monitor.js';
 import { createPartnerRepository } from './db/repositories/partner.repository.js';
 import { createInvoiceRepository } from './db/repositories/invoice.repository.js';
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
@@ -90,6 +91,8 @@ export interface Deps {
   /** The operator's services, on the admin listener. */
   admin: AdminServices;
   isDbReady: () => Promise<boolean>;
+  /** Whether the database is away as this process last saw it; logs an outage once. */
+  dbOutage: DatabaseOutage;
   /** Background jobs (confirmation poller, webhook delivery, retention sweep); tests run their passes directly. */
   jobs: Job[];
   startJobs(): RunningJobs;
@@ -126,14 +129,23 @@ function epochMs(now: (() => Date) | undefined): (() => number) | undefined {
 /** Plain factories wired by hand: every dependency is explicit and replaceable in tests. */
 export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
   const logger = opts.logger ?? createLogger(config);
+  const metrics = createMetrics();
+  const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1));
   const db = await createDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     schema: opts.dbSchema,
-    onPoolError: (err) => logger.warn({ err }, 'idle database connection failed'),
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    onConnectionError: (err) => {
+      if (!dbOutage.absorb(err)) logger.warn({ err }, 'database connection failed');
+    },
   });
   await migrateToLatest(db, opts.dbSchema);
-  const metrics = createMetrics();
+  const isDbReady = async () => {
+    const ok = await pingDatabase(db);
+    if (ok) dbOutage.recovered();
+    return ok;
+  };
   const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });
   const ministries = guardAdapters(instrumentAdapters(upstream, metrics), config.circuitBreaker, () => (opts.now?.() ?? new Date()).getTime());
   const qrConfig = await loadQrConfig();
@@ -256,6 +268,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     timeoutMs: config.webhookTimeoutMs,
     concurrency: config.webhookConcurrency,
     log: logger,
+    outage: dbOutage,
     now: opts.now,
   });
   const [atHours = 0, atMinutes = 0] = config.reconciliation.at.split(':').map(Number);
@@ -289,6 +302,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       // A check is a status call, perhaps a submit or a cancel, and a write or two.
       leaseMs: 3 * config.ministryTimeoutMs + config.confirmPollMs,
       log: logger,
+      outage: dbOutage,
       now: opts.now,
       onResolved: () => webhookJob.nudge(),
     }),
@@ -313,9 +327,10 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     metrics,
     services,
     admin,
-    isDbReady: () => pingDatabase(db),
+    isDbReady,
+    dbOutage,
     jobs,
-    startJobs: () => startJobs(jobs, logger),
+    startJobs: () => startJobs(jobs, logger, { outage: dbOutage, ping: isDbReady }),
     async close() {
       await upstream.close();
       await rateLimiter.close();

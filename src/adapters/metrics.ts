@@ -13,6 +13,19 @@ export interface MetricsSources {
   confirmationBacklog?: () => Promise<Record<string, number>>;
 }
 
+/**
+ * A scrape-time read that failed (the database is away) leaves the gauge at its last values
+ * rather than failing the whole scrape: `database_up` and the request and job metrics matter most
+ * during an outage.
+ */
+async function readOrKeep<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch {
+    return undefined;
+  }
+}
+
 /** A gauge with one label, set at scrape time from a count per label value. */
 function labelledGauge(registry: Registry, name: string, help: string, label: string, read: () => Promise<Record<string, number>>) {
   return new Gauge({
@@ -21,7 +34,8 @@ function labelledGauge(registry: Registry, name: string, help: string, label: st
     labelNames: [label],
     registers: [registry],
     async collect() {
-      const counts = await read();
+      const counts = await readOrKeep(read);
+      if (counts === undefined) return;
       this.reset();
       for (const [value, n] of Object.entries(counts)) this.set({ [label]: value }, n);
     },
@@ -34,6 +48,11 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry });
   const metrics = {
     registry,
+    databaseUp: new Gauge({
+      name: 'database_up',
+      help: 'Whether this instance reaches its database (0 during an outage: background work paused, requests that need it answer 503)',
+      registers: [registry],
+    }),
     httpRequests: new Counter({
       name: 'http_requests_total',
       help: 'Partner API requests by route and status',
@@ -96,11 +115,13 @@ export function createMetrics() {
         help: 'Webhook deliveries not yet delivered or failed for good',
         registers: [registry],
         async collect() {
-          this.set((await sources.outboxBacklog?.()) ?? 0);
+          const backlog = await readOrKeep(async () => (await sources.outboxBacklog?.()) ?? 0);
+          if (backlog !== undefined) this.set(backlog);
         },
       });
     },
   };
+  metrics.databaseUp.set(1);
   return metrics;
 }
 

@@ -26,8 +26,16 @@ export interface DatabaseOptions {
   /** PostgreSQL schema to use (tests isolate runs with a fresh schema); created when missing. */
   schema?: string;
   poolSize?: number;
-  /** An idle connection failed (PostgreSQL restarted, network cut); the pool replaces it on next use. */
-  onPoolError?: (err: Error) => void;
+  /**
+   * How long a query waits for a connection (a new one to be made, or a busy pool to free one)
+   * before it fails: bounds how long a request takes to learn the database is unreachable.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * A connection failed (PostgreSQL restarted or failed over, its backend was terminated, the
+   * network was cut), idle in the pool or checked out; the pool drops it and makes a new one.
+   */
+  onConnectionError?: (err: Error) => void;
 }
 
 const migrations: Record<string, Migration> = {
@@ -50,11 +58,18 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.poolSize ?? 10,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+    // A server that vanished without closing the socket (a failover, a cut network) is noticed.
+    keepAlive: true,
     options: opts.schema ? `-c search_path=${opts.schema}` : undefined,
   });
-  // Without a listener, pg's pool rethrows an idle connection's error and the process exits.
-  pool.on('error', (err) => opts.onPoolError?.(err));
+  const onError = (err: Error) => opts.onConnectionError?.(err);
+  // pg emits 'error' on a client whose server went away. The pool listens only while the client
+  // is idle; a client checked out (mid-transaction, say) with no listener of its own would end
+  // the process with an unhandled 'error' event. The failed query rejects on its own, and on
+  // release the pool sees the client is no longer queryable and discards it.
+  pool.on('connect', (client) => client.on('error', onError));
+  pool.on('error', onError);
   return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer()) });
 }
 

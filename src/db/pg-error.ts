@@ -4,3 +4,47 @@ export function pgErrorCode(err: unknown): string | undefined {
   const { code } = err as { code?: unknown };
   return typeof code === 'string' ? code : undefined;
 }
+
+/**
+ * SQLSTATEs that say the server, not the statement, is the trouble: class 08 (connection
+ * exception), 57P01-57P03 (shut down by an operator or a crash, or still starting), 53300 (no
+ * connection slot) and 25006 (a failover left us on a server that is now read-only).
+ */
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '25006']);
+
+/** Socket errors of a connection that could not be made or was lost. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * pg's own errors for a lost or never-made connection carry no code, only these messages
+ * ("Connection terminated unexpectedly", "timeout exceeded when trying to connect", ...).
+ */
+const LOST_CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Cannot use a pool after calling end on the pool',
+];
+
+function isUnavailableError(err: unknown): boolean {
+  const code = pgErrorCode(err);
+  if (code !== undefined && (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || SOCKET_CODES.has(code))) return true;
+  if (!(err instanceof Error)) return false;
+  if (err instanceof AggregateError && err.errors.some(isUnavailableError)) return true;
+  return LOST_CONNECTION_MESSAGES.some((m) => err.message.startsWith(m));
+}
+
+/**
+ * True when an error means the database could not be reached or the connection was lost (a
+ * restart, a failover, a terminated backend), not that the statement was wrong: the request may
+ * succeed once the database is back. Looks through a few levels of `cause`.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    if (isUnavailableError(current)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -1,4 +1,5 @@
 import type { Logger } from '../domain/logger.port.js';
+import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 
 export interface Job {
   name: string;
@@ -21,18 +22,48 @@ export interface RunningJobs {
   stop(): Promise<void>;
 }
 
-/** Runs each job on its interval, never overlapping itself; stop() waits for the pass in flight. */
-export function startJobs(jobs: Job[], log: Logger): RunningJobs {
+/** What the runner needs to sit out a database outage instead of failing every pass. */
+export interface JobDatabase {
+  outage: DatabaseOutage;
+  /** True when the database answers. */
+  ping(): Promise<boolean>;
+}
+
+/** While the database is away, the runner asks it this often whether it is back. */
+const PROBE_EVERY_MS = 500;
+
+/**
+ * Runs each job on its interval, never overlapping itself; stop() waits for the pass in flight.
+ * While the database is away no pass starts: one probe at a time asks whether it is back, and the
+ * passes resume on their own once it answers.
+ */
+export function startJobs(jobs: Job[], log: Logger, database?: JobDatabase): RunningJobs {
   let stopped = false;
   const inFlight = new Set<Promise<void>>();
+  let probing = false;
+  let lastProbeAt = 0;
+
+  function probe(db: JobDatabase): void {
+    if (probing || Date.now() - lastProbeAt < PROBE_EVERY_MS) return;
+    probing = true;
+    lastProbeAt = Date.now();
+    void db
+      .ping()
+      .then((ok) => ok && db.outage.recovered())
+      .finally(() => (probing = false));
+  }
+
   const timers = jobs.map((job) => {
     let running = false;
     return setInterval(() => {
       if (running || stopped) return;
+      if (database?.outage.down) return probe(database);
       running = true;
       const pass = job
         .run()
-        .catch((err: unknown) => log.error({ err, job: job.name }, 'job pass failed'))
+        .catch((err: unknown) => {
+          if (!database?.outage.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
+        })
         .finally(() => {
           running = false;
           inFlight.delete(pass);

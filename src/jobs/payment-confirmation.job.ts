@@ -8,6 +8,7 @@ import type { PaymentResolver } from '../services/payment-resolution.service.js'
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
 import { SOURCES } from '../domain/vocabulary.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface PaymentConfirmationJobDeps {
@@ -21,6 +22,8 @@ export interface PaymentConfirmationJobDeps {
   /** How long a claim stays ours: longer than any one check can take. */
   leaseMs: number;
   log: Logger;
+  /** Errors that only say the database is away are its to log (once per outage). */
+  outage?: DatabaseOutage;
   now?: Clock;
   /** Called after a check resolved a payment (a confirmation wrote an outbox row): the webhook job delivers it now. */
   onResolved?: () => void;
@@ -40,7 +43,9 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
   const pool = createKeyedPool({
     perKey: deps.concurrencyPerSource,
     total: deps.concurrencyPerSource * SOURCES.length,
-    onError: (err, source) => deps.log.warn({ err, source }, 'confirmation check failed'),
+    onError: (err, source) => {
+      if (!deps.outage?.absorb(err)) deps.log.warn({ err, source }, 'confirmation check failed');
+    },
     onFree: (source) => {
       if (saturated.has(source)) refill();
     },
@@ -84,7 +89,10 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     saturated = new Set(SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)));
   }
   const passes = createSerialPass(pass);
-  const refill = () => passes.now().catch((err: unknown) => deps.log.error({ err, job: 'payment-confirmation' }, 'job pass failed'));
+  const refill = () =>
+    passes.now().catch((err: unknown) => {
+      if (!deps.outage?.absorb(err)) deps.log.error({ err, job: 'payment-confirmation' }, 'job pass failed');
+    });
 
   return {
     name: 'payment-confirmation',

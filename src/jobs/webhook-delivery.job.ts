@@ -4,6 +4,7 @@ import { createSerialPass } from './serial-pass.js';
 import type { ClaimedDelivery, ClaimLimits, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookDeliveryService } from '../services/webhook-delivery.service.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 /** Time a claim stays ours beyond the request timeout, for recording the outcome. */
@@ -25,6 +26,8 @@ export interface WebhookDeliveryJobDeps {
   timeoutMs: number;
   concurrency: WebhookConcurrency;
   log: Logger;
+  /** Errors that only say the database is away are its to log (once per outage). */
+  outage?: DatabaseOutage;
   now?: Clock;
 }
 
@@ -79,7 +82,9 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookD
     perKey: concurrency.perEndpoint,
     total: concurrency.total,
     // An unrecorded attempt is retried when its lease runs out.
-    onError: (err, webhookId) => deps.log.error({ err, webhookId }, 'webhook attempt could not be recorded'),
+    onError: (err, webhookId) => {
+      if (!deps.outage?.absorb(err)) deps.log.error({ err, webhookId }, 'webhook attempt could not be recorded');
+    },
     onFree: (webhookId) => {
       if (saturated.has(webhookId)) nudge();
     },
@@ -125,7 +130,9 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookD
   // Passes never interleave: each one's limits assume no other claim is being started.
   const passes = createSerialPass(pass);
   const nudge = () => {
-    passes.now().catch((err: unknown) => deps.log.error({ err, job: 'webhook-delivery' }, 'job pass failed'));
+    passes.now().catch((err: unknown) => {
+      if (!deps.outage?.absorb(err)) deps.log.error({ err, job: 'webhook-delivery' }, 'job pass failed');
+    });
   };
 
   return {

@@ -14,7 +14,7 @@ describe.skipIf(!databaseUrl)('PostgreSQL pool', () => {
   const url = databaseUrl as string;
 
   beforeAll(async () => {
-    db = await createDatabase({ databaseUrl: url, dataDir: '', schema, poolSize: 1, onPoolError: (err) => poolErrors.push(err) });
+    db = await createDatabase({ databaseUrl: url, dataDir: '', schema, poolSize: 1, onConnectionError: (err) => poolErrors.push(err) });
   });
 
   afterAll(async () => {

@@ -62,7 +62,7 @@ const DEFAULT_RESPONSES: Record<string, Required<ResponseDoc>> = {
   500: { description: 'Unexpected error; quote the `X-Request-Id` when reporting it.', examples: one(ex.errors[500]) },
   503: {
     description:
-      'Temporarily unavailable: a ministry system is unreachable (or its circuit is open), or the rate limiter is (then with `Retry-After`). Retry later.',
+      'Temporarily unavailable: a ministry system is unreachable (or its circuit is open), the database is (a restart or failover; with `Retry-After`), or the rate limiter is (then with `Retry-After`). Nothing half-done stays behind: retry later, with the same `X-Idempotency-Key` for a payment.',
     examples: one({ ...ex.errors[503], message: 'Service temporarily unavailable, please retry later' }),
   },
 };
@@ -241,7 +241,7 @@ function responseHeaders(key: string, status: string, secured: boolean): Record<
   }
   if (status === '429') headers['Retry-After'] = headerRef('RetryAfter');
   if (status === '503' && secured) {
-    headers['Retry-After'] = { ...HEADER_COMPONENTS.RetryAfter, required: false, description: 'Present when the rate limiter is unavailable: seconds to wait.' };
+    headers['Retry-After'] = { ...HEADER_COMPONENTS.RetryAfter, required: false, description: 'Present when the database or the rate limiter is unavailable: seconds to wait.' };
   }
   if (key === 'post /payments' && (status === '201' || status === '422')) headers['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
   return headers;

@@ -4,6 +4,7 @@ import type { ErrorObject } from 'ajv';
 import { DomainError, InvalidRequestError, PaymentRejectedError, UpstreamUnavailableError, type ErrorCode } from '../../domain/errors.js';
 import { describeValidation } from '../validation.js';
 import { redactDbError } from '../db-error.redactor.js';
+import { isDatabaseUnavailable } from '../../db/pg-error.js';
 
 export function errorBody(statusCode: number, message: string) {
   return { statusCode, message, error: STATUS_CODES[statusCode] ?? 'Error' };
@@ -23,6 +24,20 @@ function sendError(reply: FastifyReply, status: number, message: string) {
 }
 
 const ROUTE_NOT_FOUND = 'Route not found';
+
+/** Seconds a client is asked to wait when the database is away: about one reconnect attempt. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+export const DATABASE_UNAVAILABLE = 'Service temporarily unavailable; retry later';
+
+/**
+ * The database is away (a restart, a failover, a killed connection): the request may succeed
+ * once it is back, so it is a 503 the client can retry, not a 500. Logged without the stack:
+ * an outage fails every request at once, and each line would say the same.
+ */
+function sendDatabaseUnavailable(err: Error, request: FastifyRequest, reply: FastifyReply) {
+  request.log.warn({ reason: err.message }, 'database unavailable');
+  return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS)).send(errorBody(503, DATABASE_UNAVAILABLE));
+}
 
 /** The one place a domain error code becomes an HTTP status. */
 const STATUS_OF: Record<ErrorCode, number> = {
@@ -68,6 +83,7 @@ function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyR
     return reply.code(503).send(errorBody(503, err.message));
   }
   if (err instanceof DomainError) return reply.code(STATUS_OF[err.code]).send(errorBody(STATUS_OF[err.code], err.message));
+  if (isDatabaseUnavailable(err)) return sendDatabaseUnavailable(err, request, reply);
   const known = typeof err.code === 'string' ? FRAMEWORK_ERRORS[err.code] : undefined;
   if (known) return sendError(reply, known.status, known.message);
   const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;

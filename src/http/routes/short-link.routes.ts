@@ -5,8 +5,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorBody } from '../../schemas/common.schema.js';
 import { ShortLinkParams, ShortLinkStatusBody } from '../../schemas/short-link.schema.js';
 import type { ShortLinkService, ShortLinkView } from '../../services/short-link.service.js';
-import { errorBody } from '../plugins/errors.plugin.js';
+import { DATABASE_RETRY_AFTER_SECONDS, errorBody } from '../plugins/errors.plugin.js';
 import { redactDbError } from '../db-error.redactor.js';
+import { isDatabaseUnavailable } from '../../db/pg-error.js';
 
 /*
  * The QR landing page behind `qrpay.shortUrl` (`SHORT_URL_BASE/<paymentId>`): served at
@@ -118,9 +119,12 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
 
   const pagePlugin: FastifyPluginAsyncTypebox = async (pages) => {
     pages.setErrorHandler((err, request, reply) => {
-      request.log.error({ err: redactDbError(err) }, 'QR landing page failed');
-      return sendHtml(reply, 500, MESSAGE, {
-        CODE: '500',
+      // The database away is a 503 the customer can retry, as on the API; anything else is ours.
+      const away = isDatabaseUnavailable(err);
+      if (away) reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      else request.log.error({ err: redactDbError(err) }, 'QR landing page failed');
+      return sendHtml(reply, away ? 503 : 500, MESSAGE, {
+        CODE: away ? '503' : '500',
         TITLE: 'Түр алдаа гарлаа',
         MESSAGE: 'Хэсэг хугацааны дараа дахин оролдоно уу.',
         MESSAGE_EN: 'Something went wrong; please try again shortly.',

@@ -1,0 +1,45 @@
+import type { Logger } from '../domain/logger.port.js';
+import { isDatabaseUnavailable } from './pg-error.js';
+
+/**
+ * Whether the database is away, as the process last saw it. Background work checks it before each
+ * pass and stays quiet while the database is away: an outage logs one line when it starts and one
+ * when it ends, however many passes, connections and checks it breaks.
+ */
+export interface DatabaseOutage {
+  readonly down: boolean;
+  /**
+   * True when `err` says the database is unreachable (the caller need not log it); the first such
+   * error of an outage is logged here.
+   */
+  absorb(err: unknown): boolean;
+  /** The database answered again: the outage, if one was under way, is over. */
+  recovered(): void;
+}
+
+export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => void): DatabaseOutage {
+  let down = false;
+  let since = 0;
+  return {
+    get down() {
+      return down;
+    },
+    absorb(err) {
+      if (!isDatabaseUnavailable(err)) return false;
+      if (!down) {
+        down = true;
+        since = Date.now();
+        const reason = err instanceof Error ? err.message : String(err);
+        log.warn({ reason }, 'database unavailable: background work paused, requests that need it answer 503 until it is back');
+        onChange?.(true);
+      }
+      return true;
+    },
+    recovered() {
+      if (!down) return;
+      down = false;
+      log.info({ outageMs: Date.now() - since }, 'database available again: background work resumed');
+      onChange?.(false);
+    },
+  };
+}
