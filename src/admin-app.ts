@@ -3,6 +3,7 @@ import { createFastify } from './http/fastify-instance.js';
 import { adminRoutes } from './http/routes/admin.routes.js';
 import { consoleRoutes } from './http/routes/console.routes.js';
 import type { Operator } from './http/plugins/admin-auth.plugin.js';
+import { registerAdminHostCheck } from './http/plugins/admin-access.plugin.js';
 import type { PartnerAdminService } from './services/partner-admin.service.js';
 import type { BackOfficeService } from './services/back-office.service.js';
 import type { ReconciliationService } from './services/reconciliation.service.js';
@@ -17,6 +18,8 @@ export interface AdminServices {
 export interface AdminAppOptions {
   logger: FastifyBaseLogger;
   operators: readonly Operator[];
+  /** Host names answered besides the listener's own address (ADMIN_ALLOWED_HOSTS). */
+  allowedHosts: readonly string[];
   services: AdminServices;
   metrics?: Metrics;
 }
@@ -24,11 +27,12 @@ export interface AdminAppOptions {
 /** The operator listener: the console, partner management, the back office and metrics; bound to loopback by the entry point. */
 export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInstance> {
   const app = createFastify(opts.logger, { bodyLimit: 16 * 1024 });
+  registerAdminHostCheck(app, opts.allowedHosts);
   await app.register(consoleRoutes);
   await app.register(adminRoutes, { operators: opts.operators, ...opts.services });
   const metrics = opts.metrics;
   if (metrics) {
-    // Scraped from loopback only (the admin listener), so no token is asked for.
+    // Scraped on the admin listener (loopback, or a private network), so no token is asked for.
     app.get('/metrics', async (_request, reply) => {
       reply.type(metrics.registry.contentType);
       return metrics.registry.metrics();

@@ -27,6 +27,8 @@ const ConfigSchema = Type.Object({
   adminTokens: Type.Array(Type.Object({ name: Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' }), token: Type.String({ minLength: 8 }) }), { default: [] }),
   /** Host names the admin listener answers besides its own address; any other Host gets 421 (DNS rebinding). */
   adminAllowedHosts: Type.Array(Type.String({ minLength: 1 }), { default: ['localhost', '127.0.0.1', '::1'] }),
+  /** Host names the admin listener answers besides its own address; any other Host gets 421 (DNS rebinding). */
+  adminAllowedHosts: Type.Array(Type.String({ minLength: 1 }), { default: ['localhost', '127.0.0.1', '::1'] }),
   databaseUrl: Optional(),
   /** How long a query waits for a PostgreSQL connection before the request answers 503. */
   dbConnectTimeoutMs: Int(5000, 100),
@@ -39,6 +41,10 @@ const ConfigSchema = Type.Object({
   rateLimit: Type.Object({ perSecond: Int(5, 1), perMinute: Int(60, 1), perHour: Int(1000, 1) }, { default: {} }),
   rateLimitFailOpen: Flag(true),
   rateLimitRedisTimeoutMs: Int(200, 1),
+  /** Failed authentications per client address per minute; past it, requests are refused before any key lookup. */
+  authFailuresPerMinute: Int(60, 1),
+  /** Requests per client address per minute to the QR landing page and its status poll (no key to limit by). */
+  shortLinkRateLimitPerMinute: Int(120, 1),
   /** Failed authentications per client address per minute; past it, requests are refused before any key lookup. */
   authFailuresPerMinute: Int(60, 1),
   /** Requests per client address per minute to the QR landing page and its status poll (no key to limit by). */
@@ -138,6 +144,15 @@ function textList(env: Env, name: string): string[] | undefined {
   return items;
 }
 
+/** A comma list of non-empty items. */
+function textList(env: Env, name: string): string[] | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const items = raw.split(',').map((part) => part.trim());
+  if (items.some((item) => item === '')) throw new Error(`${name} must be a comma list of non-empty names, got "${raw}"`);
+  return items;
+}
+
 /** "name:token,name:token": the operators and their tokens. */
 function namedTokens(env: Env, name: string): { name: string; token: string }[] | undefined {
   const raw = str(env, name);
@@ -175,6 +190,7 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     adminToken: required(env, 'ADMIN_TOKEN', appEnv, LOCAL_ADMIN_TOKEN),
     adminTokens: namedTokens(env, 'ADMIN_TOKENS'),
     adminAllowedHosts: textList(env, 'ADMIN_ALLOWED_HOSTS'),
+    adminAllowedHosts: textList(env, 'ADMIN_ALLOWED_HOSTS'),
     databaseUrl: str(env, 'DATABASE_URL'),
     dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS'),
     dataDir: str(env, 'DATA_DIR'),
@@ -194,6 +210,8 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     },
     rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN'),
     rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS'),
+    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE'),
+    shortLinkRateLimitPerMinute: int(env, 'SHORT_LINK_RATE_LIMIT_PER_MINUTE'),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE'),
     shortLinkRateLimitPerMinute: int(env, 'SHORT_LINK_RATE_LIMIT_PER_MINUTE'),
     confirmPollMs: int(env, 'CONFIRM_POLL_MS'),

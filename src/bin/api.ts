@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     metrics: deps.metrics,
     openApiServers: openApiServers(config, API_PREFIX),
   });
-  const admin = await buildAdminApp({ logger, operators: operatorsOf(config), services: deps.admin, metrics: deps.metrics });
+  const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics });
   const jobs = deps.startJobs();
 
   let closing = false;

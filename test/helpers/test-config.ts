@@ -14,6 +14,8 @@ export function testConfig(overrides: Partial<Config> = {}, env: Record<string, 
     RATE_LIMIT_PER_SECOND: '1000000',
     RATE_LIMIT_PER_MINUTE: '1000000',
     RATE_LIMIT_PER_HOUR: '1000000',
+    AUTH_FAILURES_PER_MINUTE: '1000000',
+    SHORT_LINK_RATE_LIMIT_PER_MINUTE: '1000000',
   });
   // Suites that inject faults on purpose would otherwise trip the breaker for later tests.
   return { ...base, circuitBreaker: { failureThreshold: 1000, openMs: 1000 }, ...overrides };

@@ -83,7 +83,13 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   });
   // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
   const contract = attachContract(app);
-  const admin = await buildAdminApp({ logger: deps.logger, operators: operatorsOf(config), services: deps.admin, metrics: deps.metrics });
+  const admin = await buildAdminApp({
+    logger: deps.logger,
+    operators: operatorsOf(config),
+    allowedHosts: config.adminAllowedHosts,
+    services: deps.admin,
+    metrics: deps.metrics,
+  });
 
   return {
     config,

@@ -26,6 +26,20 @@ describe('operator and reconciliation settings', () => {
   });
 });
 
+describe('address limits and the admin Host rule', () => {
+  it('defaults to 60 failed authentications and 120 landing-page requests a minute, and loopback names', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ authFailuresPerMinute: 60, shortLinkRateLimitPerMinute: 120, adminAllowedHosts: ['localhost', '127.0.0.1', '::1'] });
+  });
+
+  it('reads AUTH_FAILURES_PER_MINUTE, SHORT_LINK_RATE_LIMIT_PER_MINUTE and ADMIN_ALLOWED_HOSTS', () => {
+    const config = loadConfig({ AUTH_FAILURES_PER_MINUTE: '10', SHORT_LINK_RATE_LIMIT_PER_MINUTE: '30', ADMIN_ALLOWED_HOSTS: 'admin.internal, localhost' });
+    expect(config).toMatchObject({ authFailuresPerMinute: 10, shortLinkRateLimitPerMinute: 30, adminAllowedHosts: ['admin.internal', 'localhost'] });
+    expect(() => loadConfig({ AUTH_FAILURES_PER_MINUTE: '0' })).toThrow(/Invalid configuration/);
+    expect(() => loadConfig({ ADMIN_ALLOWED_HOSTS: 'a,,b' })).toThrow(/ADMIN_ALLOWED_HOSTS/);
+  });
+});
+
 describe('OpenAPI servers', () => {
   it('lists local from HOST/PORT, sandbox and production from PUBLIC_API_URL_*', () => {
     expect(openApiServers(loadConfig({}), '/api/v1').map((s) => s.url)).toEqual([
