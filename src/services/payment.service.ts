@@ -157,7 +157,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       await deps.idempotency.complete(partner.id, key, outcome.kind satisfies StoredOutcome, outcome.body);
       return outcome;
     } catch (err) {
-      await deps.idempotency.release(partner.id, key, now()).catch((e: unknown) => deps.log.error({ err: e }, 'idempotency release failed'));
+      // Unreleased (the database is away, say), the key's lock still runs out by itself: a retry waits, it is never lost.
+      await deps.idempotency.release(partner.id, key, now()).catch((e: unknown) => deps.log.warn({ reason: e instanceof Error ? e.message : String(e) }, 'idempotency release failed; the key frees when its lock expires'));
       throw err;
     }
   }
