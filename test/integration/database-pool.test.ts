@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../helpers/test-config.js';
 import { createDatabase, type Db } from '../../src/db/database.js';
+import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
 
 const { databaseUrl } = testConfig();
 const schema = `t_${randomBytes(6).toString('hex')}`;
@@ -62,5 +63,29 @@ describe.skipIf(!databaseUrl)('PostgreSQL pool', () => {
     expect(again).not.toBe(pid);
     // The new connection has no prepared statements yet; the repeated text is prepared there again.
     for (let i = 0; i < 2; i++) await sql`select ${i}::int + 1 as n`.execute(db);
+  });
+
+  it('survives the connection of a transaction in progress being killed, and the transaction leaves nothing', async () => {
+    await sql`create table cut_short (id int primary key)`.execute(db);
+    const seen = poolErrors.length;
+    const cut = db.transaction().execute(async (trx) => {
+      await sql`insert into cut_short values (1)`.execute(trx);
+      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      try {
+        await admin.query('select pg_terminate_backend($1)', [rows[0]?.pid]);
+      } finally {
+        await admin.end();
+      }
+      // The checked-out connection reports its loss as an 'error' event: with no listener of its
+      // own, that event would end the process.
+      await expect.poll(() => poolErrors.length, { timeout: 5000 }).toBeGreaterThan(seen);
+      await sql`insert into cut_short values (2)`.execute(trx);
+    });
+    const failure = await cut.then(() => null, (err: unknown) => err);
+    expect(isDatabaseUnavailable(failure)).toBe(true);
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from cut_short`.execute(db);
+    expect(rows[0]?.n).toBe(0);
   });
 });

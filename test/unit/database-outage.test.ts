@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
+import { createDatabaseOutage } from '../../src/db/database-outage.monitor.js';
+import { startJobs, type Job } from '../../src/jobs/job-runner.js';
+
+function pgError(code: string, message = 'x'): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+function recordingLog() {
+  const lines: { level: string; msg: string }[] = [];
+  const at = (level: string) => (_obj: object, msg?: string) => void lines.push({ level, msg: msg ?? '' });
+  return { log: { info: at('info'), warn: at('warn'), error: at('error') }, lines };
+}
+
+describe('isDatabaseUnavailable', () => {
+  it.each([
+    ['a terminated backend', pgError('57P01', 'terminating connection due to administrator command')],
+    ['a server starting up', pgError('57P03', 'the database system is starting up')],
+    ['a connection exception', pgError('08006')],
+    ['no connection slot', pgError('53300')],
+    ['a read-only server after a failover', pgError('25006')],
+    ['a refused connection', pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')],
+    ['a reset connection', pgError('ECONNRESET', 'read ECONNRESET')],
+    ['a lost connection', new Error('Connection terminated unexpectedly')],
+    ['a pool that waited too long', new Error('timeout exceeded when trying to connect')],
+    ['a client already broken', new Error('Client has encountered a connection error and is not queryable')],
+    ['a wrapped cause', new Error('submit failed', { cause: pgError('57P01') })],
+    ['every address refused', new AggregateError([pgError('ECONNREFUSED'), pgError('ECONNREFUSED')])],
+  ])('is true for %s', (_name, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(true);
+  });
+
+  it.each([
+    ['a unique violation', pgError('23505')],
+    ['a syntax error', pgError('42601')],
+    ['a serialization failure', pgError('40001')],
+    ['an invalid uuid', pgError('22P02')],
+    ['a plain error', new Error('boom')],
+    ['not an error', 'Connection terminated'],
+    ['nothing', undefined],
+  ])('is false for %s', (_name, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(false);
+  });
+});
+
+describe('database outage', () => {
+  it('logs an outage once when it starts and once when it ends, and ignores other errors', () => {
+    const { log, lines } = recordingLog();
+    const changes: boolean[] = [];
+    const outage = createDatabaseOutage(log, (down) => changes.push(down));
+    expect(outage.absorb(pgError('23505'))).toBe(false);
+    expect(outage.down).toBe(false);
+    for (let i = 0; i < 5; i++) expect(outage.absorb(pgError('57P01'))).toBe(true);
+    expect(outage.down).toBe(true);
+    outage.recovered();
+    outage.recovered();
+    expect(outage.down).toBe(false);
+    expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
+    expect(changes).toEqual([true, false]);
+  });
+});
+
+describe('job runner during an outage', () => {
+  it('starts no pass while the database is away, probes it, and resumes once it answers', async () => {
+    const { log, lines } = recordingLog();
+    const outage = createDatabaseOutage(log);
+    let passes = 0;
+    let failing = true;
+    let databaseUp = false;
+    let probes = 0;
+    const job: Job = {
+      name: 'test',
+      intervalMs: 5,
+      async run() {
+        passes++;
+        if (failing) throw pgError('ECONNREFUSED');
+      },
+    };
+    const running = startJobs([job], log, {
+      outage,
+      ping: async () => {
+        probes++;
+        return databaseUp;
+      },
+    });
+    try {
+      await expect.poll(() => outage.down).toBe(true);
+      const passesWhileDown = passes;
+      await expect.poll(() => probes).toBeGreaterThanOrEqual(1);
+      // Ticks keep coming every 5 ms; none of them runs the job until a probe finds the database.
+      expect(passes).toBe(passesWhileDown);
+      failing = false;
+      databaseUp = true;
+      await expect.poll(() => passes, { timeout: 5000 }).toBeGreaterThan(passesWhileDown);
+      expect(outage.down).toBe(false);
+    } finally {
+      await running.stop();
+    }
+    expect(lines.map((l) => l.msg)).toEqual([
+      'database unavailable: background work paused, requests that need it answer 503 until it is back',
+      'database available again: background work resumed',
+    ]);
+  });
+
+  it('logs a pass that fails for another reason as a job error', async () => {
+    const { log, lines } = recordingLog();
+    const outage = createDatabaseOutage(log);
+    const job: Job = { name: 'broken', intervalMs: 5, run: async () => Promise.reject(new Error('bug')) };
+    const running = startJobs([job], log, { outage, ping: async () => true });
+    try {
+      await expect.poll(() => lines.length).toBeGreaterThan(0);
+    } finally {
+      await running.stop();
+    }
+    expect(outage.down).toBe(false);
+    expect(lines[0]).toEqual({ level: 'error', msg: 'job pass failed' });
+  });
+});
