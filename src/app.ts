@@ -38,7 +38,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   await registerOpenApi(app, API_PREFIX, opts.openApiServers);
   // The QR landing page (qrpay.shortUrl): at the root like QPay's short link, no key, read-only.
-  await app.register(shortLinkRoutes, { prefix: '/q', shortLinks: opts.services.shortLinks });
+  await app.register(shortLinkRoutes, { prefix: '/q', shortLinks: opts.services.shortLinks, limiter: opts.services.shortLinkLimiter });
 
   await app.register(
     async (api) => {
@@ -46,7 +46,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Sandbox page (no key; the key is typed into it): only when the sandbox service exists (never in production).
       if (opts.services.sandbox) await api.register(sandboxPageRoutes);
       await api.register(async (secured) => {
-        registerAuth(secured, opts.services.partners);
+        registerAuth(secured, opts.services.partners, opts.services.authFailureLimiter);
         registerRateLimit(secured, opts.services.rateLimiter);
         await secured.register(invoiceRoutes, { invoices: opts.services.invoices });
         await secured.register(paymentRoutes, { payments: opts.services.payments, reports: opts.services.reports });

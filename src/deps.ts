@@ -11,7 +11,7 @@ import { createInvoiceCache } from './adapters/invoice-cache.js';
 import { withInvoiceCacheBus } from './adapters/invoice-cache.bus.js';
 import { invalidatingInvoices, invalidatingPayments, readThroughInvoices } from './adapters/invoice-cache.decorator.js';
 import { createMinistryAdapters } from './adapters/ministry/ministry.factory.js';
-import { createRateLimitServiceFromConfig } from './adapters/rate-limit/rate-limit.factory.js';
+import { createRateLimitersFromConfig } from './adapters/rate-limit/rate-limit.factory.js';
 import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
 import { instrumentAdapters } from './adapters/ministry/instrumented-adapter.js';
 import { guardAdapters } from './adapters/ministry/guarded-adapter.js';
@@ -73,6 +73,10 @@ export interface AppServices {
   payments: PaymentService;
   reports: ReportService;
   rateLimiter: RateLimitService;
+  /** Failed authentications per client address, checked before a key is looked up. */
+  authFailureLimiter: RateLimitService;
+  /** Requests per client address to the QR landing page, which has no key to limit by. */
+  shortLinkLimiter: RateLimitService;
   webhooks: WebhookService;
   devices: DeviceService;
   /** The public QR landing page behind `qrpay.shortUrl` (`GET /q/{paymentId}`). */
@@ -200,7 +204,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     idempotencyTtlMs: config.idempotencyTtlMs,
     now: opts.now,
   });
-  const rateLimiter = await createRateLimitServiceFromConfig(config, {
+  const rateLimiters = await createRateLimitersFromConfig(config, {
     log: logger,
     clock: opts.rateLimitClock ?? epochMs(opts.now),
     counters: { rejections: metrics.rateLimitRejections, storeErrors: metrics.rateLimitStoreErrors },
@@ -242,7 +246,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     reports: createReportService({ reports: reportRepo, payments: paymentRepo, ministries, log: logger, now: opts.now }),
     webhooks,
     devices,
-    rateLimiter,
+    rateLimiter: rateLimiters.perKey,
+    authFailureLimiter: rateLimiters.authFailures,
+    shortLinkLimiter: rateLimiters.shortLinks,
     shortLinks: createShortLinkService({ links: createShortLinkRepository(db), qr }),
   };
   if (config.appEnv !== 'production') {
@@ -333,7 +339,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     startJobs: () => startJobs(jobs, logger, { outage: dbOutage, ping: isDbReady }),
     async close() {
       await upstream.close();
-      await rateLimiter.close();
+      await rateLimiters.close();
       await invoiceCacheBus?.close();
       await webhookHttp.close();
       await db.destroy();

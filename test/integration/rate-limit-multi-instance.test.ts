@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { testConfig } from '../helpers/test-config.js';
+import type { Config } from '../../src/config.js';
+import { generateApiKey } from '../../src/domain/api-key.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { buildApp } from '../../src/app.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
@@ -23,9 +25,9 @@ const ministryUrls = Object.fromEntries(SOURCES.map((s) => [s, 'http://127.0.0.1
 const instances: Instance[] = [];
 
 /** A whole API process in miniature: its own deps (pool, Redis client, limiter) and its own port. */
-async function startInstance(): Promise<Instance> {
+async function startInstance(overrides: Partial<Config> = {}): Promise<Instance> {
   // No clock is injected, so both limiters read the Redis server clock, as in production.
-  const deps = await createDeps(config, { ministryUrls, dbSchema: schema });
+  const deps = await createDeps({ ...config, ...overrides }, { ministryUrls, dbSchema: schema });
   const app = await buildApp({ logger: deps.logger, bodyLimitBytes: config.bodyLimitBytes, services: deps.services, isDbReady: deps.isDbReady });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return { deps, app, url: address };
@@ -81,5 +83,37 @@ describe.skipIf(!enabled)('rate limits across two instances (shared PostgreSQL a
     const quiet = await newKey();
     await Promise.all(Array.from({ length: 8 }, (_, i) => get(i % 2 === 0 ? a : b, busy)));
     expect([await get(a, quiet), await get(b, quiet)]).toEqual([200, 200]);
+  });
+});
+
+describe.skipIf(!enabled)('per-address limits across two instances (shared Redis)', () => {
+  const pair: Instance[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 2; i++) pair.push(await startInstance({ authFailuresPerMinute: 3, shortLinkRateLimitPerMinute: 4 }));
+  });
+  afterAll(async () => {
+    for (const i of pair) {
+      await i.app.close();
+      await i.deps.close();
+    }
+  });
+
+  // Injected with an address of the test's own: other suites' traffic from 127.0.0.1 shares this Redis.
+  const address = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+  const inject = (i: number, url: string, remoteAddress: string, headers: Record<string, string> = {}) =>
+    (pair[i % 2] as Instance).app.inject({ method: 'GET', url, remoteAddress, headers }).then((res) => res.statusCode);
+
+  it('counts failed authentications of one address on both instances together', async () => {
+    const from = address();
+    const codes: number[] = [];
+    for (let i = 0; i < 6; i++) codes.push(await inject(i, '/api/v1/reports/summary', from, { 'x-api-key': generateApiKey('sandbox') }));
+    expect(codes).toEqual([401, 401, 401, 429, 429, 429]);
+  });
+
+  it('counts QR landing-page requests of one address on both instances together', async () => {
+    const from = address();
+    const codes: number[] = [];
+    for (let i = 0; i < 6; i++) codes.push(await inject(i, '/q/00000000-0000-4000-8000-000000000000/status', from));
+    expect(codes).toEqual([404, 404, 404, 404, 429, 429]);
   });
 });

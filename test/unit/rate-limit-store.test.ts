@@ -137,6 +137,23 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect((await store.check(a)).allowed).toBe(false);
   });
 
+  it.skipIf(skip)('peeks without counting: room until checks fill a window, then the same refusal', async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    for (let i = 0; i < 10; i++) expect((await store.peek(key)).allowed).toBe(true);
+    const empty = await store.peek(key);
+    expect(empty.windows.map((w) => w.remaining)).toEqual([5, 60, 1000]);
+    expect(await run(store, key, 5)).toEqual([true, true, true, true, true]);
+    advance(400);
+    const full = await store.peek(key);
+    expect(full.allowed).toBe(false);
+    expect(full.retryAfterMs).toBe(600);
+    expect(full.windows.map((w) => w.remaining)).toEqual([0, 55, 995]);
+    advance(600);
+    expect((await store.peek(key)).allowed).toBe(true);
+    expect((await store.check(key)).windows[1]?.remaining).toBe(54);
+  });
+
   it.skipIf(skip)('honours configured limits', async () => {
     const { store } = clocked({ perSecond: 2, perMinute: 3, perHour: 4 });
     expect(await run(store, newKey(), 3)).toEqual([true, true, false]);

@@ -47,7 +47,7 @@ export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitS
     return log;
   }
 
-  function check(key: string): RateLimitDecision {
+  function decide(key: string, record: boolean): RateLimitDecision {
     const nowMs = clock();
     sweep(nowMs);
     const log = logFor(key);
@@ -56,7 +56,7 @@ export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitS
     const allowed = windows.every((w, i) => log.size - (firsts[i] ?? 0) < w.limit);
     let retryAfterMs = 0;
     if (allowed) {
-      log.push(nowMs);
+      if (record) log.push(nowMs);
     } else {
       windows.forEach((w, i) => {
         const first = firsts[i] ?? 0;
@@ -73,7 +73,8 @@ export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitS
 
   return {
     kind: 'memory',
-    check: async (key) => check(key),
+    check: async (key) => decide(key, true),
+    peek: async (key) => decide(key, false),
     async close() {
       logs.clear();
     },

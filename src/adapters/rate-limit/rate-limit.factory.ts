@@ -32,16 +32,60 @@ async function waitUntilReady(client: Redis, timeoutMs: number, log: RateLimitFa
   }
 }
 
-async function createStore(config: Config, windows: RateLimitWindow[], opts: RateLimitFactoryOptions): Promise<RateLimitStore> {
-  if (!config.redisUrl) return createMemoryRateLimitStore({ windows, clock: opts.clock });
-  const client = createRateLimitRedisClient(config.redisUrl, config.rateLimitRedisTimeoutMs, opts.log);
-  await waitUntilReady(client, 2000, opts.log);
-  return createRedisRateLimitStore({ client, windows, clock: opts.clock, ownsClient: true });
+/** The limits this service applies, each with its own sliding logs under its own key prefix. */
+export interface RateLimiters {
+  /** Per API key: RATE_LIMIT_PER_SECOND / _MINUTE / _HOUR. */
+  perKey: RateLimitService;
+  /** Failed authentications per client address: AUTH_FAILURES_PER_MINUTE. */
+  authFailures: RateLimitService;
+  /** QR landing-page requests per client address: SHORT_LINK_RATE_LIMIT_PER_MINUTE. */
+  shortLinks: RateLimitService;
+  close(): Promise<void>;
 }
 
-export async function createRateLimitServiceFromConfig(config: Config, opts: RateLimitFactoryOptions): Promise<RateLimitService> {
-  const windows = windowsFromSettings(config.rateLimit);
-  const store = await createStore(config, windows, opts);
-  opts.log.info({ store: store.kind, limits: config.rateLimit, failOpen: config.rateLimitFailOpen }, 'rate limiter ready');
-  return createRateLimitService({ store, windows, failOpen: config.rateLimitFailOpen, log: opts.log, counters: opts.counters });
+interface Limit {
+  name: keyof Omit<RateLimiters, 'close'>;
+  windows: RateLimitWindow[];
+  /** Redis key prefix; per-key logs keep the prefix they always had. */
+  prefix: string;
+}
+
+function limitsFromConfig(config: Config): Limit[] {
+  const perMinute = (name: string, limit: number): RateLimitWindow[] => [{ name, limit, windowMs: 60_000 }];
+  return [
+    { name: 'perKey', windows: windowsFromSettings(config.rateLimit), prefix: 'rl:' },
+    { name: 'authFailures', windows: perMinute('auth-failures-per-minute', config.authFailuresPerMinute), prefix: 'rl:auth-fail:' },
+    { name: 'shortLinks', windows: perMinute('per-minute', config.shortLinkRateLimitPerMinute), prefix: 'rl:q:' },
+  ];
+}
+
+/** In memory without REDIS_URL; with it, one Redis connection shared by every limit, so all instances count together. */
+export async function createRateLimitersFromConfig(config: Config, opts: RateLimitFactoryOptions): Promise<RateLimiters> {
+  const limits = limitsFromConfig(config);
+  const client = config.redisUrl ? createRateLimitRedisClient(config.redisUrl, config.rateLimitRedisTimeoutMs, opts.log) : null;
+  if (client) await waitUntilReady(client, 2000, opts.log);
+  const storeFor = (limit: Limit): RateLimitStore =>
+    client
+      ? createRedisRateLimitStore({ client, windows: limit.windows, clock: opts.clock, keyPrefix: limit.prefix })
+      : createMemoryRateLimitStore({ windows: limit.windows, clock: opts.clock });
+  const services = Object.fromEntries(
+    limits.map((limit) => [
+      limit.name,
+      createRateLimitService({ store: storeFor(limit), windows: limit.windows, failOpen: config.rateLimitFailOpen, log: opts.log, counters: opts.counters }),
+    ]),
+  ) as Omit<RateLimiters, 'close'>;
+  opts.log.info(
+    { store: client ? 'redis' : 'memory', limits: config.rateLimit, authFailuresPerMinute: config.authFailuresPerMinute, shortLinkPerMinute: config.shortLinkRateLimitPerMinute, failOpen: config.rateLimitFailOpen },
+    'rate limiters ready',
+  );
+  return {
+    ...services,
+    async close() {
+      await Promise.all(Object.values(services).map((service) => service.close()));
+      if (!client) return;
+      // QUIT lets in-flight checks finish; a client that is not connected has nothing to flush.
+      if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+      else client.disconnect();
+    },
+  };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis, Result } from 'ioredis';
 import {
   toDecision,
+  type RateLimitDecision,
   type RateLimitStore,
   type RateLimitWindow,
   type WindowCount,
@@ -16,9 +17,9 @@ declare module 'ioredis' {
 /**
  * One atomic sliding-log check. KEYS[1]: the key's sorted set (score = acceptance time in ms).
  * ARGV: now in ms (negative = use the Redis server clock, so instances with skewed clocks agree),
- * a unique member for this request, then (windowMs, limit) per window.
- * An entry counts in a window while now - score < windowMs. The request is added only when every
- * window has room, so refused requests never consume quota.
+ * a unique member for this request (empty: a peek, which adds nothing), then (windowMs, limit) per
+ * window. An entry counts in a window while now - score < windowMs. The request is added only when
+ * every window has room, so refused requests never consume quota.
  * Returns {allowed 0|1, retryAfterMs, nowMs, then per window: count after the check, oldest score or -1}.
  */
 export const RATE_LIMIT_LUA = `
@@ -49,15 +50,17 @@ for i = 1, n do
     retry = math.max(retry, tonumber(blocking[2]) + w - now)
   end
 end
-if allowed == 1 then
+local added = 0
+if allowed == 1 and ARGV[2] ~= '' then
   redis.call('ZADD', key, now, ARGV[2])
   redis.call('PEXPIRE', key, longest)
+  added = 1
 end
 local out = { allowed, retry, now }
 for i = 1, n do
   local w = tonumber(ARGV[1 + 2 * i])
   local oldest = redis.call('ZRANGEBYSCORE', key, '(' .. (now - w), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  out[#out + 1] = counts[i] + allowed
+  out[#out + 1] = counts[i] + added
   out[#out + 1] = oldest[2] and tonumber(oldest[2]) or -1
 end
 return out
@@ -90,14 +93,19 @@ export function createRedisRateLimitStore(opts: RedisStoreOptions): RateLimitSto
   let seq = 0;
   client.defineCommand('rateLimitCheck', { numberOfKeys: 1, lua: RATE_LIMIT_LUA });
 
+  async function decide(key: string, member: string): Promise<RateLimitDecision> {
+    const now = opts.clock ? Math.floor(opts.clock()) : -1;
+    const reply = await client.rateLimitCheck(prefix + key, now, member, ...windowArgs);
+    return toDecision(windows, Number(reply[2]), reply[0] === 1, Number(reply[1]), parseCounts(reply, windows.length));
+  }
+
   return {
     kind: 'redis',
-    async check(key) {
-      const now = opts.clock ? Math.floor(opts.clock()) : -1;
+    check(key) {
       seq = (seq + 1) % Number.MAX_SAFE_INTEGER;
-      const reply = await client.rateLimitCheck(prefix + key, now, `${instanceId}:${seq}`, ...windowArgs);
-      return toDecision(windows, Number(reply[2]), reply[0] === 1, Number(reply[1]), parseCounts(reply, windows.length));
+      return decide(key, `${instanceId}:${seq}`);
     },
+    peek: (key) => decide(key, ''),
     async close() {
       if (!opts.ownsClient) return;
       // QUIT lets in-flight checks finish; a client that is not connected has nothing to flush.

@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimitDecision, RateLimitWindow } from '../../services/rate-limit/rate-limiter.js';
-import type { RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
+import type { RateLimitOutcome, RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
+import { clientAddressKey } from '../../domain/client-address.js';
 import { errorBody } from './errors.plugin.js';
 
 const toSeconds = (ms: number) => Math.ceil(ms / 1000);
@@ -40,4 +41,37 @@ export function registerRateLimit(app: FastifyInstance, limiter: RateLimitServic
       .header('retry-after', String(retryAfterSeconds(decision)))
       .send(errorBody(429, 'Too Many Requests'));
   });
+}
+
+/** How a request a limit refuses is answered: 429 past the limit, 503 when a fail-closed store is down. */
+export interface Refusal {
+  statusCode: 429 | 503;
+  retryAfterSeconds: number;
+}
+
+/** The refusal a limit's outcome calls for, or null to let the request on. */
+export function refusalOf(outcome: RateLimitOutcome): Refusal | null {
+  if (outcome.kind === 'bypassed') return null;
+  if (outcome.kind === 'unavailable') return { statusCode: 503, retryAfterSeconds: 1 };
+  return outcome.decision.allowed ? null : { statusCode: 429, retryAfterSeconds: retryAfterSeconds(outcome.decision) };
+}
+
+/** A refusal in the service's JSON error shape, with Retry-After. */
+export function sendRefusal(reply: FastifyReply, refusal: Refusal, message = 'Too Many Requests') {
+  const text = refusal.statusCode === 429 ? message : 'Service temporarily unavailable';
+  return reply.code(refusal.statusCode).header('retry-after', String(refusal.retryAfterSeconds)).send(errorBody(refusal.statusCode, text));
+}
+
+/** The client a per-address limit counts: the connection's address (see clientAddressKey). */
+export const clientKeyOf = (request: FastifyRequest) => clientAddressKey(request.ip);
+
+/**
+ * An onRequest hook limiting requests per client address, for routes no key identifies the caller
+ * of; `refuse` answers in the route's own format (an HTML page or the JSON error shape).
+ */
+export function limitPerAddress(limiter: RateLimitService, refuse: (reply: FastifyReply, refusal: Refusal) => FastifyReply) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const refusal = refusalOf(await limiter.check(clientKeyOf(request)));
+    if (refusal) return refuse(reply, refusal);
+  };
 }

@@ -6,15 +6,18 @@ import { ErrorBody } from '../../schemas/common.schema.js';
 import { ShortLinkParams, ShortLinkStatusBody } from '../../schemas/short-link.schema.js';
 import type { ShortLinkService, ShortLinkView } from '../../services/short-link.service.js';
 import { DATABASE_RETRY_AFTER_SECONDS, errorBody } from '../plugins/errors.plugin.js';
+import { limitPerAddress, sendRefusal, type Refusal } from '../plugins/rate-limit.plugin.js';
+import type { RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { redactDbError } from '../db-error.redactor.js';
 import { isDatabaseUnavailable } from '../../db/pg-error.js';
 
 /*
  * The QR landing page behind `qrpay.shortUrl` (`SHORT_URL_BASE/<paymentId>`): served at
- * `/q/{paymentId}` on the partner listener, outside `/api/v1`, with no API key and no rate-limit
- * key (the customer opening it has neither). The random payment id is the capability; the page
- * and its status poll only read (see services/short-link.service.ts). SHORT_URL_BASE must point
- * at where this service's `/q` is reachable.
+ * `/q/{paymentId}` on the partner listener, outside `/api/v1`, with no API key (the customer
+ * opening it has none), so both routes are limited per client address instead
+ * (SHORT_LINK_RATE_LIMIT_PER_MINUTE). The random payment id is the capability; the page and its
+ * status poll only read (see services/short-link.service.ts). SHORT_URL_BASE must point at where
+ * this service's `/q` is reachable.
  */
 
 interface Template {
@@ -112,8 +115,23 @@ function sendNotFound(reply: FastifyReply) {
   });
 }
 
-/** Registered at the root with prefix `/q`, outside the API's authenticated, rate-limited scope. */
-export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkService }> = async (app, opts) => {
+/** The page a refused request gets, like its 404: in the customer's words, with Retry-After. */
+function sendPageRefusal(reply: FastifyReply, refusal: Refusal) {
+  reply.header('retry-after', String(refusal.retryAfterSeconds));
+  const busy = refusal.statusCode === 429;
+  return sendHtml(reply, refusal.statusCode, MESSAGE, {
+    CODE: String(refusal.statusCode),
+    TITLE: busy ? 'Хэт олон хүсэлт' : 'Түр алдаа гарлаа',
+    MESSAGE: 'Хэсэг хугацааны дараа дахин оролдоно уу.',
+    MESSAGE_EN: busy ? 'Too many requests from this address; please try again shortly.' : 'Something went wrong; please try again shortly.',
+  });
+}
+
+/** Registered at the root with prefix `/q`, outside the API's authenticated, per-key-limited scope. */
+export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkService; limiter: RateLimitService }> = async (app, opts) => {
+  const limitPage = limitPerAddress(opts.limiter, sendPageRefusal);
+  const limitPoll = limitPerAddress(opts.limiter, (reply, refusal) => sendRefusal(reply.header('cache-control', 'no-store'), refusal));
+
   // Any other path under /q is a page someone opened too: the HTML 404, not the API's JSON.
   app.setNotFoundHandler((_request, reply) => sendNotFound(reply));
 
@@ -132,7 +150,7 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
     });
 
     // attachValidation: a path parameter the validator refuses is an unknown payment, not a 400.
-    pages.get('/:paymentId', { schema: { hide: true, params: ShortLinkParams }, attachValidation: true }, async (request, reply) => {
+    pages.get('/:paymentId', { schema: { hide: true, params: ShortLinkParams }, attachValidation: true, onRequest: limitPage }, async (request, reply) => {
       const view = request.validationError ? null : await opts.shortLinks.page(request.params.paymentId);
       if (!view) return sendNotFound(reply);
       return sendHtml(reply, 200, PAGE, {
@@ -148,7 +166,11 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
 
   app.get(
     '/:paymentId/status',
-    { schema: { hide: true, params: ShortLinkParams, response: { 200: ShortLinkStatusBody, 404: ErrorBody } }, attachValidation: true },
+    {
+      schema: { hide: true, params: ShortLinkParams, response: { 200: ShortLinkStatusBody, 404: ErrorBody, 429: ErrorBody, 503: ErrorBody } },
+      attachValidation: true,
+      onRequest: limitPoll,
+    },
     async (request, reply) => {
       const body = request.validationError ? null : await opts.shortLinks.status(request.params.paymentId);
       reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');

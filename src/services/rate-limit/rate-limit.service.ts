@@ -47,20 +47,29 @@ export function createRateLimitService(opts: RateLimitServiceOptions) {
     suppressed = 0;
   }
 
+  async function decide(ask: () => Promise<RateLimitDecision>, refuses: boolean): Promise<RateLimitOutcome> {
+    try {
+      const decision = await ask();
+      if (refuses && !decision.allowed) opts.counters?.rejections?.inc();
+      return { kind: 'decided', decision };
+    } catch (err) {
+      opts.counters?.storeErrors?.inc();
+      logStoreError(err);
+      return opts.failOpen ? { kind: 'bypassed' } : { kind: 'unavailable' };
+    }
+  }
+
   return {
     windows: opts.windows,
 
-    async check(key: string): Promise<RateLimitOutcome> {
-      try {
-        const decision = await opts.store.check(key);
-        if (!decision.allowed) opts.counters?.rejections?.inc();
-        return { kind: 'decided', decision };
-      } catch (err) {
-        opts.counters?.storeErrors?.inc();
-        logStoreError(err);
-        return opts.failOpen ? { kind: 'bypassed' } : { kind: 'unavailable' };
-      }
-    },
+    /** Counts a request and decides it: refused when a window is full. */
+    check: (key: string) => decide(() => opts.store.check(key), true),
+
+    /** Decides a request without counting it: refused when a window is already full. */
+    peek: (key: string) => decide(() => opts.store.peek(key), true),
+
+    /** Counts an event that already happened (a failed authentication): nothing is refused. */
+    record: (key: string) => decide(() => opts.store.check(key), false),
 
     close: () => opts.store.close(),
   };

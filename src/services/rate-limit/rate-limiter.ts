@@ -30,11 +30,14 @@ export interface WindowCount {
 
 /**
  * Per-key limiter state. `check` counts the request against every window at once and records it
- * only when all windows have room, so a refused request never consumes quota.
+ * only when all windows have room, so a refused request never consumes quota. `peek` answers the
+ * same question (is there room for one more?) and records nothing: for limits on events known
+ * only after the request ran, such as failed authentications.
  */
 export interface RateLimitStore {
   readonly kind: 'memory' | 'redis';
   check(key: string): Promise<RateLimitDecision>;
+  peek(key: string): Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 
