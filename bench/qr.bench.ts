@@ -43,19 +43,21 @@ function roundsMedian(label: string, run: (i: number) => unknown, print: boolean
 }
 
 const { banks, schemes } = await loadQrConfig();
-const service = createQrService({ banks, schemes, shortUrlBase: 'https://pay.gov.mn/p' });
+// One cached image: with distinct payloads every call draws its PNG, as each new payment does.
+const service = createQrService({ banks, schemes, shortUrlBase: 'https://pay.gov.mn/p', imageCacheSize: 1 });
 
 // Distinct payment ids so every call builds a different payload, as in production.
 const inputs: QrBuildInput[] = Array.from({ length: 1024 }, (_, i) => ({
   standard: i % 2 === 0 ? 'qrpay' : 'govstd',
+  source: 'mof',
   paymentId: randomUUID(),
   amount: `${12000 + i}.50`,
   payeeId: 'GOV-MOF-01',
   payeeName: 'Сангийн яам',
   billNumber: `MOF-2025-${String(i).padStart(6, '0')}`,
 }));
-const build = (i: number): unknown => service.build(inputs[i % inputs.length] as QrBuildInput);
-const sample = service.build(inputs[0] as QrBuildInput);
+const build = (i: number): unknown => service.forPayment(null, inputs[i % inputs.length] as QrBuildInput);
+const sample = service.forPayment(null, inputs[0] as QrBuildInput);
 const matrix = buildQrMatrix(sample.qrText);
 
 console.log(`QR benchmark: node ${process.version}, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? 'unknown'})`);

@@ -20,7 +20,8 @@ export const InvoiceFixtureSchema = Type.Object(
         Type.Null(),
       ]),
     ),
-    payee: Type.Object({ id: Type.String({ minLength: 1 }), name: Type.String() }, { additionalProperties: false }),
+    // Any text a ministry might send, the empty id included: the service must cope with all of it.
+    payee: Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false }),
     vehicleNo: Type.Optional(NullableString),
     taxRef: Type.Optional(NullableString),
     year: Type.Optional(Type.Union([Type.Integer(), Type.String(), Type.Null()])),

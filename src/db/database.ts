@@ -17,6 +17,7 @@ import * as m008 from './migrations/008-sweep-indexes.migration.js';
 import * as m009 from './migrations/009-payment-history.migration.js';
 import * as m010 from './migrations/010-back-office.migration.js';
 import * as m011 from './migrations/011-push-deliveries.migration.js';
+import * as m012 from './migrations/012-payment-qr.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '009-payment-history': m009,
   '010-back-office': m010,
   '011-push-deliveries': m011,
+  '012-payment-qr': m012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -79,6 +79,8 @@ export interface PaymentsTable {
   status_detail: ColumnType<Record<string, unknown> | null, string | null, string | null>;
   /** The partner's end user (X-User-Id), whose devices are pushed when the payment is confirmed. */
   user_id: string | null;
+  /** The EMVCo payload the payment was created with; written once, never updated. Null for older payments. */
+  qr_text: ColumnType<string | null, string | undefined, never>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

@@ -12,6 +12,18 @@ import type { QrStandard } from './vocabulary.js';
 
 const COMMON_CHARSET = '^[\\x20-\\x7E]*$';
 
+/**
+ * Who a QR names when the invoice's own payee cannot be carried: the ministry system's collection
+ * account and its name, which settle the payment by its bill number and reference label.
+ */
+const FallbackPayeeSchema = Type.Object(
+  {
+    merchantId: Type.String({ minLength: 1, maxLength: 40, pattern: '^[\\x21-\\x7E]+$' }),
+    name: Type.String({ minLength: 1, maxLength: 25, pattern: '^[\\x21-\\x7E]([\\x20-\\x7E]*[\\x21-\\x7E])?$' }),
+  },
+  { additionalProperties: false },
+);
+
 export const QrSchemeConfigSchema = Type.Object(
   {
     merchantCity: Type.String({ minLength: 1, maxLength: 15, pattern: COMMON_CHARSET }),
@@ -28,6 +40,10 @@ export const QrSchemeConfigSchema = Type.Object(
         guid: Type.String({ minLength: 1, maxLength: 32, pattern: '^[\\x21-\\x7E]+$' }),
         merchantAccountPrefix: Type.String({ maxLength: 20, pattern: COMMON_CHARSET }),
       },
+      { additionalProperties: false },
+    ),
+    fallbackPayees: Type.Object(
+      { mof: FallbackPayeeSchema, etax: FallbackPayeeSchema, police: FallbackPayeeSchema },
       { additionalProperties: false },
     ),
   },
@@ -56,6 +72,7 @@ export class EmvcoPayloadError extends Error {
 
 const MERCHANT_ACCOUNT_TAG: Record<QrStandard, string> = { qrpay: '27', govstd: '26' };
 const MAX_TLV_VALUE = 99;
+const TLV_HEADER = 4;
 const MAX_AMOUNT = 13;
 const MAX_PAYEE_NAME = 25;
 const MAX_CITY = 15;
@@ -81,9 +98,28 @@ export function buildEmvcoPayload(input: EmvcoPayloadInput): string {
 
 function merchantAccountTemplate(input: EmvcoPayloadInput): string {
   const { standard, scheme } = input;
-  const schemeId = standard === 'qrpay' ? scheme.qrpay.aid : scheme.govstd.guid;
-  const account = identifier('merchant account', input.merchantAccount, MAX_TLV_VALUE);
+  const schemeId = schemeIdOf(scheme, standard);
+  const account = identifier('merchant account', input.merchantAccount, merchantAccountRoom(scheme, standard));
   return tlv(MERCHANT_ACCOUNT_TAG[standard], tlv('00', schemeId) + tlv('01', account));
+}
+
+function schemeIdOf(scheme: QrSchemeConfig, standard: QrStandard): string {
+  return standard === 'qrpay' ? scheme.qrpay.aid : scheme.govstd.guid;
+}
+
+/** The merchant account template holds 99 characters: the scheme id's sub-tag, then the account's. */
+export function merchantAccountRoom(scheme: QrSchemeConfig, standard: QrStandard): number {
+  return MAX_TLV_VALUE - TLV_HEADER - codePointLength(schemeIdOf(scheme, standard)) - TLV_HEADER;
+}
+
+/** True when the payload can carry this merchant account unchanged. */
+export function fitsMerchantAccount(scheme: QrSchemeConfig, standard: QrStandard, account: string): boolean {
+  return account !== '' && isCommonCharset(account) && account.length <= merchantAccountRoom(scheme, standard);
+}
+
+/** The payee name as tag 59 carries it; empty when nothing of it survives transliteration. */
+export function payeeNameShown(payeeName: string): string {
+  return truncate(transliterateMongolian(payeeName), MAX_PAYEE_NAME);
 }
 
 function additionalDataTemplate(input: EmvcoPayloadInput): string {
@@ -92,13 +128,20 @@ function additionalDataTemplate(input: EmvcoPayloadInput): string {
   return tlv('62', tlv('01', bill) + tlv('05', reference));
 }
 
-/** Tag 64 keeps the Cyrillic name for apps that can show it; tag 59 must stay ASCII. */
+/**
+ * Tag 64 keeps the Cyrillic name for apps that can show it; tag 59 must stay ASCII. Control,
+ * format and unpaired surrogate characters are dropped (a scanner would show or act on them), and
+ * a name that is then plain ASCII adds nothing to tag 59, so the template is left out.
+ */
 function languageTemplate(payeeNameLocal: string | undefined): string {
   if (payeeNameLocal === undefined) return '';
-  const name = truncate(collapseSpaces(payeeNameLocal.normalize('NFC')), MAX_PAYEE_NAME);
-  if (name === '') return '';
+  const visible = payeeNameLocal.normalize('NFC').replace(INVISIBLE, '');
+  const name = truncate(collapseSpaces(visible), MAX_PAYEE_NAME);
+  if (isCommonCharset(name)) return '';
   return tlv('64', tlv('00', 'MN') + tlv('01', name));
 }
+
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}]/gu;
 
 /**
  * Amount rule (tag 54): the integer part without leading zeros, then the fraction only when it

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { InvalidRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
 import { canMove, IllegalTransitionError } from '../domain/payment-transitions.js';
 import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
@@ -12,8 +12,9 @@ import type { PaymentResolver } from './payment-resolution.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
-import { billNumberFor, type QrService } from './qr.service.js';
+import { billNumberFor, type QrBuildInput, type QrService } from './qr.service.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
+import { EmvcoPayloadError } from '../domain/emvco-qr.js';
 import type { QrStandard } from '../domain/vocabulary.js';
 
 /** A payment the ministry accepted, or one it refused: both are answers a replay repeats. */
@@ -33,6 +34,8 @@ export interface PaymentServiceDeps {
   ministryTimeoutMs: number;
   idempotencyTtlMs: number;
   now?: Clock;
+  /** A new payment's id; it is chosen before the insert because the QR payload carries it. */
+  newId?: () => string;
 }
 
 const IN_PROGRESS = 'Another payment for this invoice is in progress';
@@ -55,6 +58,11 @@ export function toPaymentView(p: PaymentDetail): PaymentBody {
   return view;
 }
 
+/** What a payment's QR is built from: the payment, its invoice's payee and the partner's standard. */
+function qrInputOf(paymentId: string, amount: string, invoice: InvoiceRow, standard: QrStandard): QrBuildInput {
+  return { standard, source: invoice.source, paymentId, amount, payeeId: invoice.payee_id, payeeName: invoice.payee_name, billNumber: billNumberFor(paymentId) };
+}
+
 export interface CreateInput {
   invoiceId: string;
   amount?: number;
@@ -63,6 +71,7 @@ export interface CreateInput {
 
 export function createPaymentService(deps: PaymentServiceDeps) {
   const now = deps.now ?? systemClock;
+  const newId = deps.newId ?? randomUUID;
   // A pending payment is left alone while its submit may still be in flight.
   const pendingGraceMs = Math.max(2 * deps.ministryTimeoutMs, 5000);
 
@@ -81,8 +90,24 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return amount;
   }
 
-  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined, userId: string | undefined): Promise<PaymentRow> {
+  /**
+   * The new payment's QR payload, built before anything is written or sent: a payment the service
+   * could not show a QR for must never reach the ministry.
+   */
+  function qrTextFor(paymentId: string, invoice: InvoiceRow, amount: string, standard: QrStandard): string {
+    try {
+      return deps.qr.payload(qrInputOf(paymentId, amount, invoice, standard));
+    } catch (err) {
+      if (err instanceof EmvcoPayloadError) throw new PaymentRejectedError(invoice.ref_num, `The payment cannot be carried by an EMVCo QR: ${err.message}`);
+      throw err;
+    }
+  }
+
+  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined, userId: string | undefined, standard: QrStandard): Promise<PaymentRow> {
+    const id = newId();
     const payment = await deps.payments.insertPending({
+      id,
+      qrText: qrTextFor(id, invoice, amount, standard),
       partnerId,
       invoiceId: invoice.id,
       source: invoice.source,
@@ -95,15 +120,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return payment;
   }
 
+  /** The QR the payment was created with; one stored without it gets the QR its inputs give today. */
   function createdBody(payment: PaymentDetail, invoice: InvoiceRow, standard: QrStandard): PaymentCreatedBody {
-    const qrpay = deps.qr.build({
-      standard,
-      paymentId: payment.id,
-      amount: payment.amount,
-      payeeId: invoice.payee_id,
-      payeeName: invoice.payee_name,
-      billNumber: billNumberFor(payment.id),
-    });
+    const qrpay = deps.qr.forPayment(payment.qr_text, qrInputOf(payment.id, payment.amount, invoice, standard));
     return { success: true, ...toPaymentView(payment), qrpay };
   }
 
@@ -130,7 +149,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const status = effectiveInvoiceStatus(invoice.status, invoice.due_date, now());
     if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
     const amount = resolveAmount(invoice, requested);
-    const payment = await createPending(partner.id, invoice, amount, idemKey, userId);
+    const payment = await createPending(partner.id, invoice, amount, idemKey, userId, partner.qrStandard);
     return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice, 'partner_request'));
   }
 

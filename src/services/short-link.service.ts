@@ -16,7 +16,7 @@ import { billNumberFor, type QrService } from './qr.service.js';
 export interface ShortLinkServiceDeps {
   links: Pick<ShortLinkRepository, 'findPage' | 'findStatus'>;
   /** The same QR service as `POST /payments`, so the page carries the very QR that answer did. */
-  qr: QrService;
+  qr: Pick<QrService, 'forPayment'>;
 }
 
 export interface ShortLinkView {
@@ -43,10 +43,12 @@ export function createShortLinkService(deps: ShortLinkServiceDeps) {
       const row = await deps.links.findPage(paymentId.toLowerCase());
       if (!row) return null;
       const payable = UNRESOLVED_STATUSES.includes(row.status);
-      // Rebuilt exactly as POST /payments built it (payment-service createdBody): same inputs, same QR.
+      // The payload the payment was created with, so later partner settings never change it; the
+      // image comes from the QR service's cache, drawn once per payment rather than per visit.
       const qrpay = payable
-        ? deps.qr.build({
+        ? deps.qr.forPayment(row.qr_text, {
             standard: row.qr_standard,
+            source: row.source,
             paymentId: row.id,
             amount: row.amount,
             payeeId: row.payee_id,

@@ -138,7 +138,14 @@ describe('qr-config.loader', () => {
   });
 
   it('rejects a scheme config with a malformed AID or an over-long city', async () => {
-    const good = { merchantCity: 'ULAANBAATAR', mcc: '9311', qrpay: { aid: 'A000000999000001', merchantAccountPrefix: '' }, govstd: { guid: 'mn.gov.pay', merchantAccountPrefix: '' } };
+    const fallback = { merchantId: 'GOV-TREASURY', name: 'Treasury' };
+    const good = {
+      merchantCity: 'ULAANBAATAR',
+      mcc: '9311',
+      qrpay: { aid: 'A000000999000001', merchantAccountPrefix: '' },
+      govstd: { guid: 'mn.gov.pay', merchantAccountPrefix: '' },
+      fallbackPayees: { mof: fallback, etax: fallback, police: fallback },
+    };
     await expect(loadQrSchemeConfig(await file('good.json', JSON.stringify(good)))).resolves.toEqual(good);
     const badAid = { ...good, qrpay: { ...good.qrpay, aid: 'a00000099' } };
     await expect(loadQrSchemeConfig(await file('aid.json', JSON.stringify(badAid)))).rejects.toThrow(/\/qrpay\/aid/);

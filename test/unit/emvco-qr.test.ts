@@ -14,6 +14,11 @@ const scheme: QrSchemeConfig = {
   mcc: '9311',
   qrpay: { aid: 'A000000999000001', merchantAccountPrefix: 'MN-' },
   govstd: { guid: 'mn.gov.pay', merchantAccountPrefix: '' },
+  fallbackPayees: {
+    mof: { merchantId: 'GOV-MOF-TREASURY', name: 'Ministry of Finance' },
+    etax: { merchantId: 'GOV-ETAX-TREASURY', name: 'Mongolian Tax Authority' },
+    police: { merchantId: 'GOV-POLICE-TREASURY', name: 'National Police Agency' },
+  },
 };
 
 const base: EmvcoPayloadInput = {
@@ -143,7 +148,7 @@ describe('buildEmvcoPayload', () => {
 
   it('rejects a merchant account template longer than 99 characters', () => {
     // 4 + 16 (AID) + 4 + 76 = 100 characters in tag 27.
-    expect(() => buildEmvcoPayload({ ...base, merchantAccount: 'A'.repeat(76) })).toThrow(/tag 27/);
+    expect(() => buildEmvcoPayload({ ...base, merchantAccount: 'A'.repeat(76) })).toThrow(/merchant account is 76 characters, max 75/);
     expect(() => buildEmvcoPayload({ ...base, merchantAccount: 'A'.repeat(75) })).not.toThrow();
   });
 

@@ -8,6 +8,11 @@ const schemes: QrSchemeConfig = {
   mcc: '9311',
   qrpay: { aid: 'A000000999000001', merchantAccountPrefix: 'MN-' },
   govstd: { guid: 'mn.gov.pay', merchantAccountPrefix: '' },
+  fallbackPayees: {
+    mof: { merchantId: 'GOV-MOF-TREASURY', name: 'Ministry of Finance' },
+    etax: { merchantId: 'GOV-ETAX-TREASURY', name: 'Mongolian Tax Authority' },
+    police: { merchantId: 'GOV-POLICE-TREASURY', name: 'National Police Agency' },
+  },
 };
 
 const banks: BankLinkConfig[] = [
@@ -17,6 +22,7 @@ const banks: BankLinkConfig[] = [
 
 const PAYMENT_ID = '0b8f4a3e-5c1d-4e2f-9a7b-3c6d5e4f1a2b';
 const input = {
+  source: 'mof' as const,
   paymentId: PAYMENT_ID,
   amount: '15000',
   payeeId: 'GOV-MOF-01',
@@ -26,9 +32,9 @@ const input = {
 
 const service = createQrService({ banks, schemes, shortUrlBase: 'https://pay.gov.mn/p' });
 
-describe('createQrService().build', () => {
+describe('createQrService().forPayment', () => {
   it('builds the qrpay object: payload, PNG, short URL and one link per bank', () => {
-    const qr = service.build({ ...input, standard: 'qrpay' });
+    const qr = service.forPayment(null, { ...input, standard: 'qrpay' });
     expect(verifyEmvcoCrc(qr.qrText)).toBe(true);
     expect(Buffer.from(qr.qrImage, 'base64').subarray(1, 4).toString('latin1')).toBe('PNG');
     expect(qr.shortUrl).toBe(`https://pay.gov.mn/p/${PAYMENT_ID}`);
@@ -37,8 +43,8 @@ describe('createQrService().build', () => {
   });
 
   it('derives the merchant account from the payee id with the standard prefix', () => {
-    const qrpay = parseEmvcoTlv(service.build({ ...input, standard: 'qrpay' }).qrText);
-    const govstd = parseEmvcoTlv(service.build({ ...input, standard: 'govstd' }).qrText);
+    const qrpay = parseEmvcoTlv(service.forPayment(null, { ...input, standard: 'qrpay' }).qrText);
+    const govstd = parseEmvcoTlv(service.forPayment(null, { ...input, standard: 'govstd' }).qrText);
     expect(parseEmvcoTlv(qrpay['27'] ?? '')['01']).toBe('MN-GOV-MOF-01');
     expect(parseEmvcoTlv(govstd['26'] ?? '')['01']).toBe('GOV-MOF-01');
     expect(qrpay['26']).toBeUndefined();
@@ -46,7 +52,7 @@ describe('createQrService().build', () => {
   });
 
   it('writes the amount, bill number, reference label and both names', () => {
-    const fields = parseEmvcoTlv(service.build({ ...input, standard: 'govstd', amount: '15000.50' }).qrText);
+    const fields = parseEmvcoTlv(service.forPayment(null, { ...input, standard: 'govstd', amount: '15000.50' }).qrText);
     expect(fields['54']).toBe('15000.5');
     expect(fields['59']).toBe('Sangiin yaam');
     expect(fields['60']).toBe('ULAANBAATAR');
@@ -55,7 +61,7 @@ describe('createQrService().build', () => {
   });
 
   it('leaves out the language template when the payee name is already Latin', () => {
-    const fields = parseEmvcoTlv(service.build({ ...input, standard: 'qrpay', payeeName: 'Tax Office' }).qrText);
+    const fields = parseEmvcoTlv(service.forPayment(null, { ...input, standard: 'qrpay', payeeName: 'Tax Office' }).qrText);
     expect(fields['59']).toBe('Tax Office');
     expect(fields['64']).toBeUndefined();
   });

@@ -17,7 +17,8 @@ const EtaxBill = Type.Object({
   issue_date: NullableString,
   taxpayer_tin: NullableString,
   taxpayer_name: NullableString,
-  org_code: Text,
+  // Not a key: a payee code the QR cannot carry, the empty one included, is replaced when the QR is built.
+  org_code: Type.String(),
   org_name: Type.String(),
   plate_no: NullableString,
   tax_ref: NullableString,

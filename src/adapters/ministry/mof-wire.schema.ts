@@ -13,7 +13,8 @@ const MofInvoice = Type.Object({
   dueDate: NullableString,
   createdAt: NullableString,
   payer: Type.Union([Type.Object({ regNo: Text, fullName: Type.String() }), Type.Null()]),
-  recipient: Type.Object({ orgId: Text, orgName: Type.String() }),
+  // Not a key: a payee id the QR cannot carry, the empty one included, is replaced when the QR is built.
+  recipient: Type.Object({ orgId: Type.String(), orgName: Type.String() }),
   plateNo: NullableString,
   taxReference: NullableString,
   taxYear: Type.Optional(Type.Union([Type.Number(), Type.String()])),

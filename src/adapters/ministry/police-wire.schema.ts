@@ -22,7 +22,8 @@ const PoliceFine = Type.Object({
   ISSUED_AT: NullableEpoch,
   OFFENDER_REG: NullableString,
   OFFENDER_NAME: NullableString,
-  AGENCY_ID: Text,
+  // Not a key: a payee id the QR cannot carry, the empty one included, is replaced when the QR is built.
+  AGENCY_ID: Type.String(),
   AGENCY_NAME: Type.String(),
   PLATE_NO: NullableString,
   TAX_REF: NullableString,

@@ -22,10 +22,25 @@ function validatorOf(schema: TSchema): Validator {
 /** Checks an upstream body against the source's wire schema; a mismatch is a malformed answer. */
 export function decodeBody<T extends TSchema>(source: Source, schema: T, body: unknown, what: string): Static<T> {
   const validator = validatorOf(schema);
-  if (validator.Check(body)) return body as Static<T>;
+  if (validator.Check(body)) return storable(body) as Static<T>;
   const [first] = validator.Errors(body);
   const detail = first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape';
   throw new UpstreamError(source, 'malformed', `${what}: ${detail}`);
+}
+
+/**
+ * PostgreSQL text cannot hold U+0000, nor UTF-8 an unpaired surrogate; either in a ministry's
+ * answer would fail the write that stores it. Both become U+FFFD, as a text viewer shows them.
+ */
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function storable(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('\u0000', '\ufffd').replace(UNPAIRED_SURROGATE, '\ufffd');
+  if (Array.isArray(value)) return value.map(storable);
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, storable(item)]));
+  }
+  return value;
 }
 
 /** Runs value mapping (amounts, dates) and reports a bad value as a malformed answer. */

@@ -62,11 +62,13 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
     transaction: <T>(fn: (trx: Trx) => Promise<T>) => db.transaction().execute(fn),
 
     /**
-     * Inserts a pending payment holding its invoice, and ties it to the caller's idempotency key,
-     * in one statement: the partial unique index refuses a second holder and nothing is written.
+     * Inserts a pending payment holding its invoice, with the QR payload it keeps for life, and ties
+     * it to the caller's idempotency key, in one statement: the partial unique index refuses a
+     * second holder and nothing is written.
      * Null when another payment holds the invoice.
      */
     async insertPending(input: {
+      id: string;
       partnerId: string;
       invoiceId: string;
       source: Source;
@@ -74,11 +76,12 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       nextCheckAt: Date;
       idempotencyKey?: string;
       userId?: string;
+      qrText: string;
     }): Promise<PaymentRow | null> {
       const inserted = sql<PaymentRow>`
         WITH p AS (
-          INSERT INTO payments (partner_id, invoice_id, source, amount, status, next_check_at, user_id)
-          VALUES (${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null})
+          INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text)
+          VALUES (${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText})
           RETURNING *
         ), held AS (
           INSERT INTO payment_invoices (payment_id, invoice_id, position, active)

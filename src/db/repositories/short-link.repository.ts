@@ -1,6 +1,6 @@
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
-import type { PaymentStatus, QrStandard } from '../../domain/vocabulary.js';
+import type { PaymentStatus, QrStandard, Source } from '../../domain/vocabulary.js';
 
 /**
  * What the public QR landing page (`GET /q/{paymentId}`) may know of a payment: the columns the
@@ -17,6 +17,10 @@ export interface ShortLinkRow {
   payee_id: string;
   payee_name: string;
   description: string;
+  /** The payload the payment was created with; null for a payment from before payloads were kept. */
+  qr_text: string | null;
+  /** What a payment without a kept payload has its QR rebuilt from, with the columns above. */
+  source: Source;
   qr_standard: QrStandard;
 }
 
@@ -32,7 +36,7 @@ export function createShortLinkRepository(db: Db) {
       .selectFrom('payments as p')
       .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
       .innerJoin('partners as pa', 'pa.id', 'p.partner_id')
-      .select(['p.id', 'p.status', 'p.status_event', 'p.amount', 'i.payee_id', 'i.payee_name', 'i.description', 'pa.qr_standard'])
+      .select(['p.id', 'p.status', 'p.status_event', 'p.amount', 'i.payee_id', 'i.payee_name', 'i.description', 'p.qr_text', 'p.source', 'pa.qr_standard'])
       .where('p.id', '=', slot<string>('id')),
   );
   const status = compileOnce((slot: SlotFn<'id'>) =>
