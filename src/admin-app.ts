@@ -4,6 +4,7 @@ import { adminRoutes } from './http/routes/admin.routes.js';
 import { consoleRoutes } from './http/routes/console.routes.js';
 import type { Operator } from './http/plugins/admin-auth.plugin.js';
 import { registerAdminHostCheck } from './http/plugins/admin-access.plugin.js';
+import { registerMetricsRoute } from './http/plugins/metrics.plugin.js';
 import type { PartnerAdminService } from './services/partner-admin.service.js';
 import type { BackOfficeService } from './services/back-office.service.js';
 import type { ReconciliationService } from './services/reconciliation.service.js';
@@ -30,13 +31,6 @@ export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInsta
   registerAdminHostCheck(app, opts.allowedHosts);
   await app.register(consoleRoutes);
   await app.register(adminRoutes, { operators: opts.operators, ...opts.services });
-  const metrics = opts.metrics;
-  if (metrics) {
-    // Scraped on the admin listener (loopback, or a private network), so no token is asked for.
-    app.get('/metrics', async (_request, reply) => {
-      reply.type(metrics.registry.contentType);
-      return metrics.registry.metrics();
-    });
-  }
+  if (opts.metrics) registerMetricsRoute(app, opts.metrics);
   return app;
 }

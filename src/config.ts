@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
-import { APP_ENVS, type AppEnv } from './domain/vocabulary.js';
+import { APP_ENVS, PROCESS_ROLES, type AppEnv } from './domain/vocabulary.js';
 
 const AppEnvSchema = Type.Enum(APP_ENVS);
 
@@ -18,6 +18,8 @@ const LOCAL_WEBHOOK_KEY = 'local-webhook-secret-key-not-for-production';
 /** Every setting and its default, once: loadConfig fills what the environment leaves out from here. */
 const ConfigSchema = Type.Object({
   appEnv: AppEnvSchema,
+  /** `all` (one process does everything), `api` (listeners, no background work) or `worker` (background work, health and metrics). */
+  processRole: Type.Union(PROCESS_ROLES.map((r) => Type.Literal(r)), { default: 'all' }),
   host: Text('127.0.0.1'),
   port: Int(3000),
   adminHost: Text('127.0.0.1'),
@@ -25,8 +27,6 @@ const ConfigSchema = Type.Object({
   adminToken: Type.String({ minLength: 8 }),
   /** Named operators (ADMIN_TOKENS="name:token,..."); ADMIN_TOKEN stays valid as operator `admin`. */
   adminTokens: Type.Array(Type.Object({ name: Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' }), token: Type.String({ minLength: 8 }) }), { default: [] }),
-  /** Host names the admin listener answers besides its own address; any other Host gets 421 (DNS rebinding). */
-  adminAllowedHosts: Type.Array(Type.String({ minLength: 1 }), { default: ['localhost', '127.0.0.1', '::1'] }),
   /** Host names the admin listener answers besides its own address; any other Host gets 421 (DNS rebinding). */
   adminAllowedHosts: Type.Array(Type.String({ minLength: 1 }), { default: ['localhost', '127.0.0.1', '::1'] }),
   databaseUrl: Optional(),
@@ -41,10 +41,6 @@ const ConfigSchema = Type.Object({
   rateLimit: Type.Object({ perSecond: Int(5, 1), perMinute: Int(60, 1), perHour: Int(1000, 1) }, { default: {} }),
   rateLimitFailOpen: Flag(true),
   rateLimitRedisTimeoutMs: Int(200, 1),
-  /** Failed authentications per client address per minute; past it, requests are refused before any key lookup. */
-  authFailuresPerMinute: Int(60, 1),
-  /** Requests per client address per minute to the QR landing page and its status poll (no key to limit by). */
-  shortLinkRateLimitPerMinute: Int(120, 1),
   /** Failed authentications per client address per minute; past it, requests are refused before any key lookup. */
   authFailuresPerMinute: Int(60, 1),
   /** Requests per client address per minute to the QR landing page and its status poll (no key to limit by). */
@@ -144,15 +140,6 @@ function textList(env: Env, name: string): string[] | undefined {
   return items;
 }
 
-/** A comma list of non-empty items. */
-function textList(env: Env, name: string): string[] | undefined {
-  const raw = str(env, name);
-  if (raw === undefined) return undefined;
-  const items = raw.split(',').map((part) => part.trim());
-  if (items.some((item) => item === '')) throw new Error(`${name} must be a comma list of non-empty names, got "${raw}"`);
-  return items;
-}
-
 /** "name:token,name:token": the operators and their tokens. */
 function namedTokens(env: Env, name: string): { name: string; token: string }[] | undefined {
   const raw = str(env, name);
@@ -183,13 +170,13 @@ function required(env: Env, name: string, appEnv: AppEnv, localDefault: string):
 function fromEnv(env: Env, appEnv: AppEnv) {
   return {
     appEnv,
+    processRole: str(env, 'PROCESS_ROLE'),
     host: str(env, 'HOST'),
     port: int(env, 'PORT'),
     adminHost: str(env, 'ADMIN_HOST'),
     adminPort: int(env, 'ADMIN_PORT'),
     adminToken: required(env, 'ADMIN_TOKEN', appEnv, LOCAL_ADMIN_TOKEN),
     adminTokens: namedTokens(env, 'ADMIN_TOKENS'),
-    adminAllowedHosts: textList(env, 'ADMIN_ALLOWED_HOSTS'),
     adminAllowedHosts: textList(env, 'ADMIN_ALLOWED_HOSTS'),
     databaseUrl: str(env, 'DATABASE_URL'),
     dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS'),
@@ -210,8 +197,6 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     },
     rateLimitFailOpen: bool(env, 'RATE_LIMIT_FAIL_OPEN'),
     rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS'),
-    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE'),
-    shortLinkRateLimitPerMinute: int(env, 'SHORT_LINK_RATE_LIMIT_PER_MINUTE'),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE'),
     shortLinkRateLimitPerMinute: int(env, 'SHORT_LINK_RATE_LIMIT_PER_MINUTE'),
     confirmPollMs: int(env, 'CONFIRM_POLL_MS'),

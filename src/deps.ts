@@ -209,6 +209,10 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     clock: opts.rateLimitClock ?? epochMs(opts.now),
     counters: { rejections: metrics.rateLimitRejections, storeErrors: metrics.rateLimitStoreErrors },
   });
+  // An `api` process runs no background work: its queued deliveries wait for a worker's next poll.
+  const nudgeWebhooks = () => {
+    if (config.processRole !== 'api') webhookJob.nudge();
+  };
   const cipher = createSecretCipher(config.webhookSecretKey);
   const deliveryRepo = createWebhookDeliveryRepository(db);
   const webhookHttp = createWebhookHttpClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
@@ -218,7 +222,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     cipher,
     guard: createTargetGuard({ allowHttp: config.appEnv === 'local', allowPrivate: config.webhookAllowPrivate }),
     maxPerPartner: config.webhookMaxPerPartner,
-    onQueued: () => webhookJob.nudge(),
+    onQueued: nudgeWebhooks,
     now: opts.now,
   });
   const deliveryService = createWebhookDeliveryService({
@@ -286,7 +290,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     settings: { scheduleAtMinutes: atHours * 60 + atMinutes, retryMs: config.reconciliation.retryMs, leaseMs: config.reconciliation.leaseMs, waitMs: config.reconciliation.waitMs },
     log: logger,
     now: opts.now,
-    onConfirmed: () => webhookJob.nudge(),
+    onConfirmed: nudgeWebhooks,
   });
   const backOffice = createBackOfficeService({
     payments: createPaymentSearchRepository(db),
@@ -294,7 +298,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     reconciliations: reconciliationRepo,
     audit: auditRepo,
     now: opts.now,
-    onRedeliver: () => webhookJob.nudge(),
+    onRedeliver: nudgeWebhooks,
   });
   const admin: AdminServices = { partners: createPartnerAdminService({ partners: services.partners, backOffice }), backOffice, reconciliation };
   const jobs: Job[] = [

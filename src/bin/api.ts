@@ -1,15 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Config } from '../config.js';
-import { createDeps, createLogger } from '../deps.js';
+import { createDeps, createLogger, type Deps } from '../deps.js';
 import { buildApp, API_PREFIX } from '../app.js';
 import { buildAdminApp } from '../admin-app.js';
+import { buildWorkerApp } from '../worker-app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import { printDemoBanner } from './demo-banner.js';
 import { operatorsOf } from '../http/plugins/admin-auth.plugin.js';
 import { openApiServers } from '../http/plugins/openapi.plugin.js';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger as Logger, FastifyInstance } from 'fastify';
 
 const DEMO_FIXTURES = fileURLToPath(new URL('../../simulator/fixtures/demo.json', import.meta.url));
 
@@ -31,11 +32,12 @@ async function resolveMinistries(config: Config): Promise<{ urls: Record<Source,
   return { urls, simulator };
 }
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const logger = createLogger(config);
-  const { urls, simulator } = await resolveMinistries(config);
-  const deps = await createDeps(config, { ministryUrls: urls, logger });
+/** The listeners this process's role serves: the partner API and the operator's, or a worker's health and metrics. */
+async function buildListeners(config: Config, deps: Deps, logger: Logger): Promise<{ app: FastifyInstance; host: string; port: number }[]> {
+  const adminAt = { host: config.adminHost, port: config.adminPort };
+  if (config.processRole === 'worker') {
+    return [{ app: await buildWorkerApp({ logger, allowedHosts: config.adminAllowedHosts, isDbReady: deps.isDbReady, metrics: deps.metrics }), ...adminAt }];
+  }
   const app = await buildApp({
     logger,
     bodyLimitBytes: config.bodyLimitBytes,
@@ -45,7 +47,19 @@ async function main(): Promise<void> {
     openApiServers: openApiServers(config, API_PREFIX),
   });
   const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics });
-  const jobs = deps.startJobs();
+  return [
+    { app, host: config.host, port: config.port },
+    { app: admin, ...adminAt },
+  ];
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config);
+  const { urls, simulator } = await resolveMinistries(config);
+  const deps = await createDeps(config, { ministryUrls: urls, logger });
+  const listeners = await buildListeners(config, deps, logger);
+  const jobs = config.processRole === 'api' ? null : deps.startJobs();
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -53,8 +67,8 @@ async function main(): Promise<void> {
     closing = true;
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 10_000).unref();
-    await jobs.stop();
-    await Promise.allSettled([app.close(), admin.close()]);
+    await jobs?.stop();
+    await Promise.allSettled(listeners.map((l) => l.app.close()));
     await deps.close();
     if (simulator) await simulator.close();
     clearTimeout(force);
@@ -63,10 +77,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
-  await app.listen({ port: config.port, host: config.host });
-  await admin.listen({ port: config.adminPort, host: config.adminHost });
-  logger.info({ api: `http://${config.host}:${config.port}${API_PREFIX}`, admin: `http://${config.adminHost}:${config.adminPort}` }, 'listening');
-  if (config.appEnv === 'local') await printDemoBanner(config, deps.services.partners, simulator !== null);
+  for (const l of listeners) await l.app.listen({ port: l.port, host: l.host });
+  logger.info({ role: config.processRole, listeners: listeners.map((l) => `http://${l.host}:${l.port}`), apiPrefix: API_PREFIX }, 'listening');
+  if (config.appEnv === 'local' && config.processRole !== 'worker') await printDemoBanner(config, deps.services.partners, simulator !== null);
 }
 
 main().catch((err: unknown) => {

@@ -28,6 +28,10 @@ export type KeyEnvironment = (typeof KEY_ENVIRONMENTS)[number];
 export const APP_ENVS = ['local', ...KEY_ENVIRONMENTS] as const;
 export type AppEnv = (typeof APP_ENVS)[number];
 
+/** What one process runs: everything, only the listeners, or only the background work. */
+export const PROCESS_ROLES = ['all', 'api', 'worker'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
+
 export const PLATFORMS = ['ios', 'android'] as const;
 export type Platform = (typeof PLATFORMS)[number];
 

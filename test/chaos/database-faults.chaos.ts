@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
@@ -24,12 +24,10 @@ const ADMIN_TOKEN = 'faults-admin-token';
 const OUTAGE_LINE = 'database unavailable: background work paused, requests that need it answer 503 until it is back';
 const RECOVERY_LINE = 'database available again: background work resumed';
 
-interface Instance {
+interface Instance extends ApiProcess {
   name: string;
   port: number;
   adminPort: number;
-  proc: ChildProcess;
-  logFile: string;
 }
 
 interface Attempt {
@@ -46,7 +44,6 @@ const instances: Instance[] = [];
 /** Every status either instance answered, with what was asked. */
 const answers: { status: number; what: string; during: string }[] = [];
 let phase = 'load';
-mkdirSync('artifacts', { recursive: true });
 
 function fixtures(): FixtureFile {
   return {
@@ -64,18 +61,10 @@ function fixtures(): FixtureFile {
   };
 }
 
-/** The instances keep their rate limits in memory: this drill is about the database alone. */
-function withoutRedis(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { REDIS_URL: _redis, ...rest } = env;
-  return rest;
-}
-
 async function startInstance(name: string, port: number, adminPort: number): Promise<Instance> {
-  const logFile = `artifacts/database-faults-${name}.log`;
-  const log = createWriteStream(logFile);
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
-    env: {
-      ...withoutRedis(process.env),
+  const started = await startApiProcess(
+    `database-faults-${name}`,
+    {
       APP_ENV: 'local',
       DATABASE_URL: cluster.url(DB),
       PORT: String(port),
@@ -92,19 +81,9 @@ async function startInstance(name: string, port: number, adminPort: number): Pro
       RATE_LIMIT_PER_HOUR: '10000000',
       LOG_LEVEL: 'info',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  proc.stdout?.pipe(log);
-  proc.stderr?.pipe(log);
-  const instance = { name, port, adminPort, proc, logFile };
-  await vi.waitFor(
-    async () => {
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/health/ready`);
-      if (!res.ok) throw new Error(`${name} not ready: HTTP ${res.status}`);
-    },
-    { timeout: 30_000, interval: 100 },
+    `http://127.0.0.1:${port}/api/v1/health/ready`,
   );
-  return instance;
+  return { name, port, adminPort, ...started };
 }
 
 async function call(instance: Instance, key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -168,8 +147,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const i of instances) i.proc.kill('SIGTERM');
-  await Promise.all(instances.map((i) => (i.proc.exitCode === null ? new Promise((r) => i.proc.once('exit', r)) : null)));
+  await Promise.all(instances.map((i) => i.stop()));
   await simulator?.close();
   await receiver?.close();
   await cluster?.destroy();

@@ -34,3 +34,11 @@ export function registerHttpMetrics(app: FastifyInstance, metrics: Metrics): voi
   const unmatched = recorder('unmatched');
   app.addHook('onResponse', (request, reply, done) => (request.is404 ? unmatched(request, reply, done) : done()));
 }
+
+/** `GET /metrics` in Prometheus' text format; on the admin listener (loopback, or a private network), so no token is asked for. */
+export function registerMetricsRoute(app: FastifyInstance, metrics: Metrics): void {
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+}

@@ -1,0 +1,26 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { createFastify } from './http/fastify-instance.js';
+import { registerAdminHostCheck } from './http/plugins/admin-access.plugin.js';
+import { healthRoutes } from './http/routes/health.routes.js';
+import { registerMetricsRoute } from './http/plugins/metrics.plugin.js';
+import type { Metrics } from './adapters/metrics.js';
+
+export interface WorkerAppOptions {
+  logger: FastifyBaseLogger;
+  /** Host names answered besides the listener's own address (ADMIN_ALLOWED_HOSTS). */
+  allowedHosts: readonly string[];
+  isDbReady: () => Promise<boolean>;
+  metrics: Metrics;
+}
+
+/**
+ * A worker's only listener, on the admin address: what an orchestrator and Prometheus need from a
+ * process that serves no partner or operator: `/health/live`, `/health/ready` and `/metrics`.
+ */
+export async function buildWorkerApp(opts: WorkerAppOptions): Promise<FastifyInstance> {
+  const app = createFastify(opts.logger, { bodyLimit: 1024 });
+  registerAdminHostCheck(app, opts.allowedHosts);
+  await app.register(healthRoutes, { isDbReady: opts.isDbReady });
+  registerMetricsRoute(app, opts.metrics);
+  return app;
+}

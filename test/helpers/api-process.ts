@@ -1,0 +1,47 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { vi } from 'vitest';
+
+/** A service process (`src/bin/api.ts`) started as an operator would, with its output in `artifacts/`. */
+export interface ApiProcess {
+  proc: ChildProcess;
+  logFile: string;
+  /** SIGTERM, and resolves once it has exited. */
+  stop(): Promise<void>;
+}
+
+/** The processes keep their rate limits in memory unless the test names a Redis. */
+function withoutRedis(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { REDIS_URL: _redis, ...rest } = env;
+  return rest;
+}
+
+/**
+ * Starts the service with `env` on top of this process's environment (less REDIS_URL) and waits
+ * until `readyUrl` answers 200: it listens and reaches its database.
+ */
+export async function startApiProcess(name: string, env: Record<string, string>, readyUrl: string): Promise<ApiProcess> {
+  mkdirSync('artifacts', { recursive: true });
+  const logFile = `artifacts/${name}.log`;
+  const log = createWriteStream(logFile);
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], { env: { ...withoutRedis(process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout?.pipe(log);
+  proc.stderr?.pipe(log);
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  await vi.waitFor(
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}; see ${logFile}`);
+      const res = await fetch(readyUrl);
+      if (!res.ok) throw new Error(`${name} not ready: HTTP ${res.status}`);
+    },
+    { timeout: 30_000, interval: 100 },
+  );
+  return {
+    proc,
+    logFile,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildSimulator } from '../../simulator/simulator.app.js';
+import { testConfig } from '../helpers/test-config.js';
+import { startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { freePorts } from '../walkthrough/walkthrough.js';
+
+/*
+ * PROCESS_ROLE=api serves the listeners and runs no background work; PROCESS_ROLE=worker runs the
+ * background work and answers only health and metrics. Real processes on one PostgreSQL database.
+ */
+const { databaseUrl } = testConfig();
+const ADMIN_TOKEN = 'roles-admin-token';
+
+describe.skipIf(!databaseUrl)('process roles', () => {
+  const dbName = `roles_${Date.now()}_${process.pid}`;
+  let dbUrl: string;
+  let simulator: FastifyInstance;
+  let simulatorUrl: string;
+  let receiver: WebhookReceiver;
+  const started: ApiProcess[] = [];
+
+  async function onServer(text: string, params: unknown[] = []) {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      return await client.query(text, params);
+    } finally {
+      await client.end();
+    }
+  }
+
+  async function onDb<T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> {
+    const client = new pg.Client({ connectionString: dbUrl });
+    await client.connect();
+    try {
+      return (await client.query<T>(text, params)).rows;
+    } finally {
+      await client.end();
+    }
+  }
+
+  const env = (role: string, port: number, adminPort: number) => ({
+    APP_ENV: 'local',
+    PROCESS_ROLE: role,
+    DATABASE_URL: dbUrl,
+    PORT: String(port),
+    ADMIN_PORT: String(adminPort),
+    ADMIN_TOKEN,
+    MINISTRY_MOF_URL: simulatorUrl,
+    MINISTRY_ETAX_URL: simulatorUrl,
+    MINISTRY_POLICE_URL: simulatorUrl,
+    CONFIRM_POLL_MS: '100',
+    WEBHOOK_POLL_MS: '100',
+    LOG_LEVEL: 'warn',
+  });
+
+  beforeAll(async () => {
+    await onServer(`CREATE DATABASE ${dbName}`);
+    const url = new URL(databaseUrl as string);
+    url.pathname = `/${dbName}`;
+    dbUrl = url.toString();
+    simulator = await buildSimulator({
+      fixtures: {
+        invoices: [
+          {
+            source: 'mof',
+            refNum: 'ROLE-1',
+            description: 'roles',
+            amount: 1500,
+            status: 'open',
+            dueDate: null,
+            issuedAt: null,
+            payer: { register: '9900996', name: 'Roles' },
+            payee: { id: 'ORG-1', name: 'Org' },
+          },
+        ],
+      },
+      autoApproveMs: 0,
+    });
+    await simulator.listen({ port: 0, host: '127.0.0.1' });
+    const sa = simulator.server.address();
+    simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+    receiver = await startReceiver();
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(started.map((p) => p.stop()));
+    await simulator?.close();
+    await receiver?.close();
+    await onServer(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  });
+
+  it('an api process leaves background work to a worker, which serves only health and metrics', async () => {
+    const [apiPort = 0, apiAdmin = 0, workerPort = 0, workerAdmin = 0] = await freePorts(4);
+    started.push(await startApiProcess('role-api', env('api', apiPort, apiAdmin), `http://127.0.0.1:${apiPort}/api/v1/health/ready`));
+    const api = (key: string, method: string, path: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${apiPort}/api/v1${path}`, {
+        method,
+        headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+
+    const partner = await fetch(`http://127.0.0.1:${apiAdmin}/admin/partners`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Roles Bank' }),
+    });
+    expect(partner.status).toBe(201);
+    const { apiKey } = (await partner.json()) as { apiKey: string };
+    expect((await api(apiKey, 'POST', '/webhooks', { url: receiver.url, secret: 'roles-secret-0123456789', events: ['payment.submitted', 'payment.confirmed'] })).status).toBe(201);
+    const invoice = (await (await api(apiKey, 'GET', '/invoices/ref/ROLE-1')).json()) as { id: string };
+    const paid = await api(apiKey, 'POST', '/payments', { invoiceId: invoice.id });
+    expect(paid.status).toBe(201);
+    const { id } = (await paid.json()) as { id: string };
+    const approved = await fetch(`${simulatorUrl}/__control/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refNum: 'ROLE-1' }) });
+    expect(approved.status).toBe(200);
+
+    // The api process checks nothing and delivers nothing on its own: with the jobs' 100 ms
+    // intervals, a second is ten passes that never come.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await onDb(`SELECT status FROM payments WHERE id = $1`, [id])).toEqual([{ status: 'submitted' }]);
+    expect(await onDb(`SELECT count(*)::int AS n FROM webhook_attempts`)).toEqual([{ n: 0 }]);
+    expect(receiver.received).toEqual([]);
+
+    started.push(await startApiProcess('role-worker', env('worker', workerPort, workerAdmin), `http://127.0.0.1:${workerAdmin}/health/ready`));
+    await expect.poll(async () => (await onDb<{ status: string }>(`SELECT status FROM payments WHERE id = $1`, [id]))[0]?.status, { timeout: 15_000 }).toBe('confirmed');
+    await expect
+      .poll(() => receiver.received.map((r) => (JSON.parse(r.body) as { event: string }).event).sort(), { timeout: 15_000 })
+      .toEqual(['payment.confirmed', 'payment.submitted']);
+
+    const worker = `http://127.0.0.1:${workerAdmin}`;
+    expect((await fetch(`${worker}/health/live`)).status).toBe(200);
+    const metrics = await fetch(`${worker}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^database_up 1$/m);
+    expect((await fetch(`${worker}/admin/partners`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(404);
+    expect((await fetch(`${worker}/`)).status).toBe(404);
+    // No partner listener at all.
+    await expect(fetch(`http://127.0.0.1:${workerPort}/api/v1/health/live`)).rejects.toThrow();
+  }, 90_000);
+});
