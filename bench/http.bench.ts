@@ -26,9 +26,14 @@ const INVOICES_PER_REGISTER = 1500;
 const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** `--stores=postgres` and `--endpoints=read,pay` narrow a run while working on one path. */
 const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
-const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,lifecycle').split(',');
+const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,qrflood,lifecycle').split(',');
 /** `lifecycle` is not one endpoint of one store: it runs after them (bench/lifecycle.bench.ts). */
 const STORE_ENDPOINTS = ENDPOINTS.filter((name) => name !== 'lifecycle');
+/** `qrflood`: connections flooding one payment's QR landing page, and the partner API's pace meanwhile. */
+const QR_FLOOD_CONNECTIONS = 50;
+const QR_FLOOD_PARTNER_RATE = 20;
+/** `--qr-limit=N` sets SHORT_LINK_RATE_LIMIT_PER_MINUTE (the service's default otherwise), e.g. to see the flood unlimited. */
+const QR_LIMIT = flag('qr-limit');
 /** `--cpu-prof`: the API (per store) and the simulator write V8 CPU profiles to bench/results/profiles/. */
 const CPU_PROF = process.argv.includes('--cpu-prof');
 /**
@@ -58,6 +63,18 @@ const ADMIN_TOKEN = 'bench-admin-token';
  */
 const IDLE_HELPER_FLAGS = ['--no-memory-reducer'];
 const SIMULATOR_NODE_FLAGS = [...IDLE_HELPER_FLAGS, '--v8-pool-size=1'];
+
+/** The partner API's latency alone and under a flood of `/q/{id}` from one client address. */
+interface QrFlood {
+  store: string;
+  limitPerMinute: string;
+  floodRps: number;
+  flood2xx: number;
+  flood429: number;
+  quiet: { p50: number; p99: number };
+  flooded: { p50: number; p99: number };
+  partnerNon2xx: number;
+}
 
 interface Row {
   store: string;
@@ -216,7 +233,37 @@ async function lookUpAll(api: string, keys: string[]): Promise<{ key: string; id
   return owned;
 }
 
-async function benchStore(store: string, simUrl: string, measureBaseline: () => Promise<number>, databaseUrl: string | null): Promise<{ rows: Row[]; rssMb: number; fanOut: FanOut[] }> {
+/**
+ * GET /reports/summary paced at QR_FLOOD_PARTNER_RATE/s, once alone and once while autocannon
+ * holds QR_FLOOD_CONNECTIONS connections on one payment's `/q/{id}` (no key, one client address).
+ */
+async function qrFlood(store: string, api: string, key: string, paymentId: string): Promise<QrFlood> {
+  const origin = new URL(api).origin;
+  const summary = () => ({ method: 'GET' as const, path: '/api/v1/reports/summary', headers: { 'x-api-key': key } });
+  const quiet = await pacedLoad(origin, QR_FLOOD_PARTNER_RATE, DURATION_S, summary, 8);
+  const flooding = run({ url: `${origin}/q/${paymentId}`, connections: QR_FLOOD_CONNECTIONS, duration: DURATION_S + 2 });
+  await sleep(SETTLE_MS);
+  const flooded = await pacedLoad(origin, QR_FLOOD_PARTNER_RATE, DURATION_S, summary, 8);
+  const flood = await flooding;
+  const count = (code: string) => (flood.statusCodeStats as Record<string, { count: number } | undefined>)[code]?.count ?? 0;
+  const result: QrFlood = {
+    store,
+    limitPerMinute: QR_LIMIT ?? 'default',
+    floodRps: Math.round(flood.requests.average),
+    flood2xx: count('200'),
+    flood429: count('429'),
+    quiet: { p50: quiet.p50, p99: quiet.p99 },
+    flooded: { p50: flooded.p50, p99: flooded.p99 },
+    partnerNon2xx: quiet.non2xx + quiet.errors + flooded.non2xx + flooded.errors,
+  };
+  console.log(
+    `${store.padEnd(9)} /q flood ${QR_FLOOD_CONNECTIONS} conn: ${result.floodRps}/s (${result.flood2xx} x 200, ${result.flood429} x 429); ` +
+      `GET /reports/summary @ ${QR_FLOOD_PARTNER_RATE}/s p50/p99 alone ${quiet.p50}/${quiet.p99} ms, during the flood ${flooded.p50}/${flooded.p99} ms`,
+  );
+  return result;
+}
+
+async function benchStore(store: string, simUrl: string, measureBaseline: () => Promise<number>, databaseUrl: string | null): Promise<{ rows: Row[]; rssMb: number; fanOut: FanOut[]; floods: QrFlood[] }> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const env = apiEnv({
     port,
@@ -234,6 +281,7 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       // take longer than the default 30 s TTL on PGlite, and a miss is a database read (measured
       // separately: the same endpoint before the cache existed).
       INVOICE_CACHE_TTL_MS: '120000',
+      ...(QR_LIMIT ? { SHORT_LINK_RATE_LIMIT_PER_MINUTE: QR_LIMIT } : {}),
     },
   });
   const api = `http://127.0.0.1:${port}/api/v1`;
@@ -266,7 +314,14 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       status: { label: 'GET /payments/{id}', method: 'GET', next: () => { const p = pick(payments); return { path: `/api/v1/payments/${p.id}`, key: p.key }; } },
     };
     let payments: { key: string; id: string }[] = [];
+    const floods: QrFlood[] = [];
     for (const name of STORE_ENDPOINTS) {
+      if (name === 'qrflood') {
+        if (payments.length === 0) payments = await collectPayments(api, keys, nextInvoiceToPay);
+        const target = payments[0] as { key: string; id: string };
+        floods.push(await qrFlood(store, api, target.key, target.id));
+        continue;
+      }
       const target = targets[name];
       if (!target) throw new Error(`unknown endpoint ${name}; known: ${Object.keys(targets).join(', ')}`);
       if (name === 'status') payments = await collectPayments(api, keys, nextInvoiceToPay);
@@ -287,7 +342,7 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
     const rssMb = proc.peakRssMb();
     // Last: its timeouts count as failures towards the circuit breaker.
     const fanOut = await fanOutCheck(api, simUrl, keys[0] as string);
-    return { rows, rssMb, fanOut };
+    return { rows, rssMb, fanOut, floods };
   } finally {
     await proc.stop();
   }
@@ -349,7 +404,17 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
-function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row[], rss: Record<string, number>, fanOut: FanOut[]): string {
+function floodTable(floods: QrFlood[]): string[] {
+  if (floods.length === 0) return [];
+  return [
+    '',
+    `| store | SHORT_LINK_RATE_LIMIT_PER_MINUTE | /q/{id} flood, ${QR_FLOOD_CONNECTIONS} conn: req/s | 200s | 429s | GET /reports/summary @ ${QR_FLOOD_PARTNER_RATE}/s alone p50/p99 ms | during the flood p50/p99 ms | partner non-2xx |`,
+    '|---|---|---|---|---|---|---|---|',
+    ...floods.map((f) => `| ${f.store} | ${f.limitPerMinute} | ${f.floodRps} | ${f.flood2xx} | ${f.flood429} | ${f.quiet.p50} / ${f.quiet.p99} | ${f.flooded.p50} / ${f.flooded.p99} | ${f.partnerNon2xx} |`),
+  ];
+}
+
+function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row[], rss: Record<string, number>, fanOut: FanOut[], floods: QrFlood[]): string {
   const lines = [
     `| store | endpoint | peak req/s | baseline req/s (just before) | vs baseline | p50 ms @50% | p99 ms @50% | non-2xx | CPU steal ms @50% |`,
     `|---|---|---|---|---|---|---|---|---|`,
@@ -359,6 +424,7 @@ function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row
     ...Object.entries(rss).map(([store, mb]) => `Peak RSS of the API on ${store}: ${mb} MB`),
     '',
     ...fanOut.map((f) => `Search fan-out, ${f.case}: ${f.ms} ms (one after another would take ${f.sumMs} ms)`),
+    ...floodTable(floods),
   ];
   return lines.join('\n');
 }
@@ -390,6 +456,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const rss: Record<string, number> = {};
   let fanOut: FanOut[] = [];
+  const floods: QrFlood[] = [];
   let baselineHalf: BaselineHalf | null = null;
   try {
     const pgDb = STORES.includes('postgres') && STORE_ENDPOINTS.length > 0 ? await freshDatabase(PG_URL, 'bench') : null;
@@ -399,6 +466,7 @@ async function main(): Promise<void> {
         rows.push(...res.rows);
         rss.postgres = res.rssMb;
         fanOut = res.fanOut;
+        floods.push(...res.floods);
       } finally {
         await pgDb.drop();
       }
@@ -407,6 +475,7 @@ async function main(): Promise<void> {
       const lite = await withSimulator(fixtures, (sim) => benchStore('pglite', sim, measureBaseline, null));
       rows.push(...lite.rows);
       rss.pglite = lite.rssMb;
+      floods.push(...lite.floods);
       if (fanOut.length === 0) fanOut = lite.fanOut;
     }
     baselineHalf = await measureBaselineAtHalf(`http://127.0.0.1:${basePort}`, median(baselines));
@@ -416,13 +485,14 @@ async function main(): Promise<void> {
   const lifecycle = ENDPOINTS.includes('lifecycle') ? await runLifecycle() : null;
 
   const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps ?? null;
-  const md = [...(rows.length > 0 ? [table(baselines, baselineHalf, rows, rss, fanOut), ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak)] : [])].join('\n');
+  const storeTable = rows.length > 0 ? table(baselines, baselineHalf, rows, rss, fanOut, floods) : floodTable(floods).join('\n').trim();
+  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak)] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
-  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
+  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, lifecycle }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
