@@ -23,7 +23,7 @@ describe.skipIf(!databaseUrl)('process roles', () => {
   const started: ApiProcess[] = [];
 
   async function onServer(text: string, params: unknown[] = []) {
-    const client = new pg.Client({ connectionString: databaseUrl });
+    const client = new pg.Client({ connectionString: databaseUrl ?? undefined });
     await client.connect();
     try {
       return await client.query(text, params);
