@@ -24,6 +24,8 @@ export interface AppOptions {
   metrics?: Metrics;
   /** The OpenAPI document's servers (openApiServers(config)); by default this server's API_PREFIX. */
   openApiServers?: OpenApiServer[];
+  /** The proxies whose X-Forwarded-For names the client (TRUST_PROXY), for the per-address limits. */
+  trustProxy?: string | null;
 }
 
 export const API_PREFIX = '/api/v1';
@@ -34,6 +36,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: opts.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
   });
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   await registerOpenApi(app, API_PREFIX, opts.openApiServers);

@@ -45,6 +45,11 @@ const ConfigSchema = Type.Object({
   authFailuresPerMinute: Int(60, 1),
   /** Requests per client address per minute to the QR landing page and its status poll (no key to limit by). */
   shortLinkRateLimitPerMinute: Int(120, 1),
+  /**
+   * Addresses or CIDRs (or proxy-addr names such as `loopback`) of the proxies in front of the
+   * partner listener, whose X-Forwarded-For names the client; unset, the connection's address is the client.
+   */
+  trustProxy: Optional(),
   confirmPollMs: Int(2000, 10),
   confirmBackoffMaxMs: Int(60_000, 10),
   confirmConcurrencyPerSource: Int(4, 1),
@@ -199,6 +204,7 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     rateLimitRedisTimeoutMs: int(env, 'RATE_LIMIT_REDIS_TIMEOUT_MS'),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE'),
     shortLinkRateLimitPerMinute: int(env, 'SHORT_LINK_RATE_LIMIT_PER_MINUTE'),
+    trustProxy: str(env, 'TRUST_PROXY'),
     confirmPollMs: int(env, 'CONFIRM_POLL_MS'),
     confirmBackoffMaxMs: int(env, 'CONFIRM_BACKOFF_MAX_MS'),
     confirmConcurrencyPerSource: int(env, 'CONFIRM_CONCURRENCY_PER_SOURCE'),

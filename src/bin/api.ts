@@ -45,6 +45,7 @@ async function buildListeners(config: Config, deps: Deps, logger: Logger): Promi
     isDbReady: deps.isDbReady,
     metrics: deps.metrics,
     openApiServers: openApiServers(config, API_PREFIX),
+    trustProxy: config.trustProxy,
   });
   const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics });
   return [

@@ -9,7 +9,7 @@ import { createValidatorCompiler } from './validation.js';
  * A Fastify instance with what both listeners share: request ids, schema validation in the
  * service's words, and one error mapping, including for errors raised before routing.
  */
-export function createFastify(logger: FastifyBaseLogger, options: Pick<FastifyServerOptions, 'bodyLimit' | 'childLoggerFactory' | 'routerOptions'>) {
+export function createFastify(logger: FastifyBaseLogger, options: Pick<FastifyServerOptions, 'bodyLimit' | 'childLoggerFactory' | 'routerOptions' | 'trustProxy'>) {
   const app = Fastify({ loggerInstance: logger, genReqId, frameworkErrors, clientErrorHandler, ...options }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(createValidatorCompiler());
   registerRequestId(app);

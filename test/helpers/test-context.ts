@@ -80,6 +80,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     isDbReady: deps.isDbReady,
     metrics: deps.metrics,
     openApiServers: openApiServers(config, API_PREFIX),
+    trustProxy: config.trustProxy,
   });
   // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
   const contract = attachContract(app);

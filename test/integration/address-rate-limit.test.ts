@@ -177,3 +177,33 @@ describe('the QR landing page per client address', () => {
     expect((await ctx.api(apiKey, { method: 'GET', url: '/api/v1/reports/summary', remoteAddress: address })).statusCode).toBe(200);
   });
 });
+
+describe('behind a proxy (TRUST_PROXY)', () => {
+  let proxied: FastifyInstance;
+  beforeAll(async () => {
+    proxied = await buildApp({
+      logger: ctx.deps.logger,
+      bodyLimitBytes: ctx.config.bodyLimitBytes,
+      services: ctx.deps.services,
+      isDbReady: ctx.deps.isDbReady,
+      trustProxy: '127.0.0.1',
+    });
+  });
+  afterAll(() => proxied?.close());
+
+  const viaProxy = (client: string, proxy = '127.0.0.1') =>
+    proxied.inject({ method: 'GET', url: '/q/00000000-0000-4000-8000-000000000000/status', remoteAddress: proxy, headers: { 'x-forwarded-for': client } });
+
+  it('limits the client the trusted proxy names, not the proxy', async () => {
+    const client = newAddress();
+    for (let i = 0; i < SHORT_LINKS; i++) expect((await viaProxy(client)).statusCode).toBe(404);
+    expect((await viaProxy(client)).statusCode).toBe(429);
+    expect((await viaProxy(newAddress())).statusCode).toBe(404);
+  });
+
+  it('ignores X-Forwarded-For from an address it does not trust', async () => {
+    const untrusted = newAddress();
+    for (let i = 0; i < SHORT_LINKS; i++) expect((await viaProxy(newAddress(), untrusted)).statusCode).toBe(404);
+    expect((await viaProxy(newAddress(), untrusted)).statusCode).toBe(429);
+  });
+});

@@ -38,6 +38,11 @@ describe('address limits and the admin Host rule', () => {
     expect(() => loadConfig({ AUTH_FAILURES_PER_MINUTE: '0' })).toThrow(/Invalid configuration/);
     expect(() => loadConfig({ ADMIN_ALLOWED_HOSTS: 'a,,b' })).toThrow(/ADMIN_ALLOWED_HOSTS/);
   });
+
+  it('trusts no proxy unless TRUST_PROXY names them', () => {
+    expect(loadConfig({}).trustProxy).toBeNull();
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).toBe('loopback, 10.0.0.0/8');
+  });
 });
 
 describe('OpenAPI servers', () => {
