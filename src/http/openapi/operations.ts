@@ -56,7 +56,8 @@ const DEFAULT_RESPONSES: Record<string, Required<ResponseDoc>> = {
   415: { description: 'The body is not JSON: send `Content-Type: application/json`.', examples: one(ex.errors[415]) },
   422: { description: 'The request is well-formed but cannot be processed.', examples: one(ex.errors[422]) },
   429: {
-    description: 'Rate limit of this key exceeded: retry after `Retry-After` seconds. Refused before anything was read or done, so retrying is always safe.',
+    description:
+      'Rate limit of this key exceeded, or (message `Too many failed authentications from this address`) too many `401`s from this client address in the last minute: retry after `Retry-After` seconds. Refused before anything was read or done, so retrying is always safe.',
     examples: one(ex.errors[429]),
   },
   500: { description: 'Unexpected error; quote the `X-Request-Id` when reporting it.', examples: one(ex.errors[500]) },

@@ -11,8 +11,8 @@ Every path except the health checks requires the \`X-API-Key\` header. \`POST /p
 optional \`X-Idempotency-Key\` header: a repeat with the same key returns the first response with
 \`message: "idempotent"\` and \`Idempotent-Replayed: true\`. Errors use
 \`{ statusCode, message, error }\`; on 400, \`message\` is an array with one entry per violation.
-Rate limits: 5 requests per second, 60 per minute and 1000 per hour per key (429 with
-\`Retry-After\`). Every response carries \`X-Request-Id\` (yours, when you send a safe one).
+Rate limits: 5 requests per second, 60 per minute and 1000 per hour per key, and 60 failed
+authentications per minute per client address (429 with \`Retry-After\`). Every response carries \`X-Request-Id\` (yours, when you send a safe one).
 A path parameter longer than 200 characters is refused with 414 before routing.
 
 Events are pushed to the partner's webhooks: see \`webhooks\` for the deliveries, their headers and
