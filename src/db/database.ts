@@ -18,6 +18,7 @@ import * as m009 from './migrations/009-payment-history.migration.js';
 import * as m010 from './migrations/010-back-office.migration.js';
 import * as m011 from './migrations/011-push-deliveries.migration.js';
 import * as m012 from './migrations/012-payment-qr.migration.js';
+import * as m013 from './migrations/013-part-payments.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '010-back-office': m010,
   '011-push-deliveries': m011,
   '012-payment-qr': m012,
+  '013-part-payments': m013,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

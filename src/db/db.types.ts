@@ -81,6 +81,8 @@ export interface PaymentsTable {
   user_id: string | null;
   /** The EMVCo payload the payment was created with; written once, never updated. Null for older payments. */
   qr_text: ColumnType<string | null, string | undefined, never>;
+  /** A confirmed part-payment: what the ministry still showed owing on its invoice. Null otherwise. */
+  remaining_balance: ColumnType<string | null, never, string | null>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

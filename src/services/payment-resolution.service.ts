@@ -1,4 +1,4 @@
-import { amountToNumber } from '../domain/money.js';
+import { amountToNumber, compareAmounts } from '../domain/money.js';
 import { isExpired } from '../domain/check-schedule.js';
 import type { PaymentChange, PaymentEvent } from '../domain/payment-transitions.js';
 import type { PaymentCause, Source } from '../domain/vocabulary.js';
@@ -39,13 +39,27 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
   const now = deps.now ?? systemClock;
 
   /**
-   * submitted -> confirmed with its invoices paid and the outbox row, as the ministry reported it
-   * (`paidAt` is the ministry's time); false when another actor moved the payment first.
+   * What the ministry still shows owing on the invoice `refNum` once it has confirmed a payment of
+   * it: null when nothing is (paid, or no longer known there), else the balance left by a
+   * part-payment. Asked every time: only the ministry knows whether it took the payment as a part.
    */
-  async function confirm(payment: PaymentRow, paidAt: Date, why: PaymentChange): Promise<boolean> {
+  async function remainingBalance(source: Source, refNum: string): Promise<string | null> {
+    const invoice = await deps.ministries[source].getByRef(refNum);
+    if (!invoice || invoice.status !== 'open' || compareAmounts(invoice.amount, '0') <= 0) return null;
+    return invoice.amount;
+  }
+
+  /**
+   * submitted -> confirmed and the outbox row, as the ministry reported it (`paidAt` is the
+   * ministry's time): its invoices paid, or after a part-payment its invoice open with the balance
+   * the ministry shows. False when another actor moved the payment first.
+   */
+  async function confirm(payment: PaymentRow, refNum: string, paidAt: Date, why: PaymentChange): Promise<boolean> {
+    const remaining = await remainingBalance(payment.source, refNum);
     const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
     const at = now();
-    const paid = await deps.payments.markConfirmed({ id: payment.id, at, paidAt, outbox, why });
+    const change = remaining ? { ...why, detail: { ...why.detail, remainingBalance: remaining } } : why;
+    const paid = await deps.payments.markConfirmed({ id: payment.id, at, paidAt, outbox, why: change, remaining });
     // The lag watches the confirmation path; a reconciliation confirms hours later by design.
     if (paid && why.cause !== 'reconciliation') deps.onConfirmed?.(payment.source, at.getTime() - paidAt.getTime());
     return paid !== null;
@@ -82,7 +96,7 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     if (payment.status !== 'submitted') return 'resolved';
     if (state.status === 'confirmed') {
       const paidAt = state.confirmedAt ? new Date(state.confirmedAt) : now();
-      await confirm(payment, paidAt, { cause, detail: { ministry: 'confirmed', confirmedAt: state.confirmedAt } });
+      await confirm(payment, ref, paidAt, { cause, detail: { ministry: 'confirmed', confirmedAt: state.confirmedAt } });
       return 'resolved';
     }
     if (state.status === 'submitted') {

@@ -79,7 +79,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
     const settledAt = new Date(entry.date);
     const paidAt = Number.isNaN(settledAt.getTime()) ? now() : settledAt;
     const detail = { ministry: 'settled', financeDay: day, settledAmount: entry.amount, settledAt: entry.date };
-    return deps.resolver.confirm(local, paidAt, { cause: 'reconciliation', detail });
+    return deps.resolver.confirm(local, local.ref_num, paidAt, { cause: 'reconciliation', detail });
   }
 
   async function judgeSettled(day: string, source: Source, entries: Map<string, SettlementEntry>, tally: Tally): Promise<void> {

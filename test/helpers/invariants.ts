@@ -9,7 +9,9 @@ export function kyselyRunner<DB>(db: Kysely<DB>): RunSql {
 
 /**
  * The money invariants, each a query for the rows that break it (none is the only good answer).
- * "Active" payments hold invoices: pending, submitted and confirmed ones.
+ * "Active" payments hold invoices: pending, submitted and confirmed ones. A confirmed part-payment
+ * (the ministry still showed a balance: `remaining_balance`) settled nothing: it lets go of its
+ * invoices, which stay open for the next payment.
  */
 const INVARIANTS: Record<string, string> = {
   'an invoice is held by at most one active payment': `
@@ -32,11 +34,18 @@ const INVARIANTS: Record<string, string> = {
         SELECT count(*) FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
         WHERE pi.invoice_id = i.id AND pi.active AND p.status = 'confirmed'
       ) <> 1`,
-  'no invoice is covered by two confirmed payments': `
+  'no invoice is settled by two confirmed payments': `
     SELECT pi.invoice_id, count(*) AS confirmed
     FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
-    WHERE p.status = 'confirmed'
+    WHERE p.status = 'confirmed' AND p.remaining_balance IS NULL
     GROUP BY pi.invoice_id HAVING count(*) > 1`,
+  'a confirmed payment holds every invoice it settled and none it paid only part of': `
+    SELECT p.id, pi.invoice_id, pi.active, p.remaining_balance
+    FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+    WHERE p.status = 'confirmed' AND pi.active = (p.remaining_balance IS NOT NULL)`,
+  'no payment records a remaining balance unless the ministry confirmed it': `
+    SELECT p.id, p.status, p.remaining_balance FROM payments p
+    WHERE p.remaining_balance IS NOT NULL AND (p.status IN ('pending', 'submitted', 'failed') OR p.paid_at IS NULL)`,
   'every invoice a confirmed payment holds is paid': `
     SELECT p.id, i.id AS invoice_id, i.status
     FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id JOIN invoices i ON i.id = pi.invoice_id

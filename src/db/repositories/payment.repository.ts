@@ -50,6 +50,50 @@ const changeSql = (event: PaymentEvent, why: PaymentChange) => {
   return sql`status_event = ${c.status_event}, status_cause = ${c.status_cause}, status_detail = ${c.status_detail}::jsonb`;
 };
 
+/**
+ * submitted -> confirmed for a part-payment, with the outbox event, in one statement: the payment
+ * records the balance the ministry still shows, its invoice stays open with that balance, and it
+ * lets go of every invoice it held (the linked ones are settled only with the whole balance), so
+ * the next payment can take them. Null when another actor moved the payment first.
+ */
+async function markPartConfirmed(
+  db: Db,
+  input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange; remaining: string },
+): Promise<string[] | null> {
+  const move = paymentMove('ministry_approved');
+  const { rows } = await sql<{ moved: boolean; ids: string[] }>`
+    WITH moved AS (
+      UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz,
+        next_check_at = NULL, remaining_balance = ${input.remaining}::numeric
+      WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
+      RETURNING *
+    ), released AS (
+      UPDATE payment_invoices pi SET active = false FROM moved WHERE pi.payment_id = moved.id AND pi.active
+      RETURNING pi.invoice_id
+    ), rebalanced AS (
+      UPDATE invoices SET amount = ${input.remaining}::numeric, updated_at = ${input.at}::timestamptz
+      WHERE id IN (SELECT invoice_id FROM moved)
+    ), ${input.outbox.ctes('moved')}
+    SELECT EXISTS (SELECT 1 FROM moved) AS moved, coalesce((SELECT array_agg(invoice_id) FROM released), '{}') AS ids`.execute(db);
+  const row = rows[0];
+  return row?.moved ? row.ids : null;
+}
+
+/**
+ * A canceled part-payment's amount goes back onto its invoice's balance, as the ministry's reversal
+ * does, while the invoice is open and no payment holds it (one that holds it takes the ministry's
+ * balance when it is confirmed). The ids of the invoices it changed.
+ */
+async function owedAgain(trx: Trx, paymentId: string, at: Date): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    UPDATE invoices i SET amount = i.amount + p.amount, updated_at = ${at}::timestamptz
+    FROM payments p
+    WHERE p.id = ${paymentId}::uuid AND p.remaining_balance IS NOT NULL AND i.id = p.invoice_id AND i.status = 'open'
+      AND NOT EXISTS (SELECT 1 FROM payment_invoices pi WHERE pi.invoice_id = i.id AND pi.active)
+    RETURNING i.id`.execute(trx);
+  return rows.map((r) => r.id);
+}
+
 export function createPaymentRepository(db: Db, now: Clock = systemClock) {
   // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
   const selectDetail = () => db.selectFrom('payments').selectAll().select(invoiceIdsColumn);
@@ -124,9 +168,10 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * statement (one round trip where a transaction took five: the confirmation job's hot path).
      * The invoices' update reads `moved`, so it runs after the payment row is locked, in the lock
      * order of every other path. Null when another actor moved the payment first; else the ids of
-     * the invoices it paid.
+     * the invoices it changed. With `remaining` (see markPartConfirmed) it paid only part.
      */
-    async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange }): Promise<string[] | null> {
+    async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange; remaining?: string | null }): Promise<string[] | null> {
+      if (input.remaining) return markPartConfirmed(db, { ...input, remaining: input.remaining });
       const move = paymentMove('ministry_approved');
       const paid = invoiceMove('payment_confirmed');
       const { rows } = await sql<{ moved: boolean; ids: string[] }>`
@@ -204,7 +249,8 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
 
     /**
      * Ends the payment's hold on its invoices; with an invoice event, the released invoices move
-     * by it (from the states the invoice table allows). Returns the released ids.
+     * by it (from the states the invoice table allows), and a canceled part-payment is owed again.
+     * Returns the ids of the invoices it released or changed.
      */
     async releaseInvoices(trx: Trx, paymentId: string, invoiceEvent: InvoiceEvent | null): Promise<string[]> {
       const held = await trx
@@ -219,6 +265,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
         const { from, to } = invoiceMove(invoiceEvent);
         await trx.updateTable('invoices').set({ status: to, updated_at: now() }).where('id', 'in', ids).where('status', 'in', from).execute();
       }
+      if (invoiceEvent === 'payment_canceled') return [...ids, ...(await owedAgain(trx, paymentId, now()))];
       return ids;
     },
 
