@@ -26,6 +26,8 @@ export const InvoiceFixtureSchema = Type.Object(
     taxRef: Type.Optional(NullableString),
     year: Type.Optional(Type.Union([Type.Integer(), Type.String(), Type.Null()])),
     rejectPayment: Type.Optional(Type.Boolean()),
+    /** The ministry takes a payment of less than the balance as a part-payment (else it refuses it). */
+    allowPartial: Type.Optional(Type.Boolean()),
     linkedRefNums: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   },
   { additionalProperties: false },

@@ -10,6 +10,7 @@ export interface SimInvoice {
   source: SimSource;
   refNum: string;
   description: string;
+  /** The balance while the invoice is open (part-payments reduce it); once paid, the balance its last payment cleared. */
   amountMongo: number;
   status: 'open' | 'paid' | 'canceled';
   dueDate: Date | null;
@@ -20,6 +21,7 @@ export interface SimInvoice {
   taxRef: string | null;
   year: number | string | null;
   rejectPayment: boolean;
+  allowPartial: boolean;
   linkedRefNums: string[];
 }
 
@@ -31,6 +33,8 @@ export interface SimPayment {
   /** rejected: the ministry refused it after first accepting it (final, like canceled). */
   status: 'submitted' | 'confirmed' | 'canceled' | 'rejected';
   linkedRefNums: string[];
+  /** Whether its confirmation cleared the balance (and paid the linked invoices); false for a part-payment. */
+  settled: boolean;
   submittedAt: Date;
   confirmedAt: Date | null;
   canceledAt: Date | null;
@@ -72,6 +76,7 @@ export function invoiceFromFixture(fixture: InvoiceFixture): SimInvoice {
     taxRef: fixture.taxRef ?? null,
     year: fixture.year ?? null,
     rejectPayment: fixture.rejectPayment ?? false,
+    allowPartial: fixture.allowPartial ?? false,
     linkedRefNums: fixture.linkedRefNums ?? [],
   };
 }
@@ -200,11 +205,15 @@ export class SimulatorState {
     if (invoice.status === 'paid') return 'already paid';
     if (invoice.status === 'canceled') return 'canceled';
     if (invoice.rejectPayment) return 'not accepted at this time';
-    if (command.amountMongo <= 0 || command.amountMongo > invoice.amountMongo) {
-      return 'amount does not match the invoice balance';
-    }
+    if (!this.amountFits(invoice, command.amountMongo)) return 'amount does not match the invoice balance';
     if (this.inProgress(source, command.refNum)) return 'payment already in progress';
     return null;
+  }
+
+  /** The whole balance, or with part-payments allowed any positive amount up to it. */
+  private amountFits(invoice: SimInvoice, amountMongo: number): boolean {
+    if (amountMongo <= 0 || amountMongo > invoice.amountMongo) return false;
+    return invoice.allowPartial || amountMongo === invoice.amountMongo;
   }
 
   private inProgress(source: SimSource, refNum: string): boolean {
@@ -238,6 +247,7 @@ export class SimulatorState {
       amountMongo: command.amountMongo,
       status: 'submitted',
       linkedRefNums: [...(invoice?.linkedRefNums ?? [])],
+      settled: false,
       submittedAt: new Date(),
       confirmedAt: null,
       canceledAt: null,
@@ -308,7 +318,26 @@ export class SimulatorState {
     this.release(payment);
     payment.status = 'confirmed';
     payment.confirmedAt = new Date();
+    const invoice = this.getInvoice(payment.source, payment.refNum);
+    if (invoice?.status === 'open' && payment.amountMongo < invoice.amountMongo) {
+      // A part-payment: the rest stays owed, and the linked invoices wait for the payment that clears it.
+      invoice.amountMongo -= payment.amountMongo;
+      return;
+    }
+    payment.settled = true;
     this.setInvoiceStatus(payment, 'paid');
+  }
+
+  /**
+   * The reversed payment's amount is owed again: added to the balance of an open invoice, or the
+   * balance of one a later payment had cleared. Linked invoices reopen only if it had paid them.
+   */
+  private reverse(payment: SimPayment): void {
+    const invoice = this.getInvoice(payment.source, payment.refNum);
+    if (invoice?.status === 'open') invoice.amountMongo += payment.amountMongo;
+    else if (invoice?.status === 'paid' && !payment.settled) invoice.amountMongo = payment.amountMongo;
+    if (payment.settled) this.setInvoiceStatus(payment, 'open');
+    else if (invoice) invoice.status = 'open';
   }
 
   /**
@@ -323,7 +352,7 @@ export class SimulatorState {
     this.release(payment);
     payment.status = 'canceled';
     payment.canceledAt = new Date();
-    if (reversal) this.setInvoiceStatus(payment, 'open');
+    if (reversal) this.reverse(payment);
     return payment;
   }
 

@@ -151,13 +151,16 @@ describe.each(SOURCES)('%s search', (source) => {
   });
 });
 
+/** The whole balance of each system's invoice 001, which takes no part-payments. */
+const FULL_001: Record<Source, string> = { mof: '12000', etax: '12000.25', police: '12000.5' };
+
 describe.each(SOURCES)('%s payments', (source) => {
   const adapter = () => adapters[source];
   const submit = (suffix: string, amount: string, paymentId = `pay-${source}-${suffix}-${amount}`) =>
     adapter().submitPayment({ paymentId, refNum: ref(source, suffix), amount });
 
   it('accepts a payment and names the linked invoices', async () => {
-    expect(await submit('001', '12000')).toEqual({ accepted: true, linkedRefNums: [ref(source, '002')] });
+    expect(await submit('001', FULL_001[source])).toEqual({ accepted: true, linkedRefNums: [ref(source, '002')] });
   });
 
   it('gives the same answer to a resubmitted payment id without a second payment', async () => {
@@ -176,6 +179,7 @@ describe.each(SOURCES)('%s payments', (source) => {
     ['005', '100', 'not accepted at this time'],
     ['002', '0', 'amount does not match the invoice balance'],
     ['002', '300.01', 'amount does not match the invoice balance'],
+    ['001', '100', 'amount does not match the invoice balance'],
   ])('refuses %s paying %s: %s', async (suffix, amount, reason) => {
     expect(await submit(suffix, amount)).toEqual({ accepted: false, reason });
   });
@@ -185,14 +189,14 @@ describe.each(SOURCES)('%s payments', (source) => {
   });
 
   it('refuses a second payment while one is in progress, including for a linked invoice', async () => {
-    await submit('001', '12000', 'first');
-    expect(await submit('001', '12000', 'second')).toEqual({ accepted: false, reason: 'payment already in progress' });
+    await submit('001', FULL_001[source], 'first');
+    expect(await submit('001', FULL_001[source], 'second')).toEqual({ accepted: false, reason: 'payment already in progress' });
     expect(await submit('002', '300', 'third')).toEqual({ accepted: false, reason: 'payment already in progress' });
   });
 
   it('reports submitted, then confirmed after approval; invoice and linked invoice become paid', async () => {
     const paymentRef = { paymentId: 'approve-me', refNum: ref(source, '001') };
-    await submit('001', '12000', paymentRef.paymentId);
+    await submit('001', FULL_001[source], paymentRef.paymentId);
     expect(await adapter().getPayment(paymentRef)).toEqual({ status: 'submitted', confirmedAt: null });
 
     const approved = await control('approve', { refNum: ref(source, '001'), source });
@@ -206,7 +210,7 @@ describe.each(SOURCES)('%s payments', (source) => {
 
   it('cancels a confirmed payment and reopens the invoices', async () => {
     const paymentRef = { paymentId: 'cancel-me', refNum: ref(source, '001') };
-    await submit('001', '12000', paymentRef.paymentId);
+    await submit('001', FULL_001[source], paymentRef.paymentId);
     await control('approve', { refNum: ref(source, '001'), source });
     await adapter().cancelPayment(paymentRef);
     expect((await adapter().getPayment(paymentRef)).status).toBe('canceled');
@@ -221,7 +225,7 @@ describe.each(SOURCES)('%s payments', (source) => {
   });
 
   it('lists confirmed payments of the finance day in the settlement report', async () => {
-    await submit('001', '12000', 'settle-1');
+    await submit('001', FULL_001[source], 'settle-1');
     await submit('006', '4999.99', 'settle-2');
     await submit('002', '300', 'not-approved');
     await control('approve', { refNum: ref(source, '001'), source });
@@ -232,7 +236,7 @@ describe.each(SOURCES)('%s payments', (source) => {
       {
         paymentId: 'settle-1',
         refNum: ref(source, '001'),
-        amount: '12000',
+        amount: FULL_001[source],
         payerReg: '7000001',
         payerName: 'Тест Трейд ХХК',
         description: `${source} vehicle invoice`,
@@ -269,7 +273,7 @@ describe.each(SOURCES)('%s payments', (source) => {
 
   it('cancels a submitted payment without touching invoices another payment paid', async () => {
     await submit('002', '300', 'holds-b');
-    expect(await submit('001', '12000', 'links-b')).toEqual({ accepted: true, linkedRefNums: [ref(source, '002')] });
+    expect(await submit('001', FULL_001[source], 'links-b')).toEqual({ accepted: true, linkedRefNums: [ref(source, '002')] });
     const approved = await control('approve', { refNum: ref(source, '002'), source });
     expect(approved.json()).toMatchObject({ approved: { paymentId: 'holds-b' } });
     await adapter().cancelPayment({ paymentId: 'links-b', refNum: ref(source, '001') });
@@ -281,7 +285,7 @@ describe.each(SOURCES)('%s payments', (source) => {
 
   it('leaves a canceled payment out of the settlement report', async () => {
     const paymentRef = { paymentId: 'settle-then-cancel', refNum: ref(source, '001') };
-    await submit('001', '12000', paymentRef.paymentId);
+    await submit('001', FULL_001[source], paymentRef.paymentId);
     await control('approve', { refNum: ref(source, '001'), source });
     await adapter().cancelPayment(paymentRef);
     expect(await adapter().settlement(financeDayNow())).toEqual([]);
@@ -293,7 +297,7 @@ describe.each(SOURCES)('%s outcomes the ministry decides on its own', (source) =
   const outcome = (name: string) => control('payments/outcome', { refNum: paymentRef.refNum, source, outcome: name });
 
   beforeEach(async () => {
-    expect((await adapters[source].submitPayment({ ...paymentRef, amount: '12000' })).accepted).toBe(true);
+    expect((await adapters[source].submitPayment({ ...paymentRef, amount: FULL_001[source] })).accepted).toBe(true);
   });
 
   it('rejected after acceptance reads as rejected and frees the invoices', async () => {
@@ -313,7 +317,7 @@ describe.each(SOURCES)('%s outcomes the ministry decides on its own', (source) =
   it('forgotten by the ministry reads as unknown, and the same id is accepted again as new', async () => {
     expect((await outcome('unknown')).statusCode).toBe(200);
     expect(await adapters[source].getPayment(paymentRef)).toEqual({ status: 'unknown', confirmedAt: null });
-    expect(await adapters[source].submitPayment({ ...paymentRef, amount: '12000' })).toEqual({
+    expect(await adapters[source].submitPayment({ ...paymentRef, amount: FULL_001[source] })).toEqual({
       accepted: true,
       linkedRefNums: [ref(source, '002')],
     });

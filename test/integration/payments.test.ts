@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { unique } from '../helpers/own-invoice.js';
+import type { Source } from '../../src/domain/vocabulary.js';
 import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decode.js';
 import {
   approve,
@@ -128,12 +129,97 @@ describe('payment lifecycle', () => {
   });
 
   it('pays an overdue invoice and a partial amount', async () => {
-    const { partner, invoice } = await partnerWithInvoice(ctx, 'mof', { amount: 5000, dueDate: '2024-01-01T00:00:00.000Z' });
+    const { partner, invoice } = await partnerWithInvoice(ctx, 'mof', { amount: 5000, dueDate: '2024-01-01T00:00:00.000Z', allowPartial: true });
     expect((await getInvoice(ctx, partner.apiKey, invoice.id)).status).toBe('overdue');
     const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 1500.25 });
     expect(res.statusCode).toBe(201);
     expect(res.json<PaymentCreated>()).toMatchObject({ status: 'submitted', amount: 1500.25 });
     expect(await paymentsOf(invoice.id)).toEqual([{ id: res.json<PaymentCreated>().id, status: 'submitted' }]);
+  });
+});
+
+/** The invoice as the ministry system shows it now, through the service's own adapter. */
+async function atMinistry(source: Source, refNum: string) {
+  const invoice = await ctx.deps.ministries[source].getByRef(refNum);
+  return invoice && { status: invoice.status, amount: invoice.amount };
+}
+
+/** The simulated ministry's approval, then the confirmation job's pass that picks it up. */
+async function approveAndConfirm(refNum: string): Promise<void> {
+  expect((await approve(ctx, refNum)).statusCode).toBe(200);
+  ctx.advance(ctx.config.confirmPollMs + 1000);
+  await ctx.runJobs();
+}
+
+const SOURCES: Source[] = ['mof', 'etax', 'police'];
+
+describe('part-payments', () => {
+  it.each(SOURCES)('%s: refuses an amount that is not the balance unless the ministry takes part-payments', async (source) => {
+    const { partner, invoice } = await partnerWithInvoice(ctx, source, { amount: 1000 });
+    const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 0.01 });
+    expect(res.statusCode).toBe(422);
+    expect(res.json()).toEqual({ success: false, refNum: invoice.refNum, message: 'amount does not match the invoice balance' });
+    expect((await paymentsOf(invoice.id)).map((p) => p.status)).toEqual(['failed']);
+    const atSimulator = (await ctx.simulator.inject({ method: 'GET', url: '/__control/payments' })).json<{ payments: { refNum: string }[] }>();
+    expect(atSimulator.payments.filter((p) => p.refNum === invoice.refNum)).toEqual([]);
+    expect(await atMinistry(source, invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
+    expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 1000 });
+    // The whole balance still pays it.
+    expect((await pay(ctx, partner.apiKey, { invoiceId: invoice.id })).statusCode).toBe(201);
+  });
+
+  it.each(SOURCES)('%s: a confirmed part-payment leaves the invoice open with the balance, and the remainder pays it', async (source) => {
+    const { partner, invoice } = await partnerWithInvoice(ctx, source, { amount: 1000, allowPartial: true });
+    const part = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 300 });
+    await approveAndConfirm(invoice.refNum);
+    expect((await getPayment(ctx, partner.apiKey, part.id)).json<Payment>()).toMatchObject({ status: 'confirmed', amount: 300 });
+    expect(await atMinistry(source, invoice.refNum)).toEqual({ status: 'open', amount: '700' });
+    expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 700 });
+    const register = invoice.fixture.payer?.register ?? '';
+    const listed = await searchInvoices(ctx, partner.apiKey, `ttd=${encodeURIComponent(register)}`);
+    expect(listed.invoices.map((i) => [i.id, i.status, i.amount])).toEqual([[invoice.id, 'open', 700]]);
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
+
+    const rest = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id });
+    expect(rest).toMatchObject({ status: 'submitted', amount: 700 });
+    await approveAndConfirm(invoice.refNum);
+    expect((await getPayment(ctx, partner.apiKey, rest.id)).json<Payment>()).toMatchObject({ status: 'confirmed', amount: 700 });
+    expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'paid' });
+    expect((await atMinistry(source, invoice.refNum))?.status).toBe('paid');
+    expect((await pay(ctx, partner.apiKey, { invoiceId: invoice.id })).json()).toEqual({ success: false, refNum: invoice.refNum, message: 'Invoice is already paid' });
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
+  });
+
+  it('settles the linked invoices only with the payment that clears the balance', async () => {
+    const p = await ctx.partner();
+    const b = await ownInvoice(ctx, p, 'mof', { amount: 2000 });
+    const a = await ownInvoice(ctx, p, 'mof', { amount: 3000, allowPartial: true, linkedRefNums: [b.refNum] });
+    const part = await payOk(ctx, p.apiKey, { invoiceId: a.id, amount: 1000 });
+    expect(part.invoiceIds).toEqual([a.id, b.id]);
+    await approveAndConfirm(a.refNum);
+    expect((await getPayment(ctx, p.apiKey, part.id)).json<Payment>().status).toBe('confirmed');
+    expect(await getInvoice(ctx, p.apiKey, a.id)).toMatchObject({ status: 'open', amount: 2000 });
+    expect(await getInvoice(ctx, p.apiKey, b.id)).toMatchObject({ status: 'open', amount: 2000 });
+    expect(await atMinistry('mof', b.refNum)).toEqual({ status: 'open', amount: '2000' });
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
+
+    const rest = await payOk(ctx, p.apiKey, { invoiceId: a.id });
+    expect(rest).toMatchObject({ amount: 2000, invoiceIds: [a.id, b.id] });
+    await approveAndConfirm(a.refNum);
+    expect((await getInvoice(ctx, p.apiKey, a.id)).status).toBe('paid');
+    expect((await getInvoice(ctx, p.apiKey, b.id)).status).toBe('paid');
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
+  });
+
+  it('owes a canceled part-payment again: the invoice shows the balance the ministry restored', async () => {
+    const { partner, invoice } = await partnerWithInvoice(ctx, 'etax', { amount: 1000, allowPartial: true });
+    const part = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 250.5 });
+    await approveAndConfirm(invoice.refNum);
+    expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 749.5 });
+    expect((await cancelPayment(ctx, partner.apiKey, part.id)).statusCode).toBe(200);
+    expect(await atMinistry('etax', invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
+    expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 1000 });
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
 });
 

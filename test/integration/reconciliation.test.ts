@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import type { Static } from 'typebox';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
 import { testConfig } from '../helpers/test-config.js';
-import { approve, cancelPayment, partnerWithPayment, type PaymentCreated } from '../helpers/api.js';
+import { approve, cancelPayment, getInvoice, partnerWithInvoice, partnerWithPayment, payOk, type PaymentCreated } from '../helpers/api.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { financeDayOf } from '../../src/domain/finance-day.js';
 import type { AdminPaymentDetailBody, DiscrepancyListBody, ReconciliationRunBody } from '../../src/schemas/back-office.schema.js';
@@ -94,6 +94,24 @@ describe('daily reconciliation', () => {
 
     // A rerun finds it confirmed and matched: nothing is confirmed twice.
     expect(counts(await reconcile())).toEqual({ status: 'completed', matched: 1, autoConfirmed: 0, discrepancies: 0 });
+  });
+
+  it('matches each part-payment by its own amount, and auto-confirms one into the balance the ministry shows', async () => {
+    const { partner, invoice } = await partnerWithInvoice(ctx, 'police', { amount: 1000, allowPartial: true });
+    const part = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 400 });
+    await approve(ctx, invoice.refNum);
+    await ctx.runJobs();
+    expect((await detail(part.id)).status).toBe('confirmed');
+    const rest = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 250 });
+    await approve(ctx, invoice.refNum);
+
+    // The second part is still submitted here: the settlement confirms it, and the invoice keeps the balance.
+    expect(counts(await reconcile())).toEqual({ status: 'completed', matched: 1, autoConfirmed: 1, discrepancies: 0 });
+    expect(await detail(rest.id)).toMatchObject({ status: 'confirmed', amount: 250 });
+    expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 350 });
+    expect(await discrepancies()).toEqual([]);
+    await expectBooksHold();
+    expect(counts(await reconcile())).toEqual({ status: 'completed', matched: 2, autoConfirmed: 0, discrepancies: 0 });
   });
 
   it('records every kind of discrepancy with its fields, and a rerun finds the same ones', async () => {

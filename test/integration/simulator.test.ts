@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { type FixtureFile, loadFixtures } from '../../simulator/fixtures.schema.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { DEMO_FIXTURES_PATH, loadSimulatorConfig } from '../../simulator/simulator.config.js';
+import { financeDayOf } from '../../simulator/simulator.time.js';
 
 const TEST_FIXTURES = fileURLToPath(new URL('../fixtures/simulator-fixtures.json', import.meta.url));
 
@@ -16,6 +17,7 @@ interface ListedPayment {
   refNum: string;
   amount: string;
   status: string;
+  confirmedAt: string | null;
 }
 
 async function writeTemp(name: string, content: string): Promise<string> {
@@ -273,14 +275,59 @@ describe('simulator HTTP', () => {
       expect(status.statusCode).toBe(404);
       expect(status.json()).toEqual((await mofPayment('never-seen')).json());
       expect(await listPayments()).toEqual([]);
-      // Linked invoice released too, and the same id is a new payment (for another amount, even).
-      expect((await submitMof('lost', 'MOF-T002', 150)).json()).toMatchObject({ data: { accepted: true, linkedInvoices: [] } });
-      expect(await listPayments()).toMatchObject([{ paymentId: 'lost', refNum: 'MOF-T002', amount: '150.00', status: 'submitted' }]);
+      // Linked invoice released too, and the same id is a new payment (of another invoice and amount, even).
+      expect((await submitMof('lost', 'MOF-T002', 300)).json()).toMatchObject({ data: { accepted: true, linkedInvoices: [] } });
+      expect(await listPayments()).toMatchObject([{ paymentId: 'lost', refNum: 'MOF-T002', amount: '300.00', status: 'submitted' }]);
     });
 
     it('acts only in the given source', async () => {
       await submitMof('only-mof', 'MOF-T002', 300);
       expect((await post('/__control/payments/outcome', { refNum: 'MOF-T002', source: 'etax', outcome: 'rejected' })).statusCode).toBe(404);
+    });
+  });
+
+  describe('balances and part-payments', () => {
+    const partial = { source: 'mof', refNum: 'MOF-PART', description: 'part-payments taken', amount: 1000, status: 'open', payee: { id: 'g', name: 'G' }, allowPartial: true };
+    const invoice = async () => (await app.inject({ method: 'GET', url: '/mof/api/invoices/MOF-PART' })).json<{ data: { totalAmount: number; paymentStatus: string } }>().data;
+    const submit = (paymentId: string, amount: number) => post('/mof/api/payments', { paymentId, invoiceNo: 'MOF-PART', amount });
+
+    it('refuses an amount that is not the balance, in each source format', async () => {
+      const refused = 'amount does not match the invoice balance';
+      expect((await post('/mof/api/payments', { paymentId: 'm', invoiceNo: 'MOF-T001', amount: 11999.99 })).json()).toEqual({
+        data: { paymentId: 'm', accepted: false, rejectReason: refused },
+      });
+      const etax = await post('/etax/v2/payments', { payment_id: 'e', bill_no: 'ET9001', paid_amount: '0.01' });
+      expect([etax.statusCode, etax.json()]).toEqual([422, { error_code: 'E_REJECTED', error_msg: refused }]);
+      const police = await post('/police/api/payments', { PAYMENT_ID: 'p', FINE_NO: 'P-9001', PAY_AMOUNT: 1 });
+      expect(police.json()).toEqual({ RESULT_CODE: 2001, RESULT_MSG: refused });
+      expect(await listPayments()).toEqual([]);
+    });
+
+    it('takes a part-payment when the invoice allows it, and keeps the rest owed', async () => {
+      await post('/__control/invoices', partial);
+      expect((await submit('over', 1000.01)).json()).toMatchObject({ data: { accepted: false } });
+      expect((await submit('part', 300)).json()).toMatchObject({ data: { accepted: true } });
+      expect((await submit('while-held', 700)).json()).toMatchObject({ data: { accepted: false, rejectReason: 'payment already in progress' } });
+      await post('/__control/approve', { refNum: 'MOF-PART' });
+      expect(await invoice()).toMatchObject({ totalAmount: 700, paymentStatus: 'UNPAID' });
+      expect((await submit('rest', 700)).json()).toMatchObject({ data: { accepted: true } });
+      await post('/__control/approve', { refNum: 'MOF-PART' });
+      expect(await invoice()).toMatchObject({ totalAmount: 700, paymentStatus: 'PAID' });
+      const day = (await listPayments())[0]?.confirmedAt ?? '';
+      const settled = (await app.inject({ method: 'GET', url: `/mof/api/settlements/${financeDayOf(new Date(day))}` })).json<{ data: { paymentId: string; amount: number }[] }>();
+      expect(settled.data.map((e) => [e.paymentId, e.amount]).sort()).toEqual([['part', 300], ['rest', 700]]);
+    });
+
+    it('a reversal owes its amount again', async () => {
+      await post('/__control/invoices', partial);
+      await submit('part', 300);
+      await post('/__control/approve', { refNum: 'MOF-PART' });
+      await submit('rest', 700);
+      await post('/__control/approve', { refNum: 'MOF-PART' });
+      await post('/mof/api/payments/part/cancel', {});
+      expect(await invoice()).toMatchObject({ totalAmount: 300, paymentStatus: 'UNPAID' });
+      await post('/mof/api/payments/rest/cancel', {});
+      expect(await invoice()).toMatchObject({ totalAmount: 1000, paymentStatus: 'UNPAID' });
     });
   });
 
