@@ -23,6 +23,7 @@ import { createPaymentService, type PaymentService } from './services/payment.se
 import { createPaymentSubmitter } from './services/payment-submit.service.js';
 import { createPaymentResolver } from './services/payment-resolution.service.js';
 import { createMinistryCancellationService } from './services/ministry-cancellation.service.js';
+import { createPartnerCancelFinisher, createPaymentCancelService } from './services/payment-cancel.service.js';
 import { createMinistryCancellationRepository } from './db/repositories/ministry-cancellation.repository.js';
 import { createReportService, type ReportService } from './services/report.service.js';
 import { createSandboxService, type SandboxService } from './services/sandbox.service.js';
@@ -168,7 +169,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const events = createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   const cancellationRepo = createMinistryCancellationRepository(db);
   const checkSchedule = { intervalMs: config.confirmPollMs, fastChecks: CONFIRM_FAST_CHECKS, maxDelayMs: config.confirmBackoffMaxMs };
-  const ministryCancellation = createMinistryCancellationService({ cancellations: cancellationRepo, ministries, schedule: checkSchedule, log: logger, now: opts.now });
+  const finishPartnerCancel = createPartnerCancelFinisher({ payments: paymentStore, cancellations: cancellationRepo, now: opts.now });
+  const ministryCancellation = createMinistryCancellationService({ cancellations: cancellationRepo, ministries, schedule: checkSchedule, finishPartnerCancel, log: logger, now: opts.now });
   const submitter = createPaymentSubmitter({
     payments: paymentStore,
     invoices: invoiceStore,
@@ -198,6 +200,14 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     ministries,
     submitter,
     resolver,
+    cancels: createPaymentCancelService({
+      payments: paymentStore,
+      invoices: invoiceStore,
+      cancellations: cancellationRepo,
+      attempt: (row) => ministryCancellation.attempt(row),
+      graceMs: Math.max(2 * config.ministryTimeoutMs, 5000),
+      now: opts.now,
+    }),
     qr,
     log: logger,
     ministryTimeoutMs: config.ministryTimeoutMs,

@@ -19,6 +19,7 @@ import * as m010 from './migrations/010-back-office.migration.js';
 import * as m011 from './migrations/011-push-deliveries.migration.js';
 import * as m012 from './migrations/012-payment-qr.migration.js';
 import * as m013 from './migrations/013-part-payments.migration.js';
+import * as m014 from './migrations/014-partner-cancel-intents.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '011-push-deliveries': m011,
   '012-payment-qr': m012,
   '013-part-payments': m013,
+  '014-partner-cancel-intents': m014,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

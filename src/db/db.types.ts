@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { AuditAction, DeliveryStatus, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, ReconciliationStatus, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookEvent } from '../domain/vocabulary.js';
+import type { AuditAction, CancellationKind, DeliveryStatus, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, ReconciliationStatus, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookEvent } from '../domain/vocabulary.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -187,6 +187,8 @@ export interface MinistryCancellationsTable {
   last_error: string | null;
   done_at: Timestamp | null;
   created_at: CreatedAt;
+  /** `owed`: the service refused or expired a payment the ministry accepted; `partner`: the partner's cancel, recorded before the ministry call. */
+  kind: Generated<CancellationKind>;
 }
 
 /** One partner's count and amount for a label and bucket (see migration 007-counters). */

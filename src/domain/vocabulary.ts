@@ -28,6 +28,10 @@ export type KeyEnvironment = (typeof KEY_ENVIRONMENTS)[number];
 export const APP_ENVS = ['local', ...KEY_ENVIRONMENTS] as const;
 export type AppEnv = (typeof APP_ENVS)[number];
 
+/** Why a payment is canceled at the ministry: the service owes it (a refusal, an expiry), or the partner asked. */
+export const CANCELLATION_KINDS = ['owed', 'partner'] as const;
+export type CancellationKind = (typeof CANCELLATION_KINDS)[number];
+
 /** What one process runs: everything, only the listeners, or only the background work. */
 export const PROCESS_ROLES = ['all', 'api', 'worker'] as const;
 export type ProcessRole = (typeof PROCESS_ROLES)[number];

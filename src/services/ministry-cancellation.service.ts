@@ -2,27 +2,31 @@ import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.j
 import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { CancellationKind } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface MinistryCancellationServiceDeps {
   cancellations: MinistryCancellationRepository;
   ministries: MinistryAdapters;
   schedule: CheckSchedule;
+  /** Closes a partner's cancel the ministry has confirmed (payment-cancel.service). */
+  finishPartnerCancel: (paymentId: string) => Promise<void>;
   log: Logger;
   now?: Clock;
 }
 
 /**
- * Undoes, at the ministry, payments the service refused after the ministry had accepted them.
- * Each attempt is recorded; a failed one is retried on the check schedule until the ministry
- * confirms, so no accepted payment is ever left able to settle an invoice.
+ * Cancels payments at the ministry: those the service refused or expired after the ministry had
+ * accepted them, and those a partner canceled. Each attempt is recorded; a failed one is retried
+ * on the check schedule until the ministry confirms, so no accepted payment is ever left able to
+ * settle an invoice, and no partner's cancel is left half done.
  */
 export function createMinistryCancellationService(deps: MinistryCancellationServiceDeps) {
   const now = deps.now ?? systemClock;
 
   return {
     /** One attempt; true when the ministry has confirmed the cancellation. */
-    async attempt(row: Pick<MinistryCancellationRow, 'payment_id' | 'source' | 'ref_num' | 'attempts'>): Promise<boolean> {
+    async attempt(row: Pick<MinistryCancellationRow, 'payment_id' | 'source' | 'ref_num' | 'attempts'> & { kind?: CancellationKind }): Promise<boolean> {
       try {
         await deps.ministries[row.source].cancelPayment({ paymentId: row.payment_id, refNum: row.ref_num });
       } catch (err) {
@@ -31,7 +35,8 @@ export function createMinistryCancellationService(deps: MinistryCancellationServ
         await deps.cancellations.markFailed(row.payment_id, err instanceof Error ? err.message : String(err), retryAt);
         return false;
       }
-      await deps.cancellations.markDone(row.payment_id, now());
+      if (row.kind === 'partner') await deps.finishPartnerCancel(row.payment_id);
+      else await deps.cancellations.markDone(row.payment_id, now());
       return true;
     },
   };

@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { InvalidRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
-import { canMove, IllegalTransitionError } from '../domain/payment-transitions.js';
 import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
 import { amountToNumber, canonicalAmount, compareAmounts, requestedAmount } from '../domain/money.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
@@ -9,6 +8,7 @@ import type { IdempotencyRepository, StoredOutcome } from '../db/repositories/id
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import type { PaymentResolver } from './payment-resolution.service.js';
+import type { PaymentCancelService } from './payment-cancel.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
@@ -29,6 +29,7 @@ export interface PaymentServiceDeps {
   ministries: MinistryAdapters;
   submitter: PaymentSubmitter;
   resolver: PaymentResolver;
+  cancels: PaymentCancelService;
   qr: QrService;
   log: Logger;
   ministryTimeoutMs: number;
@@ -199,28 +200,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       return toPaymentView((await deps.payments.findById(id)) ?? payment);
     },
 
-    async cancel(partnerId: string, id: string): Promise<{ id: string; canceled: true }> {
-      const payment = await deps.payments.findForPartner(partnerId, id);
-      if (!payment) throw new NotFoundError('Payment');
-      if (!canMove(payment.status, 'partner_canceled')) throw new IllegalTransitionError(payment.status, 'partner_canceled');
-      const invoice = requireInvoice(await deps.invoices.findById(payment.invoice_id));
-      try {
-        await deps.ministries[payment.source].cancelPayment({ paymentId: id, refNum: invoice.ref_num });
-      } catch (err) {
-        throw new UpstreamUnavailableError(`cancel of payment ${id} failed`, { cause: err });
-      }
-      const moved = await deps.payments.transaction(async (trx) => {
-        const row = await deps.payments.move(trx, id, 'partner_canceled', now(), { cause: 'partner_request', detail: { ministry: 'canceled' } }, { canceledAt: now() });
-        // Only invoices this payment had paid reopen; the invoice table's guard leaves the rest.
-        if (row) await deps.payments.releaseInvoices(trx, id, 'payment_canceled');
-        return row;
-      });
-      if (!moved) {
-        const current = await deps.payments.findById(id);
-        throw new IllegalTransitionError(current?.status ?? payment.status, 'partner_canceled');
-      }
-      return { id, canceled: true };
-    },
+    /** The partner's cancel: recorded before the ministry is asked (payment-cancel.service). */
+    cancel: (partnerId: string, id: string) => deps.cancels.cancel(partnerId, id),
   };
 }
 

@@ -269,3 +269,54 @@ describe('no payment lives for ever', () => {
     expect(Math.max(...gaps)).toBeLessThanOrEqual(ctx.config.confirmBackoffMaxMs);
   });
 });
+
+describe("the partner's cancel is recorded before the ministry is asked", () => {
+  it('keeps a cancel the ministry did not answer, answers a repeated DELETE consistently, and finishes it in the job', async () => {
+    const ref = await single('etax');
+    const p = await ctx.partner();
+    const id = await invoiceId(p.apiKey, ref);
+    const created = (await pay(p.apiKey, id)).json<{ id: string }>();
+    const cancel = () => ctx.api(p.apiKey, { method: 'DELETE', url: `/api/v1/payments/${created.id}` });
+    expect((await ctx.sim('/__control/faults', { source: 'etax', mode: 'error', operation: 'cancel' })).statusCode).toBe(200);
+    try {
+      const first = await cancel();
+      expect(first.statusCode, first.body).toBe(503);
+      const intent = await ctx.deps.db.selectFrom('ministry_cancellations').selectAll().where('payment_id', '=', created.id).executeTakeFirstOrThrow();
+      expect(intent).toMatchObject({ kind: 'partner', done_at: null });
+      expect(intent.last_error).not.toBeNull();
+      // Until the ministry confirms, the payment is what it was, and a repeated DELETE tries again.
+      expect((await paymentOf(p.apiKey, created.id)).status).toBe('submitted');
+      expect((await cancel()).statusCode).toBe(503);
+      await expectBooksHold();
+
+      await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });
+      ctx.advance(intent.next_attempt_at.getTime() - ctx.now().getTime() + 60_000);
+      await confirmationPass();
+    } finally {
+      await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });
+    }
+    const done = await ctx.deps.db.selectFrom('ministry_cancellations').selectAll().where('payment_id', '=', created.id).executeTakeFirstOrThrow();
+    expect(done.done_at).not.toBeNull();
+    expect((await simPayment(created.id))?.status).toBe('canceled');
+    expect((await paymentOf(p.apiKey, created.id)).status).toBe('canceled');
+    expect(await invoiceStatus(p.apiKey, id)).toBe('open');
+    const again = await cancel();
+    expect(again.statusCode).toBe(409);
+    await expectBooksHold();
+  });
+
+  it('cancels at once when the ministry answers, leaving the intent closed', async () => {
+    const ref = await single('mof');
+    const p = await ctx.partner();
+    const id = await invoiceId(p.apiKey, ref);
+    const created = (await pay(p.apiKey, id)).json<{ id: string }>();
+    const res = await ctx.api(p.apiKey, { method: 'DELETE', url: `/api/v1/payments/${created.id}` });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ id: created.id, canceled: true });
+    const intent = await ctx.deps.db.selectFrom('ministry_cancellations').selectAll().where('payment_id', '=', created.id).executeTakeFirstOrThrow();
+    expect(intent.kind).toBe('partner');
+    expect(intent.done_at).not.toBeNull();
+    expect((await simPayment(created.id))?.status).toBe('canceled');
+    await expectBooksHold();
+  });
+});

@@ -30,13 +30,25 @@ export function createMinistryCancellationRepository(db: Db) {
         .execute();
     },
 
+    /**
+     * The partner's cancel, recorded before the ministry is asked, in the transaction that found
+     * the payment cancelable. Due only after `dueAt`, so the job leaves the request its own try.
+     */
+    async addPartnerIntent(trx: Kysely<Database>, input: { paymentId: string; source: Source; refNum: string; dueAt: Date }): Promise<void> {
+      await trx
+        .insertInto('ministry_cancellations')
+        .values({ payment_id: input.paymentId, source: input.source, ref_num: input.refNum, reason: 'canceled by the partner', kind: 'partner', next_attempt_at: input.dueAt })
+        .onConflict((oc) => oc.column('payment_id').doNothing())
+        .execute();
+    },
+
     /** Claims due cancellations, at most `limits[source]` per ministry system, leased until `leaseUntil`. */
     async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<MinistryCancellationRow[]> {
       return claimDueBySource(db, DUE_CANCELLATIONS, now, leaseUntil, limits);
     },
 
-    async markDone(paymentId: string, at: Date): Promise<void> {
-      await db.updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
+    async markDone(paymentId: string, at: Date, trx: Kysely<Database> = db): Promise<void> {
+      await trx.updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
     },
 
     async markFailed(paymentId: string, error: string, retryAt: Date): Promise<void> {

@@ -1,0 +1,161 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildSimulator } from '../../simulator/simulator.app.js';
+import { checkInvariants, type RunSql } from '../helpers/invariants.js';
+import { startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { freePorts } from '../walkthrough/walkthrough.js';
+
+/**
+ * Kills the service after the ministry has canceled a payment at the partner's request and before
+ * the service has recorded it: the intent written before the ministry call lets the restarted
+ * service finish the cancel here.
+ */
+const DATABASE_URL = process.env.DATABASE_URL;
+const ADMIN_TOKEN = 'cancel-admin-token';
+
+let dbName: string;
+let dbUrl: string;
+let simulator: FastifyInstance;
+let simulatorUrl: string;
+let releaseHeldCancel: () => void = () => undefined;
+let cancelReachedMinistry = false;
+let api: ApiProcess | null = null;
+let port = 0;
+let adminPort = 0;
+
+async function onDb<T extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+async function startApi(): Promise<void> {
+  const env = {
+    APP_ENV: 'local',
+    DATABASE_URL: dbUrl,
+    PORT: String(port),
+    ADMIN_PORT: String(adminPort),
+    ADMIN_TOKEN,
+    MINISTRY_MOF_URL: simulatorUrl,
+    MINISTRY_ETAX_URL: simulatorUrl,
+    MINISTRY_POLICE_URL: simulatorUrl,
+    CONFIRM_POLL_MS: '100',
+    MINISTRY_TIMEOUT_MS: '1000',
+    LOG_LEVEL: 'warn',
+  };
+  api = await startApiProcess('cancel-intent-api', env, `http://127.0.0.1:${port}/api/v1/health/ready`);
+}
+
+async function killApi(): Promise<void> {
+  const proc = api?.proc;
+  if (!proc || proc.exitCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGKILL');
+  await exited;
+}
+
+beforeAll(async () => {
+  if (!DATABASE_URL) return;
+  dbName = `cancel_${Date.now()}_${process.pid}`;
+  await onDb(DATABASE_URL, `CREATE DATABASE ${dbName}`);
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${dbName}`;
+  dbUrl = url.toString();
+  simulator = await buildSimulator({
+    fixtures: {
+      invoices: [
+        {
+          source: 'mof',
+          refNum: 'CI-1',
+          description: 'cancel intent',
+          amount: 900,
+          status: 'open',
+          dueDate: null,
+          issuedAt: null,
+          payer: { register: '9900997', name: 'Cancel' },
+          payee: { id: 'ORG-1', name: 'Org' },
+        },
+      ],
+    },
+    autoApproveMs: 0,
+  });
+  // The ministry cancels at once but holds its answer until released: the kill lands between
+  // the ministry's cancel and the service's record of it.
+  const held = new Promise<void>((resolve) => (releaseHeldCancel = resolve));
+  simulator.addHook('onSend', async (request, _reply, payload) => {
+    if (request.method === 'POST' && /^\/mof\/api\/payments\/[^/]+\/cancel$/.test(request.url)) {
+      cancelReachedMinistry = true;
+      await held;
+    }
+    return payload;
+  });
+  await simulator.listen({ port: 0, host: '127.0.0.1' });
+  const sa = simulator.server.address();
+  simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+  [port = 0, adminPort = 0] = await freePorts(2);
+}, 60_000);
+
+afterAll(async () => {
+  if (!DATABASE_URL) return;
+  await api?.stop();
+  releaseHeldCancel();
+  await simulator?.close();
+  await onDb(DATABASE_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+});
+
+describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
+  it('finishes a cancel the ministry made before the service could record it', async () => {
+    await startApi();
+    const admin = await fetch(`http://127.0.0.1:${adminPort}/admin/partners`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Cancel Bank' }),
+    });
+    const { apiKey } = (await admin.json()) as { apiKey: string };
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${port}/api/v1${path}`, {
+        method,
+        headers: { 'x-api-key': apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const invoice = (await (await call('GET', '/invoices/ref/CI-1')).json()) as { id: string };
+    const paid = await call('POST', '/payments', { invoiceId: invoice.id });
+    expect(paid.status).toBe(201);
+    const { id } = (await paid.json()) as { id: string };
+
+    const cancel = call('DELETE', `/payments/${id}`).catch(() => null);
+    await expect.poll(() => cancelReachedMinistry, { timeout: 10_000 }).toBe(true);
+    await killApi();
+    await cancel;
+    releaseHeldCancel();
+    const atMinistry = async () => {
+      const res = await fetch(`${simulatorUrl}/__control/payments`);
+      return ((await res.json()) as { payments: { paymentId: string; status: string }[] }).payments.find((p) => p.paymentId === id)?.status;
+    };
+    expect(await atMinistry()).toBe('canceled');
+    // Canceled at the ministry, not here: only the intent says the service owes the move.
+    expect(await onDb(dbUrl, `SELECT p.status, c.kind, c.done_at FROM payments p JOIN ministry_cancellations c ON c.payment_id = p.id WHERE p.id = $1`, [id])).toEqual([
+      { status: 'submitted', kind: 'partner', done_at: null },
+    ]);
+
+    await startApi();
+    await expect
+      .poll(async () => (await onDb<{ status: string }>(dbUrl, `SELECT status FROM payments WHERE id = $1`, [id]))[0]?.status, { timeout: 30_000, interval: 200 })
+      .toBe('canceled');
+    expect(await onDb(dbUrl, `SELECT status FROM invoices WHERE id = $1`, [invoice.id])).toEqual([{ status: 'open' }]);
+    // The status check may see the ministry's cancel first; the intent is then closed on its next try.
+    await expect
+      .poll(async () => (await onDb<{ done: boolean }>(dbUrl, `SELECT done_at IS NOT NULL AS done FROM ministry_cancellations WHERE payment_id = $1`, [id]))[0]?.done, { timeout: 30_000, interval: 200 })
+      .toBe(true);
+    expect(await atMinistry()).toBe('canceled');
+    const read = await call('GET', `/payments/${id}`);
+    expect(((await read.json()) as { status: string }).status).toBe('canceled');
+    const run: RunSql = (text) => onDb(dbUrl, text);
+    expect(await checkInvariants(run)).toEqual([]);
+  }, 120_000);
+});
