@@ -50,7 +50,7 @@ import { createTargetGuard } from './adapters/webhook-target.guard.js';
 import { createDeviceService, type DeviceService } from './services/device.service.js';
 import { createPushSender } from './adapters/push-sender.js';
 import type { MinistryAdapters } from './adapters/ministry/ministry.types.js';
-import type { Source } from './domain/vocabulary.js';
+import type { Source, StaleLeaseReport } from './domain/vocabulary.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
 import type { Clock } from './domain/clock.port.js';
 import type { AdminServices } from './admin-app.js';
@@ -169,8 +169,12 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const events = createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   const cancellationRepo = createMinistryCancellationRepository(db);
   const checkSchedule = { intervalMs: config.confirmPollMs, fastChecks: CONFIRM_FAST_CHECKS, maxDelayMs: config.confirmBackoffMaxMs };
+  const onStaleLease: StaleLeaseReport = (work, id) => {
+    metrics.staleLeaseWrites.inc({ work });
+    logger.warn({ work, id }, 'a holder that lost its lease tried to write; nothing was changed (another instance has the work)');
+  };
   const finishPartnerCancel = createPartnerCancelFinisher({ payments: paymentStore, cancellations: cancellationRepo, now: opts.now });
-  const ministryCancellation = createMinistryCancellationService({ cancellations: cancellationRepo, ministries, schedule: checkSchedule, finishPartnerCancel, log: logger, now: opts.now });
+  const ministryCancellation = createMinistryCancellationService({ cancellations: cancellationRepo, ministries, schedule: checkSchedule, finishPartnerCancel, onStaleLease, log: logger, now: opts.now });
   const submitter = createPaymentSubmitter({
     payments: paymentStore,
     invoices: invoiceStore,
@@ -301,6 +305,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     log: logger,
     now: opts.now,
     onConfirmed: nudgeWebhooks,
+    onStaleLease,
   });
   const backOffice = createBackOfficeService({
     payments: createPaymentSearchRepository(db),
@@ -323,6 +328,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       leaseMs: 3 * config.ministryTimeoutMs + config.confirmPollMs,
       log: logger,
       outage: dbOutage,
+      onStaleLease,
       now: opts.now,
       onResolved: () => webhookJob.nudge(),
     }),

@@ -89,6 +89,12 @@ export function createMetrics() {
       help: 'Rate-limit store failures (fail-open or fail-closed applied)',
       registers: [registry],
     }),
+    staleLeaseWrites: new Counter({
+      name: 'stale_lease_writes_total',
+      help: 'Writes refused because their holder had lost the lease (it stalled past it and another instance took the work), by kind of work',
+      labelNames: ['work'] as const,
+      registers: [registry],
+    }),
     webhookDeliveries: new Counter({
       name: 'webhook_deliveries_total',
       help: 'Webhook delivery attempts by outcome',

@@ -20,6 +20,7 @@ import * as m011 from './migrations/011-push-deliveries.migration.js';
 import * as m012 from './migrations/012-payment-qr.migration.js';
 import * as m013 from './migrations/013-part-payments.migration.js';
 import * as m014 from './migrations/014-partner-cancel-intents.migration.js';
+import * as m015 from './migrations/015-reconciliation-lease-token.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -56,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '012-payment-qr': m012,
   '013-part-payments': m013,
   '014-partner-cancel-intents': m014,
+  '015-reconciliation-lease-token': m015,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -216,6 +216,8 @@ export interface ReconciliationSourcesTable {
   next_attempt_at: Timestamp;
   /** While an instance reconciles this day and source, until when it holds it. */
   lease_until: Timestamp | null;
+  /** The current hold's token; every write under the hold presents it (migration 015). */
+  lease_token: string | null;
   last_error: string | null;
   completed_at: Timestamp | null;
   updated_at: UpdatedAt;

@@ -32,6 +32,13 @@ export type AppEnv = (typeof APP_ENVS)[number];
 export const CANCELLATION_KINDS = ['owed', 'partner'] as const;
 export type CancellationKind = (typeof CANCELLATION_KINDS)[number];
 
+/** Kinds of leased background work, each of whose late writes is fenced by its lease. */
+export const LEASED_WORK = ['confirmation_check', 'ministry_cancellation', 'reconciliation', 'webhook_attempt', 'push_attempt'] as const;
+export type LeasedWork = (typeof LEASED_WORK)[number];
+
+/** A holder that lost its lease tried to write: nothing was changed; reported for the operator. */
+export type StaleLeaseReport = (work: LeasedWork, id: string) => void;
+
 /** What one process runs: everything, only the listeners, or only the background work. */
 export const PROCESS_ROLES = ['all', 'api', 'worker'] as const;
 export type ProcessRole = (typeof PROCESS_ROLES)[number];

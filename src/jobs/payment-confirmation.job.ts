@@ -6,7 +6,8 @@ import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payme
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
-import { SOURCES } from '../domain/vocabulary.js';
+import { SOURCES, type StaleLeaseReport } from '../domain/vocabulary.js';
+import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
@@ -25,6 +26,8 @@ export interface PaymentConfirmationJobDeps {
   /** Errors that only say the database is away are its to log (once per outage). */
   outage?: DatabaseOutage;
   now?: Clock;
+  /** A check outlived its lease and another instance took the payment: its reschedule was refused. */
+  onStaleLease?: StaleLeaseReport;
   /** Called after a check resolved a payment (a confirmation wrote an outbox row): the webhook job delivers it now. */
   onResolved?: () => void;
 }
@@ -69,7 +72,8 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
       // A resolved payment has no next check; the reschedule would find nothing to move.
       if (outcome === 'unresolved') {
         const delay = nextCheckDelayMs(payment.check_attempts, deps.schedule) - slackMs;
-        await deps.payments.reschedule(payment.id, new Date(claimedAt.getTime() + delay));
+        const kept = await deps.payments.reschedule(payment.id, new Date(claimedAt.getTime() + delay), payment.check_attempts);
+        if (!kept && UNRESOLVED_STATUSES.includes((await deps.payments.findById(payment.id))?.status ?? 'failed')) deps.onStaleLease?.('confirmation_check', payment.id);
       } else {
         deps.onResolved?.();
       }

@@ -2,7 +2,7 @@ import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.j
 import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
-import type { CancellationKind } from '../domain/vocabulary.js';
+import type { CancellationKind, StaleLeaseReport } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface MinistryCancellationServiceDeps {
@@ -11,6 +11,8 @@ export interface MinistryCancellationServiceDeps {
   schedule: CheckSchedule;
   /** Closes a partner's cancel the ministry has confirmed (payment-cancel.service). */
   finishPartnerCancel: (paymentId: string) => Promise<void>;
+  /** An attempt outlived its claim and another instance took the row: its failure was not recorded. */
+  onStaleLease?: StaleLeaseReport;
   log: Logger;
   now?: Clock;
 }
@@ -32,7 +34,8 @@ export function createMinistryCancellationService(deps: MinistryCancellationServ
       } catch (err) {
         const retryAt = new Date(now().getTime() + nextCheckDelayMs(row.attempts, deps.schedule));
         deps.log.warn({ err, paymentId: row.payment_id }, 'ministry cancellation failed; will retry');
-        await deps.cancellations.markFailed(row.payment_id, err instanceof Error ? err.message : String(err), retryAt);
+        const kept = await deps.cancellations.markFailed(row.payment_id, err instanceof Error ? err.message : String(err), retryAt, row.attempts);
+        if (!kept) deps.onStaleLease?.('ministry_cancellation', row.payment_id);
         return false;
       }
       if (row.kind === 'partner') await deps.finishPartnerCancel(row.payment_id);

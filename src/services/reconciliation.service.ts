@@ -1,9 +1,9 @@
 import { isFinanceDay, financeDayBounds, financeDayOf, minutesIntoFinanceDay, previousFinanceDay } from '../domain/finance-day.js';
 import { entriesById, judgeEntry } from '../domain/reconciliation.js';
 import { InvalidRequestError } from '../domain/errors.js';
-import { SOURCES, type Source } from '../domain/vocabulary.js';
+import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
 import type { MinistryAdapters, SettlementEntry } from '../adapters/ministry/ministry.types.js';
-import type { DiscrepancyWrite, LocalSettled, ReconciliationRepository, RunRow } from '../db/repositories/reconciliation.repository.js';
+import type { DiscrepancyWrite, LocalSettled, ReconciliationLease, ReconciliationRepository, RunRow } from '../db/repositories/reconciliation.repository.js';
 import type { SourceOutcome } from '../db/db.types.js';
 import type { AuditRepository } from '../db/repositories/audit.repository.js';
 import type { PaymentResolver } from './payment-resolution.service.js';
@@ -31,6 +31,15 @@ export interface ReconciliationDeps {
   now?: Clock;
   /** Called when a reconciliation confirmed payments (their outbox rows wait for delivery). */
   onConfirmed?: () => void;
+  /** A run outlived its lease and another instance took the day and source: its writes were refused. */
+  onStaleLease?: StaleLeaseReport;
+}
+
+/** This instance's hold of a day and source ran out and another instance took it. */
+class LeaseLostError extends Error {
+  constructor() {
+    super('the lease on this day and source was lost to another instance');
+  }
 }
 
 /** Local payments are read in pages of this many: a busy day does not load at once. */
@@ -120,52 +129,65 @@ export function createReconciliationService(deps: ReconciliationDeps) {
     }
   }
 
-  async function reconcileSource(day: string, source: Source, runId: string): Promise<SourceOutcome> {
+  async function reconcileSource(lease: ReconciliationLease, runId: string): Promise<SourceOutcome> {
+    const { financeDay: day, source } = lease;
     const tally: Tally = { matched: 0, autoConfirmed: 0, found: [] };
-    const renew = () => repo.renewLease(day, source, new Date(now().getTime() + deps.settings.leaseMs));
+    const renew = async () => {
+      if (!(await repo.renewLease(lease, new Date(now().getTime() + deps.settings.leaseMs)))) throw new LeaseLostError();
+    };
     const settled = await deps.ministries[source].settlement(day);
     const entries = entriesById(settled);
     await judgeSettled(day, source, entries, tally);
     await renew();
     await findUnsettled(day, source, entries, tally, renew);
-    for (const part of chunks(tally.found, PAGE)) await repo.recordDiscrepancies(runId, part, now());
-    await repo.clearStale(day, source, runId, now());
+    if (!(await repo.recordFindings(lease, runId, tally.found, now()))) throw new LeaseLostError();
     return { source, status: 'completed', matched: tally.matched, autoConfirmed: tally.autoConfirmed, discrepancies: tally.found.length, error: null };
   }
 
-  /** Reconciles one source whose lease this instance holds, and hands the lease back. */
-  async function runHeld(day: string, source: Source, runId: string): Promise<SourceOutcome> {
+  /**
+   * Reconciles one source whose lease this instance holds, and hands the lease back. A holder that
+   * stalled past its lease and lost it to another instance stops at its next write, recording
+   * nothing and releasing nothing: the day and source are the new holder's.
+   */
+  async function runHeld(lease: ReconciliationLease, runId: string): Promise<SourceOutcome> {
+    const { financeDay: day, source } = lease;
     let outcome: SourceOutcome;
     try {
-      outcome = await reconcileSource(day, source, runId);
+      outcome = await reconcileSource(lease, runId);
     } catch (err) {
-      deps.log.warn({ err, financeDay: day, source }, 'reconciliation of a source failed; it will be retried');
+      const lost = err instanceof LeaseLostError;
+      if (lost) deps.onStaleLease?.('reconciliation', `${day}/${source}`);
+      else deps.log.warn({ err, financeDay: day, source }, 'reconciliation of a source failed; it will be retried');
       const error = err instanceof Error ? err.message : String(err);
       outcome = { source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error };
+      if (lost) return outcome;
     }
     const at = now();
-    await repo.release({ financeDay: day, source, now: at, error: outcome.error, retryAt: new Date(at.getTime() + deps.settings.retryMs) });
+    if (!(await repo.release(lease, { now: at, error: outcome.error, retryAt: new Date(at.getTime() + deps.settings.retryMs) }))) {
+      deps.onStaleLease?.('reconciliation', `${day}/${source}`);
+    }
     return outcome;
   }
 
   /** Waits (up to the configured time) for another instance's run of the same day and source. */
-  async function acquireWaiting(day: string, source: Source): Promise<boolean> {
+  async function acquireWaiting(day: string, source: Source): Promise<ReconciliationLease | null> {
     const deadline = Date.now() + deps.settings.waitMs;
     for (;;) {
-      if (await repo.acquire(day, source, now(), new Date(now().getTime() + deps.settings.leaseMs))) return true;
-      if (Date.now() >= deadline) return false;
+      const lease = await repo.acquire(day, source, now(), new Date(now().getTime() + deps.settings.leaseMs));
+      if (lease || Date.now() >= deadline) return lease;
       await sleep(WAIT_STEP_MS);
     }
   }
 
-  async function runSources(day: string, sources: readonly Source[], operator: string | null, held: boolean): Promise<RunRow> {
+  async function runSources(day: string, sources: readonly (Source | ReconciliationLease)[], operator: string | null): Promise<RunRow> {
     const runId = await repo.createRun(day, operator, now());
     const outcomes = await Promise.all(
-      sources.map(async (source): Promise<SourceOutcome> => {
-        if (!held && !(await acquireWaiting(day, source))) {
-          return { source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error: 'another instance is reconciling this day and source' };
+      sources.map(async (wanted): Promise<SourceOutcome> => {
+        const lease = typeof wanted === 'string' ? await acquireWaiting(day, wanted) : wanted;
+        if (!lease) {
+          return { source: wanted as Source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error: 'another instance is reconciling this day and source' };
         }
-        return runHeld(day, source, runId);
+        return runHeld(lease, runId);
       }),
     );
     const run = await repo.finishRun(runId, outcomes.every((o) => o.status === 'completed') ? 'completed' : 'partial', outcomes, now());
@@ -179,7 +201,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
       if (!isFinanceDay(financeDay)) throw new InvalidRequestError(['financeDay must be a date YYYY-MM-DD']);
       if (financeDay > financeDayOf(now())) throw new InvalidRequestError(['financeDay must not be in the future']);
       await repo.ensureSources(financeDay, SOURCES, now());
-      const run = await runSources(financeDay, SOURCES, operator, false);
+      const run = await runSources(financeDay, SOURCES, operator);
       await deps.audit.record({
         operator,
         action: 'reconciliation.run',
@@ -201,14 +223,13 @@ export function createReconciliationService(deps: ReconciliationDeps) {
       const at = now();
       if (minutesIntoFinanceDay(at) >= deps.settings.scheduleAtMinutes) await repo.ensureSources(previousFinanceDay(at), SOURCES, at);
       const due = await repo.due(at, DUE_PER_PASS);
-      const byDay = new Map<string, Source[]>();
+      const byDay = new Map<string, ReconciliationLease[]>();
       for (const { financeDay, source } of due) {
-        if (await repo.acquire(financeDay, source, at, new Date(at.getTime() + deps.settings.leaseMs))) {
-          byDay.set(financeDay, [...(byDay.get(financeDay) ?? []), source]);
-        }
+        const lease = await repo.acquire(financeDay, source, at, new Date(at.getTime() + deps.settings.leaseMs));
+        if (lease) byDay.set(financeDay, [...(byDay.get(financeDay) ?? []), lease]);
       }
       const runs: RunRow[] = [];
-      for (const [day, sources] of byDay) runs.push(await runSources(day, sources, null, true));
+      for (const [day, leases] of byDay) runs.push(await runSources(day, leases, null));
       return runs;
     },
   };

@@ -51,13 +51,21 @@ export function createMinistryCancellationRepository(db: Db) {
       await trx.updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
     },
 
-    async markFailed(paymentId: string, error: string, retryAt: Date): Promise<void> {
-      await db
+    /**
+     * Records a failed attempt and when to try again. Fenced by the attempt count the caller saw
+     * (the claim's, or the row's when it was not claimed): a later claim has counted on, so a late
+     * writer changes nothing. False then.
+     */
+    async markFailed(paymentId: string, error: string, retryAt: Date, seenAttempts: number): Promise<boolean> {
+      const row = await db
         .updateTable('ministry_cancellations')
         .set({ last_error: error.slice(0, 500), next_attempt_at: retryAt })
         .where('payment_id', '=', paymentId)
         .where('done_at', 'is', null)
-        .execute();
+        .where('attempts', '=', seenAttempts)
+        .returning('payment_id')
+        .executeTakeFirst();
+      return row !== undefined;
     },
 
     async find(paymentId: string): Promise<MinistryCancellationRow | null> {

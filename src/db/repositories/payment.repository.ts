@@ -287,9 +287,22 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       return claimDueBySource(db, DUE_CHECKS, now, leaseUntil, limits);
     },
 
-    /** The next check of a payment still unresolved after one; a resolved payment is left alone. */
-    async reschedule(id: string, nextCheckAt: Date): Promise<void> {
-      await db.updateTable('payments').set({ next_check_at: nextCheckAt }).where('id', '=', id).where('status', 'in', UNRESOLVED_STATUSES).execute();
+    /**
+     * The next check of a payment still unresolved after one; a resolved payment is left alone.
+     * Fenced by the claim: `claimedAttempts` is the check count the claim returned, and a later
+     * claim (this one's lease ran out, another instance took it) has counted on, so a late
+     * reschedule changes nothing. False then.
+     */
+    async reschedule(id: string, nextCheckAt: Date, claimedAttempts: number): Promise<boolean> {
+      const row = await db
+        .updateTable('payments')
+        .set({ next_check_at: nextCheckAt })
+        .where('id', '=', id)
+        .where('status', 'in', UNRESOLVED_STATUSES)
+        .where('check_attempts', '=', claimedAttempts)
+        .returning('id')
+        .executeTakeFirst();
+      return row !== undefined;
     },
 
     /**

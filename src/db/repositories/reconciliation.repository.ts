@@ -1,6 +1,6 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
-import type { DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
+import type { Database, DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
 import type { DiscrepancyKind, DiscrepancyStatus, ReconciliationStatus, Source } from '../../domain/vocabulary.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { AlsoInTransaction } from '../in-transaction.js';
@@ -24,6 +24,56 @@ export interface DiscrepancyWrite {
   ministryAmount: string | null;
 }
 
+/** One instance's hold of a day and ministry system; its token fences every write under it. */
+export interface ReconciliationLease {
+  financeDay: string;
+  source: Source;
+  token: string;
+}
+
+/** Findings per INSERT: a busy day's findings would pass the parameters one statement may have. */
+const FINDINGS_PER_STATEMENT = 500;
+
+/** The row of a day and system, only while `lease` still holds it. */
+function held(db: Db, lease: ReconciliationLease) {
+  return db
+    .updateTable('reconciliation_sources')
+    .where('finance_day', '=', lease.financeDay)
+    .where('source', '=', lease.source)
+    .where('lease_token', '=', lease.token);
+}
+
+async function insertFindings(trx: Kysely<Database>, runId: string, rows: DiscrepancyWrite[], at: Date): Promise<void> {
+  await trx
+    .insertInto('discrepancies')
+    .values(
+      rows.map((r) => ({
+        kind: r.kind,
+        finance_day: r.financeDay,
+        source: r.source,
+        ref_num: r.refNum,
+        payment_id: r.paymentId,
+        partner_id: r.partnerId,
+        local_amount: r.localAmount,
+        ministry_amount: r.ministryAmount,
+        status: 'open' as const,
+        run_id: runId,
+        created_at: at,
+      })),
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['finance_day', 'source', 'kind', 'payment_id'])
+        .doUpdateSet((eb) => ({
+          local_amount: eb.ref('excluded.local_amount'),
+          ministry_amount: eb.ref('excluded.ministry_amount'),
+          run_id: eb.ref('excluded.run_id'),
+        }))
+        .where('discrepancies.status', '=', 'open'),
+    )
+    .execute();
+}
+
 export interface DueSource {
   financeDay: string;
   source: Source;
@@ -44,47 +94,43 @@ export function createReconciliationRepository(db: Db) {
 
     /**
      * Takes the day and source for this instance until `leaseUntil`, unless another instance holds
-     * it (compare-and-set on the lease): one reconciliation of a day and source at a time.
+     * it (compare-and-set on the lease): one reconciliation of a day and source at a time. The
+     * hold's token, or null when another instance holds it.
      */
-    async acquire(financeDay: string, source: Source, now: Date, leaseUntil: Date): Promise<boolean> {
+    async acquire(financeDay: string, source: Source, now: Date, leaseUntil: Date): Promise<ReconciliationLease | null> {
       const row = await db
         .updateTable('reconciliation_sources')
-        .set({ lease_until: leaseUntil, updated_at: now })
+        .set({ lease_until: leaseUntil, lease_token: sql<string>`gen_random_uuid()`, updated_at: now })
         .where('finance_day', '=', financeDay)
         .where('source', '=', source)
         .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
-        .returning('source')
+        .returning('lease_token')
         .executeTakeFirst();
+      return row?.lease_token ? { financeDay, source, token: row.lease_token } : null;
+    },
+
+    /** Extends the hold; false when it is no longer this one's (it ran out and another took it). */
+    async renewLease(lease: ReconciliationLease, leaseUntil: Date): Promise<boolean> {
+      const row = await held(db, lease).set({ lease_until: leaseUntil }).returning('source').executeTakeFirst();
       return row !== undefined;
     },
 
-    /** Extends the lease of a day and source this instance is working through. */
-    async renewLease(financeDay: string, source: Source, leaseUntil: Date): Promise<void> {
-      await db
-        .updateTable('reconciliation_sources')
-        .set({ lease_until: leaseUntil })
-        .where('finance_day', '=', financeDay)
-        .where('source', '=', source)
-        .where('lease_until', 'is not', null)
-        .execute();
-    },
-
-    /** Ends this instance's hold: completed, or failed and due again at `retryAt`. */
-    async release(input: { financeDay: string; source: Source; now: Date; error: string | null; retryAt: Date }): Promise<void> {
-      await db
-        .updateTable('reconciliation_sources')
+    /** Ends the hold: completed, or failed and due again at `retryAt`; false (nothing changed) when it was no longer this one's. */
+    async release(lease: ReconciliationLease, input: { now: Date; error: string | null; retryAt: Date }): Promise<boolean> {
+      const row = await held(db, lease)
         .set((eb) => ({
           status: input.error ? 'failed' : 'completed',
           attempts: eb('attempts', '+', 1),
           lease_until: null,
+          lease_token: null,
           last_error: input.error,
           completed_at: input.error ? null : input.now,
           next_attempt_at: input.retryAt,
           updated_at: input.now,
         }))
-        .where('finance_day', '=', input.financeDay)
-        .where('source', '=', input.source)
-        .execute();
+        .returning('source')
+        .executeTakeFirst();
+      return row !== undefined;
     },
 
     /** Days and systems not yet reconciled whose next attempt is due, oldest first. */
@@ -175,50 +221,35 @@ export function createReconciliationRepository(db: Db) {
     },
 
     /**
-     * Records findings of `runId`: a finding already on record keeps its row (and, if resolved, its
-     * resolution); an open one takes the latest amounts and run.
+     * Records the findings of `runId` and resolves the open ones of the day and system it no longer
+     * found (the books agree now), in one transaction under the hold, which it locks: a holder that
+     * lost its lease writes nothing (false), and no new holder can take the day meanwhile. A finding
+     * already on record keeps its row (and, if resolved, its resolution); an open one takes the
+     * latest amounts and run.
      */
-    async recordDiscrepancies(runId: string, rows: DiscrepancyWrite[], at: Date): Promise<void> {
-      if (rows.length === 0) return;
-      await db
-        .insertInto('discrepancies')
-        .values(
-          rows.map((r) => ({
-            kind: r.kind,
-            finance_day: r.financeDay,
-            source: r.source,
-            ref_num: r.refNum,
-            payment_id: r.paymentId,
-            partner_id: r.partnerId,
-            local_amount: r.localAmount,
-            ministry_amount: r.ministryAmount,
-            status: 'open' as const,
-            run_id: runId,
-            created_at: at,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(['finance_day', 'source', 'kind', 'payment_id']).doUpdateSet((eb) => ({
-            local_amount: eb.ref('excluded.local_amount'),
-            ministry_amount: eb.ref('excluded.ministry_amount'),
-            run_id: eb.ref('excluded.run_id'),
-          })).where('discrepancies.status', '=', 'open'),
-        )
-        .execute();
-    },
-
-    /** Open findings of the day and system that `runId` no longer found: the books agree now. */
-    async clearStale(financeDay: string, source: Source, runId: string, at: Date): Promise<number> {
-      const rows = await db
-        .updateTable('discrepancies')
-        .set({ status: 'resolved', resolved_at: at, resolved_by: 'reconciliation', note: `No longer found by reconciliation run ${runId}` })
-        .where('finance_day', '=', financeDay)
-        .where('source', '=', source)
-        .where('status', '=', 'open')
-        .where((eb) => eb.or([eb('run_id', 'is', null), eb('run_id', '<>', runId)]))
-        .returning('id')
-        .execute();
-      return rows.length;
+    async recordFindings(lease: ReconciliationLease, runId: string, rows: DiscrepancyWrite[], at: Date): Promise<{ recorded: number; cleared: number } | null> {
+      return db.transaction().execute(async (trx) => {
+        const hold = await trx
+          .selectFrom('reconciliation_sources')
+          .select('source')
+          .where('finance_day', '=', lease.financeDay)
+          .where('source', '=', lease.source)
+          .where('lease_token', '=', lease.token)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!hold) return null;
+        for (let i = 0; i < rows.length; i += FINDINGS_PER_STATEMENT) await insertFindings(trx, runId, rows.slice(i, i + FINDINGS_PER_STATEMENT), at);
+        const cleared = await trx
+          .updateTable('discrepancies')
+          .set({ status: 'resolved', resolved_at: at, resolved_by: 'reconciliation', note: `No longer found by reconciliation run ${runId}` })
+          .where('finance_day', '=', lease.financeDay)
+          .where('source', '=', lease.source)
+          .where('status', '=', 'open')
+          .where((eb) => eb.or([eb('run_id', 'is', null), eb('run_id', '<>', runId)]))
+          .returning('id')
+          .execute();
+        return { recorded: rows.length, cleared: cleared.length };
+      });
     },
 
     async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string }, limit: number): Promise<DiscrepancyRow[]> {
