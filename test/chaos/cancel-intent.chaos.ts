@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
-import { startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { invoiceFixture } from '../helpers/fixtures.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 
 /**
@@ -34,20 +35,12 @@ async function onDb<T extends pg.QueryResultRow>(url: string, text: string, para
   }
 }
 
-async function startApi(): Promise<void> {
-  const env = {
-    APP_ENV: 'local',
-    DATABASE_URL: dbUrl,
-    PORT: String(port),
-    ADMIN_PORT: String(adminPort),
-    ADMIN_TOKEN,
-    MINISTRY_MOF_URL: simulatorUrl,
-    MINISTRY_ETAX_URL: simulatorUrl,
-    MINISTRY_POLICE_URL: simulatorUrl,
-    CONFIRM_POLL_MS: '100',
-    MINISTRY_TIMEOUT_MS: '1000',
-    LOG_LEVEL: 'warn',
-  };
+/**
+ * `confirmPollMs` of the first process is long: its status checks must not see the ministry's
+ * cancel (made before the held answer) and record it before the kill.
+ */
+async function startApi(confirmPollMs: number): Promise<void> {
+  const env = serviceEnv({ databaseUrl: dbUrl, port, adminPort, adminToken: ADMIN_TOKEN, ministryUrl: simulatorUrl }, { MINISTRY_TIMEOUT_MS: '1000', CONFIRM_POLL_MS: String(confirmPollMs) });
   api = await startApiProcess('cancel-intent-api', env, `http://127.0.0.1:${port}/api/v1/health/ready`);
 }
 
@@ -67,21 +60,7 @@ beforeAll(async () => {
   url.pathname = `/${dbName}`;
   dbUrl = url.toString();
   simulator = await buildSimulator({
-    fixtures: {
-      invoices: [
-        {
-          source: 'mof',
-          refNum: 'CI-1',
-          description: 'cancel intent',
-          amount: 900,
-          status: 'open',
-          dueDate: null,
-          issuedAt: null,
-          payer: { register: '9900997', name: 'Cancel' },
-          payee: { id: 'ORG-1', name: 'Org' },
-        },
-      ],
-    },
+    fixtures: { invoices: [invoiceFixture('mof', 'CI-1', { amount: 900 })] },
     autoApproveMs: 0,
   });
   // The ministry cancels at once but holds its answer until released: the kill lands between
@@ -110,7 +89,7 @@ afterAll(async () => {
 
 describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
   it('finishes a cancel the ministry made before the service could record it', async () => {
-    await startApi();
+    await startApi(600_000);
     const admin = await fetch(`http://127.0.0.1:${adminPort}/admin/partners`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
@@ -143,7 +122,7 @@ describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
       { status: 'submitted', kind: 'partner', done_at: null },
     ]);
 
-    await startApi();
+    await startApi(100);
     await expect
       .poll(async () => (await onDb<{ status: string }>(dbUrl, `SELECT status FROM payments WHERE id = $1`, [id]))[0]?.status, { timeout: 30_000, interval: 200 })
       .toBe('canceled');

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
@@ -10,6 +10,7 @@ import { checkInvariants, type RunSql } from '../helpers/invariants.js';
 import { canRunOwnCluster, createPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
+import { invoiceFixture } from '../helpers/fixtures.js';
 
 /**
  * A database fault drill: two API instances on a PostgreSQL cluster of this test's own, with
@@ -47,42 +48,15 @@ let phase = 'load';
 
 function fixtures(): FixtureFile {
   return {
-    invoices: Array.from({ length: INVOICES }, (_, i) => ({
-      source: (['mof', 'etax', 'police'] as const)[i % 3] as 'mof' | 'etax' | 'police',
-      refNum: `DBF-${i}`,
-      description: 'database faults',
-      amount: 2000 + i,
-      status: 'open' as const,
-      dueDate: '2099-01-01T00:00:00.000Z',
-      issuedAt: null,
-      payer: { register: '9900995', name: 'Faults' },
-      payee: { id: 'ORG-1', name: 'Org' },
-    })),
+    invoices: Array.from({ length: INVOICES }, (_, i) =>
+      invoiceFixture((['mof', 'etax', 'police'] as const)[i % 3] ?? 'mof', `DBF-${i}`, { amount: 2000 + i, payer: { register: '9900995', name: 'Faults' } }),
+    ),
   };
 }
 
 async function startInstance(name: string, port: number, adminPort: number): Promise<Instance> {
-  const started = await startApiProcess(
-    `database-faults-${name}`,
-    {
-      APP_ENV: 'local',
-      DATABASE_URL: cluster.url(DB),
-      PORT: String(port),
-      ADMIN_PORT: String(adminPort),
-      ADMIN_TOKEN,
-      MINISTRY_MOF_URL: simulatorUrl,
-      MINISTRY_ETAX_URL: simulatorUrl,
-      MINISTRY_POLICE_URL: simulatorUrl,
-      CONFIRM_POLL_MS: '100',
-      WEBHOOK_POLL_MS: '100',
-      DB_CONNECT_TIMEOUT_MS: '2000',
-      RATE_LIMIT_PER_SECOND: '100000',
-      RATE_LIMIT_PER_MINUTE: '1000000',
-      RATE_LIMIT_PER_HOUR: '10000000',
-      LOG_LEVEL: 'info',
-    },
-    `http://127.0.0.1:${port}/api/v1/health/ready`,
-  );
+  const env = serviceEnv({ databaseUrl: cluster.url(DB), port, adminPort, adminToken: ADMIN_TOKEN, ministryUrl: simulatorUrl }, { DB_CONNECT_TIMEOUT_MS: '2000', LOG_LEVEL: 'info' });
+  const started = await startApiProcess(`database-faults-${name}`, env, `http://127.0.0.1:${port}/api/v1/health/ready`);
   return { name, port, adminPort, ...started };
 }
 

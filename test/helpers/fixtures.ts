@@ -11,7 +11,8 @@ const payee = {
   police: { id: 'ORG-300', name: 'Цагдаагийн ерөнхий газар' },
 };
 
-function inv(source: 'mof' | 'etax' | 'police', refNum: string, extra: Partial<InvoiceFixture> = {}): InvoiceFixture {
+/** An open invoice of `source` to the test taxpayer, with `extra` on top. */
+export function invoiceFixture(source: 'mof' | 'etax' | 'police', refNum: string, extra: Partial<InvoiceFixture> = {}): InvoiceFixture {
   return {
     source,
     refNum,
@@ -32,16 +33,16 @@ function inv(source: 'mof' | 'etax' | 'police', refNum: string, extra: Partial<I
 export function testFixtures(): FixtureFile {
   return {
     invoices: [
-      inv('mof', 'MOF-T-1', { amount: 12000.5, year: 2025 }),
-      inv('mof', 'MOF-T-OVERDUE', { dueDate: '2024-01-01T00:00:00.000Z', amount: 5000 }),
-      inv('mof', 'MOF-T-PAID', { status: 'paid' }),
-      inv('mof', 'MOF-T-REJECT', { rejectPayment: true }),
-      inv('mof', 'MOF-T-LINK-A', { amount: 3000, linkedRefNums: ['MOF-T-LINK-B'] }),
-      inv('mof', 'MOF-T-LINK-B', { amount: 2000 }),
-      inv('etax', 'ET-T-1', { amount: 25000.25, taxRef: TAX_REF, year: '2025' }),
-      inv('etax', 'ET-T-OTHER', { payer: { register: OTHER_REG, name: 'Бусад' } }),
-      inv('police', 'P-T-1', { amount: 50000, vehicleNo: PLATE }),
-      inv('police', 'P-T-NOPAYER', { amount: 7000, vehicleNo: PLATE, payer: null }),
+      invoiceFixture('mof', 'MOF-T-1', { amount: 12000.5, year: 2025 }),
+      invoiceFixture('mof', 'MOF-T-OVERDUE', { dueDate: '2024-01-01T00:00:00.000Z', amount: 5000 }),
+      invoiceFixture('mof', 'MOF-T-PAID', { status: 'paid' }),
+      invoiceFixture('mof', 'MOF-T-REJECT', { rejectPayment: true }),
+      invoiceFixture('mof', 'MOF-T-LINK-A', { amount: 3000, linkedRefNums: ['MOF-T-LINK-B'] }),
+      invoiceFixture('mof', 'MOF-T-LINK-B', { amount: 2000 }),
+      invoiceFixture('etax', 'ET-T-1', { amount: 25000.25, taxRef: TAX_REF, year: '2025' }),
+      invoiceFixture('etax', 'ET-T-OTHER', { payer: { register: OTHER_REG, name: 'Бусад' } }),
+      invoiceFixture('police', 'P-T-1', { amount: 50000, vehicleNo: PLATE }),
+      invoiceFixture('police', 'P-T-NOPAYER', { amount: 7000, vehicleNo: PLATE, payer: null }),
     ],
   };
 }

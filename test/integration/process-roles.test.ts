@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { testConfig } from '../helpers/test-config.js';
-import { startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { invoiceFixture } from '../helpers/fixtures.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 
@@ -42,20 +43,8 @@ describe.skipIf(!databaseUrl)('process roles', () => {
     }
   }
 
-  const env = (role: string, port: number, adminPort: number) => ({
-    APP_ENV: 'local',
-    PROCESS_ROLE: role,
-    DATABASE_URL: dbUrl,
-    PORT: String(port),
-    ADMIN_PORT: String(adminPort),
-    ADMIN_TOKEN,
-    MINISTRY_MOF_URL: simulatorUrl,
-    MINISTRY_ETAX_URL: simulatorUrl,
-    MINISTRY_POLICE_URL: simulatorUrl,
-    CONFIRM_POLL_MS: '100',
-    WEBHOOK_POLL_MS: '100',
-    LOG_LEVEL: 'warn',
-  });
+  const env = (role: string, port: number, adminPort: number) =>
+    serviceEnv({ databaseUrl: dbUrl, port, adminPort, adminToken: ADMIN_TOKEN, ministryUrl: simulatorUrl }, { PROCESS_ROLE: role });
 
   beforeAll(async () => {
     await onServer(`CREATE DATABASE ${dbName}`);
@@ -63,21 +52,7 @@ describe.skipIf(!databaseUrl)('process roles', () => {
     url.pathname = `/${dbName}`;
     dbUrl = url.toString();
     simulator = await buildSimulator({
-      fixtures: {
-        invoices: [
-          {
-            source: 'mof',
-            refNum: 'ROLE-1',
-            description: 'roles',
-            amount: 1500,
-            status: 'open',
-            dueDate: null,
-            issuedAt: null,
-            payer: { register: '9900996', name: 'Roles' },
-            payee: { id: 'ORG-1', name: 'Org' },
-          },
-        ],
-      },
+      fixtures: { invoices: [invoiceFixture('mof', 'ROLE-1', { amount: 1500 })] },
       autoApproveMs: 0,
     });
     await simulator.listen({ port: 0, host: '127.0.0.1' });
