@@ -3,6 +3,7 @@ import { redactDbError } from './http/db-error.redactor.js';
 import type { Config } from './config.js';
 import { createDatabase, migrateToLatest, pingDatabase, type Db } from './db/database.js';
 import { createDatabaseOutage, type DatabaseOutage } from './db/database-outage.monitor.js';
+import { createWorkPriority } from './db/work-priority.js';
 import { createPartnerRepository } from './db/repositories/partner.repository.js';
 import { createInvoiceRepository } from './db/repositories/invoice.repository.js';
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
@@ -136,7 +137,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
   const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1));
+  const priority = createWorkPriority();
   const db = await createDatabase({
+    priority,
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     schema: opts.dbSchema,
@@ -293,6 +296,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     concurrency: config.webhookConcurrency,
     log: logger,
     outage: dbOutage,
+    background: priority.background,
     now: opts.now,
   });
   const [atHours = 0, atMinutes = 0] = config.reconciliation.at.split(':').map(Number);
@@ -356,7 +360,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     isDbReady,
     dbOutage,
     jobs,
-    startJobs: () => startJobs(jobs, logger, { outage: dbOutage, ping: isDbReady }),
+    startJobs: () => startJobs(jobs, logger, { outage: dbOutage, ping: isDbReady }, priority),
     async close() {
       await upstream.close();
       await rateLimiters.close();

@@ -1,10 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Dialect, type Migration, type MigrationProvider } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Database } from './db.types.js';
 import { pgErrorCode } from './pg-error.js';
+import { requestsFirst } from './requests-first.driver.js';
+import type { WorkPriority } from './work-priority.js';
 import { createStatementNamer, preparedStatementPool } from './prepared-statement.pool.js';
 import * as m001 from './migrations/001-initial.migration.js';
 import * as m002 from './migrations/002-webhooks.migration.js';
@@ -40,7 +42,12 @@ export interface DatabaseOptions {
    * network was cut), idle in the pool or checked out; the pool drops it and makes a new one.
    */
   onConnectionError?: (err: Error) => void;
+  /** On embedded PGlite (one connection), requests are served before waiting background work. */
+  priority?: WorkPriority;
 }
+
+/** Background work waiting this long for the embedded connection takes the next turn anyway. */
+const BACKGROUND_MAX_WAIT_MS = 250;
 
 const migrations: Record<string, Migration> = {
   '001-initial': m001,
@@ -81,11 +88,12 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
   return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer()) });
 }
 
-async function createPgliteDialect(dataDir: string) {
+async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined): Promise<Dialect> {
   const inMemory = dataDir === 'memory://' || dataDir === '';
   if (!inMemory) mkdirSync(dataDir, { recursive: true });
   const client = await PGlite.create(inMemory ? undefined : dataDir);
-  return new PGliteDialect(client);
+  const dialect = new PGliteDialect(client);
+  return priority ? requestsFirst(dialect, priority, { maxBackgroundWaitMs: BACKGROUND_MAX_WAIT_MS }) : dialect;
 }
 
 async function ensureSchema(url: string, schema: string): Promise<void> {
@@ -105,7 +113,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
     dialect = createPgDialect(opts.databaseUrl, opts);
   } else {
-    dialect = await createPgliteDialect(opts.dataDir);
+    dialect = await createPgliteDialect(opts.dataDir, opts.priority);
   }
   return new Kysely<Database>({ dialect });
 }

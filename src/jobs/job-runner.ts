@@ -1,5 +1,6 @@
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
+import type { WorkPriority } from '../db/work-priority.js';
 
 export interface Job {
   name: string;
@@ -33,11 +34,12 @@ export interface JobDatabase {
 const PROBE_EVERY_MS = 500;
 
 /**
- * Runs each job on its interval, never overlapping itself; stop() waits for the pass in flight.
+ * Runs each job on its interval, never overlapping itself, as background work (`priority`);
+ * stop() waits for the pass in flight.
  * While the database is away no pass starts: one probe at a time asks whether it is back, and the
  * passes resume on their own once it answers.
  */
-export function startJobs(jobs: Job[], log: Logger, database?: JobDatabase): RunningJobs {
+export function startJobs(jobs: Job[], log: Logger, database?: JobDatabase, priority?: WorkPriority): RunningJobs {
   let stopped = false;
   const inFlight = new Set<Promise<void>>();
   let probing = false;
@@ -59,8 +61,7 @@ export function startJobs(jobs: Job[], log: Logger, database?: JobDatabase): Run
       if (running || stopped) return;
       if (database?.outage.down) return probe(database);
       running = true;
-      const pass = job
-        .run()
+      const pass = (priority ? priority.background(() => job.run()) : job.run())
         .catch((err: unknown) => {
           if (!database?.outage.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
         })

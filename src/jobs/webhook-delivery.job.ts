@@ -28,6 +28,8 @@ export interface WebhookDeliveryJobDeps {
   log: Logger;
   /** Errors that only say the database is away are its to log (once per outage). */
   outage?: DatabaseOutage;
+  /** Runs a pass as background work (WorkPriority), wherever the nudge came from. */
+  background?: <T>(fn: () => Promise<T>) => Promise<T>;
   now?: Clock;
 }
 
@@ -129,8 +131,9 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookD
 
   // Passes never interleave: each one's limits assume no other claim is being started.
   const passes = createSerialPass(pass);
+  // A nudge comes from a request (a confirmation, a redelivery); the pass it starts is background work.
   const nudge = () => {
-    passes.now().catch((err: unknown) => {
+    (deps.background ? deps.background(() => passes.now()) : passes.now()).catch((err: unknown) => {
       if (!deps.outage?.absorb(err)) deps.log.error({ err, job: 'webhook-delivery' }, 'job pass failed');
     });
   };

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import type { DatabaseConnection, Driver } from 'kysely';
+import { RequestsFirstDriver } from '../../src/db/requests-first.driver.js';
+import { createWorkPriority } from '../../src/db/work-priority.js';
+
+/** One connection, as the embedded database has; the gate in front of it is what is under test. */
+function oneConnection(): Driver {
+  const connection: DatabaseConnection = {
+    executeQuery: async () => ({ rows: [] }),
+    streamQuery: async function* () {
+      yield { rows: [] };
+    },
+  };
+  return {
+    init: async () => undefined,
+    acquireConnection: async () => connection,
+    beginTransaction: async () => undefined,
+    commitTransaction: async () => undefined,
+    rollbackTransaction: async () => undefined,
+    releaseConnection: async () => undefined,
+    destroy: async () => undefined,
+  };
+}
+
+describe('requests first on one connection', () => {
+  it('hands the connection to a waiting request before background work that queued earlier', async () => {
+    const priority = createWorkPriority();
+    const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 1000, now: () => 0 });
+    const order: string[] = [];
+    const use = async (name: string) => {
+      const conn = await driver.acquireConnection();
+      order.push(name);
+      await driver.releaseConnection(conn);
+    };
+    const holder = await driver.acquireConnection();
+    const queued = [priority.background(() => use('job 1')), priority.background(() => use('job 2')), use('request 1'), use('request 2')];
+    await Promise.resolve();
+    await driver.releaseConnection(holder);
+    await Promise.all(queued);
+    expect(order).toEqual(['request 1', 'request 2', 'job 1', 'job 2']);
+  });
+
+  it('gives background work that has waited too long the next turn, so it is never starved', async () => {
+    const priority = createWorkPriority();
+    let clock = 0;
+    const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 100, now: () => clock });
+    const order: string[] = [];
+    const use = async (name: string) => {
+      const conn = await driver.acquireConnection();
+      order.push(name);
+      await driver.releaseConnection(conn);
+    };
+    const holder = await driver.acquireConnection();
+    const job = priority.background(() => use('job'));
+    await Promise.resolve();
+    clock = 150;
+    const request = use('request');
+    await Promise.resolve();
+    await driver.releaseConnection(holder);
+    await Promise.all([job, request]);
+    expect(order).toEqual(['job', 'request']);
+  });
+
+  it('lets nobody in between a release and the waiter it wakes', async () => {
+    const priority = createWorkPriority();
+    const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 1000 });
+    let inside = 0;
+    let most = 0;
+    const use = async () => {
+      const conn = await driver.acquireConnection();
+      inside++;
+      most = Math.max(most, inside);
+      await new Promise((r) => setTimeout(r, 1));
+      inside--;
+      await driver.releaseConnection(conn);
+    };
+    await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? priority.background(use) : use())));
+    expect(most).toBe(1);
+  });
+});
