@@ -7,6 +7,7 @@ import autocannon, { type Request as AcRequest } from 'autocannon';
 import { apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
 import { lifecycleBench, lifecycleTable, type LifecycleResult } from './lifecycle.bench.js';
+import { rolesBench, rolesTable } from './roles.bench.js';
 
 /**
  * `npm run bench`: the service on PostgreSQL and on PGlite against a bare Fastify baseline, in
@@ -26,9 +27,9 @@ const INVOICES_PER_REGISTER = 1500;
 const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** `--stores=postgres` and `--endpoints=read,pay` narrow a run while working on one path. */
 const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
-const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,qrflood,lifecycle').split(',');
-/** `lifecycle` is not one endpoint of one store: it runs after them (bench/lifecycle.bench.ts). */
-const STORE_ENDPOINTS = ENDPOINTS.filter((name) => name !== 'lifecycle');
+const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,qrflood,lifecycle,roles').split(',');
+/** `lifecycle` and `roles` are not one endpoint of one store: they run after them (bench/lifecycle.bench.ts, bench/roles.bench.ts). */
+const STORE_ENDPOINTS = ENDPOINTS.filter((name) => name !== 'lifecycle' && name !== 'roles');
 /** `qrflood`: connections flooding one payment's QR landing page, and the partner API's pace meanwhile. */
 const QR_FLOOD_CONNECTIONS = 50;
 const QR_FLOOD_PARTNER_RATE = 20;
@@ -483,16 +484,20 @@ async function main(): Promise<void> {
     await baseline.stop();
   }
   const lifecycle = ENDPOINTS.includes('lifecycle') ? await runLifecycle() : null;
+  // `--roles-backlog=N` payments await their checks while POST /payments is measured (5,000 by default).
+  const roles = ENDPOINTS.includes('roles')
+    ? await rolesBench({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS, durationS: DURATION_S, backlog: Number(flag('roles-backlog') ?? 5000) })
+    : null;
 
   const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps ?? null;
   const storeTable = rows.length > 0 ? table(baselines, baselineHalf, rows, rss, fanOut, floods) : floodTable(floods).join('\n').trim();
-  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak)] : [])].join('\n');
+  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(roles ? [rolesTable(roles)] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
-  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
+  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !flag('roles-backlog') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, roles }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
