@@ -23,7 +23,13 @@ async function pause(ms: number, closing: AbortSignal, reply: FastifyReply): Pro
 
 /** Applies the fault configured for the source (and the route's operation) before the route runs. */
 export function faultHook(source: SimSource, state: SimulatorState, closing: AbortSignal): onRequestAsyncHookHandler {
+  /** Requests of this source not yet answered: what a `loaded` source slows down with. */
+  let inFlight = 0;
   return async (request: FastifyRequest, reply: FastifyReply) => {
+    inFlight += 1;
+    reply.raw.once('close', () => {
+      inFlight -= 1;
+    });
     // Unrouted requests (404s) carry no operation, so only a source-wide fault reaches them.
     const fault = state.faults.get(source, request.routeOptions.config.operation);
     switch (fault.mode) {
@@ -36,6 +42,9 @@ export function faultHook(source: SimSource, state: SimulatorState, closing: Abo
         return reply.code(504).send({ message: 'gateway timeout' });
       case 'slow':
         await pause(fault.delayMs, closing, reply);
+        return;
+      case 'loaded':
+        await pause(fault.delayMs + fault.perInFlightMs * inFlight, closing, reply);
         return;
       case 'none':
         return;

@@ -1,4 +1,5 @@
-export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'malformed';
+/** `loaded`: slow because of load, `delayMs` plus `perInFlightMs` for each request of the source in flight. */
+export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'loaded' | 'malformed';
 
 export const SIM_OPERATIONS = ['search', 'invoice', 'submit', 'status', 'cancel', 'settlement'] as const;
 export type SimOperation = (typeof SIM_OPERATIONS)[number];
@@ -6,9 +7,11 @@ export type SimOperation = (typeof SIM_OPERATIONS)[number];
 export interface Fault {
   mode: FaultMode;
   delayMs: number;
+  /** Added to the delay of a `loaded` source for each of its requests in flight, this one included. */
+  perInFlightMs: number;
 }
 
-const NO_FAULT: Fault = { mode: 'none', delayMs: 0 };
+const NO_FAULT: Fault = { mode: 'none', delayMs: 0, perInFlightMs: 0 };
 const ALL = '*';
 
 /**

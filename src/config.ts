@@ -52,7 +52,10 @@ const ConfigSchema = Type.Object({
   trustProxy: Optional(),
   confirmPollMs: Int(2000, 10),
   confirmBackoffMaxMs: Int(60_000, 10),
+  /** Each ministry system's floor and starting limit of checks in flight per instance; the limit adapts above it. */
   confirmConcurrencyPerSource: Int(4, 1),
+  /** The most checks in flight one ministry system's adaptive limit can reach per instance. */
+  confirmConcurrencyMaxPerSource: Int(64, 1),
   paymentExpiryMs: Int(30 * MINUTE, 1000),
   /** Defaults to true only when APP_ENV=local. */
   webhookAllowPrivate: Type.Boolean(),
@@ -208,6 +211,7 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     confirmPollMs: int(env, 'CONFIRM_POLL_MS'),
     confirmBackoffMaxMs: int(env, 'CONFIRM_BACKOFF_MAX_MS'),
     confirmConcurrencyPerSource: int(env, 'CONFIRM_CONCURRENCY_PER_SOURCE'),
+    confirmConcurrencyMaxPerSource: int(env, 'CONFIRM_CONCURRENCY_MAX_PER_SOURCE'),
     paymentExpiryMs: int(env, 'PAYMENT_EXPIRY_MS'),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE') ?? appEnv === 'local',
     webhookSecretKey: required(env, 'WEBHOOK_SECRET_KEY', appEnv, LOCAL_WEBHOOK_KEY),

@@ -34,6 +34,7 @@ import { createQrService } from './services/qr.service.js';
 import { createSimulatorControlClient } from './adapters/simulator-control.client.js';
 import { loadQrConfig } from './adapters/qr-config.loader.js';
 import { createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js';
+import { createAdaptiveLimit, type AdaptiveLimit } from './domain/adaptive-limit.js';
 import { createWebhookDeliveryJob } from './jobs/webhook-delivery.job.js';
 import { createRetentionSweepJob } from './jobs/retention-sweep.job.js';
 import { createRetentionRepository } from './db/repositories/retention.repository.js';
@@ -51,7 +52,7 @@ import { createTargetGuard } from './adapters/webhook-target.guard.js';
 import { createDeviceService, type DeviceService } from './services/device.service.js';
 import { createPushSender } from './adapters/push-sender.js';
 import type { MinistryAdapters } from './adapters/ministry/ministry.types.js';
-import type { Source, StaleLeaseReport } from './domain/vocabulary.js';
+import { SOURCES, type Source, type StaleLeaseReport } from './domain/vocabulary.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
 import type { Clock } from './domain/clock.port.js';
 import type { AdminServices } from './admin-app.js';
@@ -154,7 +155,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     if (ok) dbOutage.recovered();
     return ok;
   };
-  const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs });
+  // The partners' requests keep the 16 connections they had beside the background checks at their cap.
+  const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs, connections: config.confirmConcurrencyMaxPerSource + 16 });
   const ministries = guardAdapters(instrumentAdapters(upstream, metrics), config.circuitBreaker, () => (opts.now?.() ?? new Date()).getTime());
   const qrConfig = await loadQrConfig();
   const partnerRepo = createPartnerRepository(db, opts.now);
@@ -320,6 +322,10 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     onRedeliver: nudgeWebhooks,
   });
   const admin: AdminServices = { partners: createPartnerAdminService({ partners: services.partners, backOffice }), backOffice, reconciliation };
+  const confirmLimits = Object.fromEntries(
+    SOURCES.map((source) => [source, createAdaptiveLimit({ min: config.confirmConcurrencyPerSource, max: config.confirmConcurrencyMaxPerSource })]),
+  ) as Record<Source, AdaptiveLimit>;
+  for (const source of SOURCES) metrics.ministryConcurrencyLimit.set({ source }, confirmLimits[source].limit());
   const jobs: Job[] = [
     createPaymentConfirmationJob({
       payments: paymentStore,
@@ -327,7 +333,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       resolver,
       ministryCancellation,
       schedule: checkSchedule,
-      concurrencyPerSource: config.confirmConcurrencyPerSource,
+      limits: confirmLimits,
+      maxPerSource: config.confirmConcurrencyMaxPerSource,
+      onLimit: (source, limit) => metrics.ministryConcurrencyLimit.set({ source }, limit),
       // A check is a status call, perhaps a submit or a cancel, and a write or two.
       leaseMs: 3 * config.ministryTimeoutMs + config.confirmPollMs,
       log: logger,

@@ -18,9 +18,11 @@ const FaultBody = Type.Object({
     Type.Literal('error'),
     Type.Literal('timeout'),
     Type.Literal('slow'),
+    Type.Literal('loaded'),
     Type.Literal('malformed'),
   ]),
   delayMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  perInFlightMs: Type.Optional(Type.Integer({ minimum: 0 })),
   operation: Type.Optional(Type.Union(SIM_OPERATIONS.map((name) => Type.Literal(name)))),
 });
 
@@ -34,6 +36,7 @@ const DropBody = Type.Object({ refNum: Type.String({ minLength: 1 }) });
 const AmountBody = Type.Object({ refNum: Type.String({ minLength: 1 }), amount: Type.Number({ minimum: 0 }) });
 
 const DEFAULT_SLOW_MS = 800;
+const DEFAULT_PER_IN_FLIGHT_MS = 50;
 
 /** The control API accepts the fixture document or one bare invoice. */
 function asFixtureFile(body: unknown): unknown {
@@ -76,10 +79,12 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
     const body = request.body;
     if (!Value.Check(FaultBody, body)) {
       return reply.code(400).send({
-        error: `body must be { source, mode: none|error|timeout|slow|malformed, delayMs?, operation?: ${SIM_OPERATIONS.join('|')} }`,
+        error: `body must be { source, mode: none|error|timeout|slow|loaded|malformed, delayMs?, perInFlightMs?, operation?: ${SIM_OPERATIONS.join('|')} }`,
       });
     }
-    const fault = { mode: body.mode, delayMs: body.delayMs ?? DEFAULT_SLOW_MS };
+    const loaded = body.mode === 'loaded';
+    // A loaded source's delay is mostly the load's: its fixed part defaults to nothing.
+    const fault = { mode: body.mode, delayMs: body.delayMs ?? (loaded ? 0 : DEFAULT_SLOW_MS), perInFlightMs: body.perInFlightMs ?? (loaded ? DEFAULT_PER_IN_FLIGHT_MS : 0) };
     state.faults.set(body.source, fault, body.operation);
     return { source: body.source, ...(body.operation ? { operation: body.operation } : {}), ...fault };
   });

@@ -101,6 +101,12 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    ministryConcurrencyLimit: new Gauge({
+      name: 'ministry_concurrency_limit',
+      help: "Checks this instance may have in flight at each ministry system now (its adaptive limit)",
+      labelNames: ['source'] as const,
+      registers: [registry],
+    }),
     confirmationLag: new Histogram({
       name: 'payment_confirmation_lag_seconds',
       help: "Time from the ministry's approval of a payment to its confirmation here, by source",

@@ -7,6 +7,8 @@ export interface KeyedPool {
   available(key: string): number;
   /** Free slots overall. */
   free(): number;
+  /** Tasks of `key` running now. */
+  running(key: string): number;
   /** Starts the task if `key` has a free slot; false when it has none. */
   tryRun(key: string, task: () => Promise<unknown>): boolean;
   /** Resolves once every task started so far has finished. */
@@ -14,7 +16,8 @@ export interface KeyedPool {
 }
 
 export interface KeyedPoolOptions {
-  perKey: number;
+  /** A fixed cap per key, or one read each time a task may start (a limit that adapts). */
+  perKey: number | ((key: string) => number);
   total: number;
   onError: (err: unknown, key: string) => void;
   /** Called once a task's slot is free again (its key's count already lowered). */
@@ -25,12 +28,15 @@ export function createKeyedPool(opts: KeyedPoolOptions): KeyedPool {
   const running = new Map<string, number>();
   const inFlight = new Set<Promise<void>>();
 
+  const cap = opts.perKey;
+  const perKey = typeof cap === 'number' ? () => cap : cap;
   const free = () => Math.max(0, opts.total - inFlight.size);
-  const available = (key: string) => Math.min(free(), Math.max(0, opts.perKey - (running.get(key) ?? 0)));
+  const available = (key: string) => Math.min(free(), Math.max(0, perKey(key) - (running.get(key) ?? 0)));
 
   return {
     available,
     free,
+    running: (key) => running.get(key) ?? 0,
     tryRun(key, task) {
       if (available(key) <= 0) return false;
       running.set(key, (running.get(key) ?? 0) + 1);

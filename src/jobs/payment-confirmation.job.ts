@@ -6,7 +6,8 @@ import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payme
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
-import { SOURCES, type StaleLeaseReport } from '../domain/vocabulary.js';
+import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
+import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
@@ -18,8 +19,13 @@ export interface PaymentConfirmationJobDeps {
   resolver: PaymentResolver;
   ministryCancellation: MinistryCancellationService;
   schedule: CheckSchedule;
-  /** Checks in flight per ministry system, per instance. */
-  concurrencyPerSource: number;
+  /**
+   * Checks and owed cancellations in flight per ministry system, per instance: each system's limit
+   * learns from the latency and failures of its own calls.
+   */
+  limits: Record<Source, AdaptiveLimit>;
+  /** The most any one system's limit can reach; the instance runs at most this many per system. */
+  maxPerSource: number;
   /** How long a claim stays ours: longer than any one check can take. */
   leaseMs: number;
   log: Logger;
@@ -30,12 +36,18 @@ export interface PaymentConfirmationJobDeps {
   onStaleLease?: StaleLeaseReport;
   /** Called after a check resolved a payment (a confirmation wrote an outbox row): the webhook job delivers it now. */
   onResolved?: () => void;
+  /** A system's limit after one of its calls finished (for the gauge). */
+  onLimit?: (source: Source, limit: number) => void;
+  /** Monotonic milliseconds for call latency; the injected clock may jump. */
+  elapsed?: () => number;
 }
 
 /**
  * Checks unresolved payments with their ministry and retries owed ministry cancellations. Work is
  * claimed per ministry system, only as much as that system has free slots, and runs beside later
  * passes: a slow or failing system fills its own slots and never delays another system's checks.
+ * How many slots a system has follows its answers (domain/adaptive-limit.ts): more while it
+ * answers as fast with more calls in flight, fewer when its latency climbs or its calls fail.
  * When a slot frees and the last claim found work, the job claims again at once, so a backlog
  * drains as fast as the ministries answer instead of one batch of slots per interval.
  * Claims use SKIP LOCKED and a lease (next_check_at pushed forward), so any number of instances
@@ -43,9 +55,11 @@ export interface PaymentConfirmationJobDeps {
  */
 export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): Job {
   const now = deps.now ?? systemClock;
+  const elapsed = deps.elapsed ?? (() => performance.now());
+  const total = deps.maxPerSource * SOURCES.length;
   const pool = createKeyedPool({
-    perKey: deps.concurrencyPerSource,
-    total: deps.concurrencyPerSource * SOURCES.length,
+    perKey: (source) => deps.limits[source as Source].limit(),
+    total,
     onError: (err, source) => {
       if (!deps.outage?.absorb(err)) deps.log.warn({ err, source }, 'confirmation check failed');
     },
@@ -80,15 +94,37 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     }
   }
 
+  /**
+   * Runs one call's worth of work in a slot of `source` and tells that system's limit how long the
+   * slot was held and whether the ministry answered. `task` resolves false (or throws) on a failure.
+   */
+  function runTimed(source: Source, task: () => Promise<boolean>): void {
+    const inFlight = pool.running(source) + 1;
+    const startedAt = elapsed();
+    pool.tryRun(source, async () => {
+      let ok = false;
+      try {
+        ok = await task();
+      } finally {
+        deps.onLimit?.(source, deps.limits[source].record({ latencyMs: elapsed() - startedAt, ok, inFlight }));
+      }
+    });
+  }
+
   async function pass(): Promise<void> {
     const at = now();
     const leaseUntil = new Date(at.getTime() + deps.leaseMs);
     const offered = freeSlots();
     const owed = await deps.cancellations.claimDue(at, leaseUntil, offered);
-    owed.forEach((row) => pool.tryRun(row.source, () => deps.ministryCancellation.attempt(row)));
+    owed.forEach((row) => runTimed(row.source, () => deps.ministryCancellation.attempt(row)));
     const left = Object.fromEntries(SOURCES.map((s) => [s, (offered[s] ?? 0) - owed.filter((r) => r.source === s).length]));
     const due = await deps.payments.claimDue(at, leaseUntil, left);
-    due.forEach((payment) => pool.tryRun(payment.source, () => checkPayment(payment, at)));
+    due.forEach((payment) =>
+      runTimed(payment.source, async () => {
+        await checkPayment(payment, at);
+        return true;
+      }),
+    );
     // Judged by what was offered, not by the slots now free: checks finishing meanwhile free slots too.
     saturated = new Set(SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)));
   }
@@ -103,7 +139,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     intervalMs: claimEveryMs,
     run: () => passes.now(),
     async drain() {
-      while (passes.busy() || pool.free() < deps.concurrencyPerSource * SOURCES.length) {
+      while (passes.busy() || pool.free() < total) {
         await passes.idle();
         await pool.idle();
       }

@@ -379,6 +379,15 @@ describe('simulator HTTP', () => {
       expect((await post('/__control/faults', { source: 'mof', mode: 'error', operation: 'refund' })).statusCode).toBe(400);
     });
 
+    it('takes a loaded fault, whose delay grows with the requests in flight, and answers once it has waited', async () => {
+      const set = await post('/__control/faults', { source: 'mof', mode: 'loaded', perInFlightMs: 5, operation: 'invoice' });
+      expect(set.json()).toEqual({ source: 'mof', operation: 'invoice', mode: 'loaded', delayMs: 0, perInFlightMs: 5 });
+      const answers = await Promise.all([1, 2, 3].map(() => call('/mof/api/invoices/MOF-T001')));
+      expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200]);
+      expect((await post('/__control/faults', { source: 'mof', mode: 'loaded', perInFlightMs: -1 })).statusCode).toBe(400);
+      await post('/__control/faults', { source: 'mof', mode: 'none' });
+    });
+
     it('breaks only that operation of that source', async () => {
       await post('/mof/api/payments', { paymentId: 'op', invoiceNo: 'MOF-T002', amount: 300 });
       const set = await post('/__control/faults', { source: 'mof', mode: 'error', operation: 'cancel' });

@@ -5,6 +5,8 @@ export interface AdapterOptions {
   baseUrl: string;
   /** Overall limit for one call, connect to last body byte. */
   timeoutMs: number;
+  /** Keep-alive connections to the system. */
+  connections?: number;
 }
 
 /** An adapter that owns a connection pool, which close() releases. */

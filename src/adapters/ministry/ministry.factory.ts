@@ -9,6 +9,8 @@ export interface MinistryAdaptersOptions {
   /** Root URL of each ministry system (the simulator root serves all three). */
   urls: Record<Source, string>;
   timeoutMs: number;
+  /** Keep-alive connections per system: enough for the background checks at their cap and the partners' requests beside them. */
+  connections?: number;
 }
 
 export type ClosableMinistryAdapters = MinistryAdapters & {
@@ -23,7 +25,7 @@ const FACTORIES: Record<Source, (opts: AdapterOptions) => ClosableMinistryAdapte
 };
 
 export function createMinistryAdapters(opts: MinistryAdaptersOptions): ClosableMinistryAdapters {
-  const build = (source: Source) => FACTORIES[source]({ baseUrl: opts.urls[source], timeoutMs: opts.timeoutMs });
+  const build = (source: Source) => FACTORIES[source]({ baseUrl: opts.urls[source], timeoutMs: opts.timeoutMs, connections: opts.connections });
   const mof = build('mof');
   const etax = build('etax');
   const police = build('police');

@@ -1,0 +1,110 @@
+import { afterEach, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
+import type { InvoiceFixture } from '../../simulator/fixtures.schema.js';
+
+/**
+ * Each ministry system's share of the confirmation checks adapts to how it answers: etax slow
+ * whatever the load earns more slots than it starts with; etax slowing down *because* of the load
+ * (the simulator's `loaded` fault: each request waits longer the more of etax's requests are in
+ * flight) holds its limit well below the cap. The job runs for real against the simulator over
+ * HTTP; the assertions read the limit the job exposes (`ministry_concurrency_limit`).
+ */
+const WAITING = 40;
+const START = 4;
+const CAP = 32;
+const REGISTER = '8200011';
+/** Every etax request waits 80 ms for each etax request in flight, itself included. */
+const LOADED = { source: 'etax', mode: 'loaded', delayMs: 0, perInFlightMs: 80 };
+let ctx: TestContext | undefined;
+
+afterEach(async () => {
+  await ctx?.close();
+  ctx = undefined;
+});
+
+function fixture(refNum: string): InvoiceFixture {
+  return {
+    source: 'etax',
+    refNum,
+    description: 'adaptive limit',
+    amount: 500,
+    status: 'open',
+    dueDate: null,
+    issuedAt: null,
+    payer: { register: REGISTER, name: 'Adaptive' },
+    payee: { id: 'ORG-1', name: 'Org' },
+  };
+}
+
+/** A context with WAITING submitted etax payments that nobody approves: each round checks every one again. */
+async function withWaitingPayments(): Promise<{ c: TestContext; paymentIds: string[] }> {
+  // A check interval far longer than a round: within one, a checked payment is not due again.
+  const c = await createTestContext({
+    config: { ministryTimeoutMs: 5000, confirmConcurrencyPerSource: START, confirmConcurrencyMaxPerSource: CAP, confirmPollMs: 60_000, confirmBackoffMaxMs: 60_000 },
+  });
+  ctx = c;
+  const refs = Array.from({ length: WAITING }, (_, i) => `ADAPT-ET-${i}`);
+  await c.sim('/__control/invoices', { invoices: refs.map(fixture) });
+  const { apiKey } = await c.partner();
+  const found = (await c.api(apiKey, { method: 'GET', url: `/api/v1/invoices?ttd=${REGISTER}` })).json<{ invoices: { id: string }[] }>();
+  expect(found.invoices).toHaveLength(WAITING);
+  const payments = await Promise.all(
+    found.invoices.map(async (i) => (await c.api(apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: i.id } })).json<{ id: string; status: string }>()),
+  );
+  expect(payments.every((p) => p.status === 'submitted')).toBe(true);
+  return { c, paymentIds: payments.map((p) => p.id) };
+}
+
+async function etaxLimit(c: TestContext): Promise<number> {
+  const gauge = await c.deps.metrics.ministryConcurrencyLimit.get();
+  const value = gauge.values.find((v) => v.labels.source === 'etax')?.value;
+  if (value === undefined) throw new Error('no etax limit exposed');
+  return value;
+}
+
+/** Every waiting payment falls due and the job checks them all, refilling etax's slots as they free. */
+async function checkRound(c: TestContext): Promise<void> {
+  const job = c.deps.jobs.find((j) => j.name === 'payment-confirmation');
+  if (!job) throw new Error('no confirmation job');
+  c.advance(c.config.confirmPollMs + 1000);
+  await job.run();
+  await job.drain?.();
+}
+
+async function checksMade(c: TestContext, paymentIds: string[]): Promise<number> {
+  const rows = await c.deps.db.selectFrom('payments').select('check_attempts').where('id', 'in', paymentIds).execute();
+  return rows.reduce((sum, r) => sum + r.check_attempts, 0);
+}
+
+it('gives a system that is slow whatever the load more slots, and backs off once its latency rises with load', async () => {
+  const { c, paymentIds } = await withWaitingPayments();
+  expect(await etaxLimit(c)).toBe(START);
+
+  await c.sim('/__control/faults', { source: 'etax', mode: 'slow', delayMs: 250 });
+  for (let round = 0; round < 6 && (await etaxLimit(c)) <= 2 * START; round++) await checkRound(c);
+  const grown = await etaxLimit(c);
+  expect(grown).toBeGreaterThan(2 * START);
+
+  await c.sim('/__control/faults', LOADED);
+  const before = await checksMade(c, paymentIds);
+  for (let round = 0; round < 3; round++) await checkRound(c);
+  expect(await checksMade(c, paymentIds)).toBe(before + 3 * WAITING);
+  const backedOff = await etaxLimit(c);
+  expect(backedOff).toBeLessThan(grown);
+  expect(backedOff).toBeLessThanOrEqual(CAP / 2);
+  expect(await checkInvariants(kyselyRunner(c.deps.db))).toEqual([]);
+}, 60_000);
+
+it('keeps a system whose latency rises with its calls in flight well below the cap', async () => {
+  const { c, paymentIds } = await withWaitingPayments();
+  await c.sim('/__control/faults', LOADED);
+  for (let round = 0; round < 3; round++) await checkRound(c);
+  expect(await checksMade(c, paymentIds)).toBe(3 * WAITING);
+  const limit = await etaxLimit(c);
+  expect(limit).toBeGreaterThanOrEqual(START);
+  expect(limit).toBeLessThanOrEqual(CAP / 2);
+  // The other systems had nothing to check and kept their starting limit.
+  const gauge = await c.deps.metrics.ministryConcurrencyLimit.get();
+  expect(gauge.values.filter((v) => v.labels.source !== 'etax').map((v) => v.value)).toEqual([START, START]);
+}, 60_000);
