@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request as AcRequest } from 'autocannon';
 import { apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
-import { lifecycleBench, lifecycleTable, type LifecycleResult } from './lifecycle.bench.js';
+import { lifecycleBench, lifecycleTable, splitLifecycleTable, type LifecycleLayout, type LifecycleResult } from './lifecycle.bench.js';
 import { rolesBench, rolesTable } from './roles.bench.js';
 
 /**
@@ -434,10 +434,10 @@ function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row
  * The steady phases run at half the lifecycle peak the bench measures first (the issue's "50%
  * load"), or at `--lifecycle-rate` payments per second.
  */
-function runLifecycle(): Promise<LifecycleResult | null> {
-  const rate = flag('lifecycle-rate');
+function runLifecycle(layout?: LifecycleLayout, atRate?: number): Promise<LifecycleResult | null> {
+  const rate = atRate ?? (flag('lifecycle-rate') ? Number(flag('lifecycle-rate')) : null);
   const apiNodeFlags = [...API_NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/lifecycle'] : [])];
-  return lifecycleBench({ pgUrl: PG_URL, rate: rate ? Number(rate) : null, durationS: Number(flag('lifecycle-duration') ?? 20), apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags });
+  return lifecycleBench({ pgUrl: PG_URL, layout, rate, durationS: Number(flag('lifecycle-duration') ?? 20), apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags });
 }
 
 async function main(): Promise<void> {
@@ -484,6 +484,8 @@ async function main(): Promise<void> {
     await baseline.stop();
   }
   const lifecycle = ENDPOINTS.includes('lifecycle') ? await runLifecycle() : null;
+  // The same steady rate through 2 api processes and 1 worker.
+  const split = lifecycle && ENDPOINTS.includes('roles') ? await runLifecycle({ apis: 2, worker: true }, lifecycle.rate) : null;
   // `--roles-backlog=N` payments await their checks while POST /payments is measured (5,000 by default).
   const roles = ENDPOINTS.includes('roles')
     ? await rolesBench({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS, durationS: DURATION_S, backlog: Number(flag('roles-backlog') ?? 5000) })
@@ -491,13 +493,13 @@ async function main(): Promise<void> {
 
   const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps ?? null;
   const storeTable = rows.length > 0 ? table(baselines, baselineHalf, rows, rss, fanOut, floods) : floodTable(floods).join('\n').trim();
-  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(roles ? [rolesTable(roles)] : [])].join('\n');
+  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(split ? [splitLifecycleTable(split), ''] : []), ...(roles ? [rolesTable(roles)] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
   const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !flag('roles-backlog') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, roles }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, lifecycleSplit: split, roles }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess } from './bench-processes.js';
+import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, type Proc } from './bench-processes.js';
 
 const SOURCES = ['mof', 'etax', 'police'] as const;
 type Source = (typeof SOURCES)[number];
@@ -48,8 +48,16 @@ export interface LifecycleResult {
   rows: LifecycleRow[];
 }
 
+/** How the service runs: one `all` process, or `apis` processes with PROCESS_ROLE=api beside one worker. */
+export interface LifecycleLayout {
+  apis: number;
+  worker: boolean;
+}
+
 interface Settings {
   pgUrl: string;
+  /** One `all` process unless told; a split layout runs only the steady phase, at `rate`. */
+  layout?: LifecycleLayout;
   /** Payments per second over all partners in the steady phases; half the measured peak when null. */
   rate: number | null;
   durationS: number;
@@ -145,15 +153,16 @@ async function pay(api: string, partner: Partner, invoiceId: string | undefined)
 }
 
 /** Closed loop: PEAK_CONCURRENCY payers, each paying again as soon as its payment is accepted. */
-async function payFlatOut(api: string, partners: Partner[], invoices: string[][]): Promise<number> {
+async function payFlatOut(apis: string[], partners: Partner[], invoices: string[][]): Promise<number> {
   const queue = partners.flatMap((partner, p) => (invoices[p] ?? []).map((id) => ({ partner, id })));
   let next = 0;
   let failed = 0;
   await Promise.all(
     Array.from({ length: PEAK_CONCURRENCY }, async () => {
       while (next < queue.length) {
-        const item = queue[next++] as { partner: Partner; id: string };
-        if (!(await pay(api, item.partner, item.id))) failed++;
+        const n = next++;
+        const item = queue[n] as { partner: Partner; id: string };
+        if (!(await pay(apis[n % apis.length] as string, item.partner, item.id))) failed++;
       }
     }),
   );
@@ -161,7 +170,7 @@ async function payFlatOut(api: string, partners: Partner[], invoices: string[][]
 }
 
 /** Open loop: every 10 ms, the payments due by then, round robin over the partners. */
-async function payAtRate(api: string, partners: Partner[], invoices: string[][], rate: number, durationS: number): Promise<number> {
+async function payAtRate(apis: string[], partners: Partner[], invoices: string[][], rate: number, durationS: number): Promise<number> {
   const total = Math.floor(rate * durationS);
   const start = Date.now();
   const inFlight: Promise<void>[] = [];
@@ -173,7 +182,7 @@ async function payAtRate(api: string, partners: Partner[], invoices: string[][],
       const p = sent % partners.length;
       const invoiceId = invoices[p]?.[Math.floor(sent / partners.length)];
       inFlight.push(
-        pay(api, partners[p] as Partner, invoiceId).then((ok) => {
+        pay(apis[sent % apis.length] as string, partners[p] as Partner, invoiceId).then((ok) => {
           if (!ok) failed++;
         }),
       );
@@ -261,10 +270,10 @@ async function transactions(dbUrl: string): Promise<number> {
  * and first check, so the figure errs low.
  */
 async function measurePeak(ctx: PhaseContext): Promise<{ peak: number; transactionsPerPayment: number }> {
-  const invoices = await loadGroup(ctx.api, ctx.simUrl, ctx.partners, 'peak', PEAK_PER_PARTNER);
+  const invoices = await loadGroup(ctx.apis[0] as string, ctx.simUrl, ctx.partners, 'peak', PEAK_PER_PARTNER);
   const xactsBefore = await transactions(ctx.dbUrl);
   const since = Date.now();
-  const failed = await payFlatOut(ctx.api, ctx.partners, invoices);
+  const failed = await payFlatOut(ctx.apis, ctx.partners, invoices);
   if (failed > 0) console.log(`lifecycle: ${failed} payments were not accepted in the peak phase`);
   const o = await collect(ctx.simUrl, ctx.dbUrl, ctx.arrivals, since);
   const done = o.approved.filter((a) => o.arrivals.has(a.paymentId));
@@ -278,7 +287,8 @@ async function measurePeak(ctx: PhaseContext): Promise<{ peak: number; transacti
 }
 
 interface PhaseContext {
-  api: string;
+  /** Every API process's base URL; payments go round robin over them. */
+  apis: string[];
   simUrl: string;
   dbUrl: string;
   partners: Partner[];
@@ -286,9 +296,9 @@ interface PhaseContext {
 }
 
 async function steadyPhase(ctx: PhaseContext, group: string, label: string, rate: number, durationS: number): Promise<LifecycleRow[]> {
-  const invoices = await loadGroup(ctx.api, ctx.simUrl, ctx.partners, group, Math.ceil((rate * durationS) / PARTNERS) + 1);
+  const invoices = await loadGroup(ctx.apis[0] as string, ctx.simUrl, ctx.partners, group, Math.ceil((rate * durationS) / PARTNERS) + 1);
   const since = Date.now();
-  const failed = await payAtRate(ctx.api, ctx.partners, invoices, rate, durationS);
+  const failed = await payAtRate(ctx.apis, ctx.partners, invoices, rate, durationS);
   if (failed > 0) console.log(`lifecycle: ${failed} payments were not accepted in phase "${label}"`);
   const rows = rowsOf(await collect(ctx.simUrl, ctx.dbUrl, ctx.arrivals, since), label);
   for (const r of rows) console.log(`lifecycle  ${label.padEnd(36)} ${r.source.padEnd(6)} ${r.payments} payments, approval->confirmed p50 ${r.dbP50} p99 ${r.dbP99} ms, approval->webhook p50 ${r.webhookP50} p99 ${r.webhookP99} ms, missing ${r.missing}`);
@@ -302,27 +312,42 @@ export async function lifecycleBench(s: Settings): Promise<LifecycleResult | nul
   const simPort = await freePort();
   const sim = await startProcess([s.simulatorEntry], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: emptyFixtures(), SIMULATOR_AUTO_APPROVE_MS: String(APPROVE_AFTER_MS), LOG_LEVEL: 'warn' }, `http://127.0.0.1:${simPort}/mof/api/invoices/NOPE`, ['--no-memory-reducer']);
   const simUrl = `http://127.0.0.1:${simPort}`;
-  const [port, adminPort] = [await freePort(), await freePort()];
-  const env = apiEnv({
-    port, adminPort, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url,
-    // The rate is spread over a few partners; the per-key limits would turn it into 429s.
-    extra: { RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_HOUR: '100000000', MINISTRY_TIMEOUT_MS: '5000' },
-  });
-  const api = await startProcess([s.apiEntry], env, `http://127.0.0.1:${port}/health/ready`, s.apiNodeFlags);
+  const layout = s.layout ?? { apis: 1, worker: false };
+  const roles: ('all' | 'api' | 'worker')[] = layout.worker ? [...Array.from({ length: layout.apis }, () => 'api' as const), 'worker'] : ['all'];
+  const procs: Proc[] = [];
+  const apis: string[] = [];
+  let adminUrl = '';
   try {
-    const base = `http://127.0.0.1:${port}/api/v1`;
-    const partners = await setUpPartners(base, `http://127.0.0.1:${adminPort}`, hook.url);
-    const ctx: PhaseContext = { api: base, simUrl, dbUrl: db.url, partners, arrivals: hook.arrivals };
+    for (const role of roles) {
+      const [port, adminPort] = [await freePort(), await freePort()];
+      const env = apiEnv({
+        port, adminPort, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url,
+        // The rate is spread over a few partners; the per-key limits would turn it into 429s.
+        extra: { PROCESS_ROLE: role, RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_HOUR: '100000000', MINISTRY_TIMEOUT_MS: '5000' },
+      });
+      const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
+      procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));
+      if (role === 'worker') continue;
+      apis.push(`http://127.0.0.1:${port}/api/v1`);
+      adminUrl ||= `http://127.0.0.1:${adminPort}`;
+    }
+    const partners = await setUpPartners(apis[0] as string, adminUrl, hook.url);
+    const ctx: PhaseContext = { apis, simUrl, dbUrl: db.url, partners, arrivals: hook.arrivals };
+    // The service runs with the defaults, which the budget below is made of.
+    const { confirmPollMs, webhookPollMs } = loadConfig({});
+    if (layout.worker) {
+      const rate = s.rate ?? 1;
+      const rows = await steadyPhase(ctx, 'split', `${layout.apis} api + 1 worker`, rate, s.durationS);
+      return { peak: 0, transactionsPerPayment: 0, rate, durationS: s.durationS, confirmPollMs, webhookPollMs, rows };
+    }
     const { peak, transactionsPerPayment } = await measurePeak(ctx);
     const rate = s.rate ?? Math.max(1, Math.floor(peak / 2));
     const rows = await steadyPhase(ctx, 'steady', 'all systems answering', rate, s.durationS);
     await json(`${simUrl}/__control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: SLOW_SOURCE, mode: 'slow', delayMs: SLOW_STATUS_MS, operation: 'status' }) });
     rows.push(...(await steadyPhase(ctx, 'slow', `${SLOW_SOURCE} status checks take ${SLOW_STATUS_MS} ms`, rate, s.durationS)));
-    // The service runs with the defaults, which the budget below is made of.
-    const { confirmPollMs, webhookPollMs } = loadConfig({});
     return { peak, transactionsPerPayment, rate, durationS: s.durationS, confirmPollMs, webhookPollMs, rows };
   } finally {
-    await api.stop();
+    for (const p of procs.reverse()) await p.stop();
     await sim.stop();
     hook.server.close();
     await db.drop();
@@ -335,6 +360,17 @@ export function lifecycleTable(r: LifecycleResult, payPeak: number | null): stri
   return [
     `Lifecycle: paying flat out while the simulator approves each payment ${APPROVE_AFTER_MS} ms after submit, the service carried ${r.peak} payments/s through the whole lifecycle${alone}, at ${r.transactionsPerPayment.toFixed(1)} database transactions per payment. ` +
       `Steady phases at ${r.rate} payments/s for ${r.durationS} s each; budget for approval -> webhook p99: CONFIRM_POLL_MS + WEBHOOK_POLL_MS + 1 s = ${budget} ms:`,
+    '',
+    '| phase | system | payments | approval -> confirmed p50 / p99 ms | approval -> webhook p50 / p99 ms | missing |',
+    '|---|---|---|---|---|---|',
+    ...r.rows.map((x) => `| ${x.phase} | ${x.source} | ${x.payments} | ${x.dbP50} / ${x.dbP99} | ${x.webhookP50} / ${x.webhookP99} | ${x.missing} |`),
+  ].join('\n');
+}
+
+/** The split layout's steady phase, at the single process's steady rate. */
+export function splitLifecycleTable(r: LifecycleResult): string {
+  return [
+    `Lifecycle with PROCESS_ROLE split: 2 \`api\` processes (payments round robin) and 1 \`worker\`, at ${r.rate} payments/s for ${r.durationS} s, the same rate as the steady phase above:`,
     '',
     '| phase | system | payments | approval -> confirmed p50 / p99 ms | approval -> webhook p50 / p99 ms | missing |',
     '|---|---|---|---|---|---|',
