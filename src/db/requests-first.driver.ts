@@ -2,7 +2,7 @@ import type { DatabaseConnection, Dialect, Driver, TransactionSettings } from 'k
 import type { WorkPriority } from './work-priority.js';
 
 export interface RequestsFirstOptions {
-  /** Background work waiting this long takes the next turn anyway: requests first, but never background starved. */
+  /** Background work that has had no turn this long takes the next one anyway: requests first, but never background starved. */
   maxBackgroundWaitMs: number;
   now?: () => number;
 }
@@ -16,7 +16,8 @@ interface Waiter {
  * A driver over one connection (embedded PGlite) that hands the connection to a waiting request
  * before any waiting background work: on one connection every job query queues beside the
  * requests, and a partner's payment should not wait behind a batch of confirmation checks.
- * Background work that has waited `maxBackgroundWaitMs` goes next, so it always progresses.
+ * Background work that has had no turn for `maxBackgroundWaitMs` goes next, once, so it always
+ * progresses.
  * Savepoints are left out, as the embedded driver has none.
  */
 export class RequestsFirstDriver implements Driver {
@@ -24,6 +25,8 @@ export class RequestsFirstDriver implements Driver {
   private readonly requests: Waiter[] = [];
   private readonly background: Waiter[] = [];
   private readonly now: () => number;
+  /** When background work last had the connection: it is due a turn once per `maxBackgroundWaitMs`. */
+  private lastBackgroundTurn: number;
 
   constructor(
     private readonly inner: Driver,
@@ -31,6 +34,7 @@ export class RequestsFirstDriver implements Driver {
     private readonly opts: RequestsFirstOptions,
   ) {
     this.now = opts.now ?? Date.now;
+    this.lastBackgroundTurn = this.now();
   }
 
   init(): Promise<void> {
@@ -54,10 +58,19 @@ export class RequestsFirstDriver implements Driver {
     else this.busy = false;
   }
 
+  /**
+   * A waiting request, unless background work has had no turn for `maxBackgroundWaitMs`: then one
+   * background turn, and requests again. Under steady requests background work still gets a turn
+   * per interval, and its backlog never takes a run of turns from the requests.
+   */
   private nextTurn(): Waiter | undefined {
-    const oldest = this.background[0];
-    if (oldest && this.now() - oldest.since >= this.opts.maxBackgroundWaitMs) return this.background.shift();
-    return this.requests.shift() ?? this.background.shift();
+    const now = this.now();
+    const backgroundDue = this.background.length > 0 && now - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
+    if (!backgroundDue && this.requests.length > 0) return this.requests.shift();
+    const next = this.background.shift();
+    if (!next) return this.requests.shift();
+    this.lastBackgroundTurn = now;
+    return next;
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
