@@ -72,6 +72,8 @@ const ConfigSchema = Type.Object({
   webhookPollMs: Int(1000, 10),
   /** Delivery attempts in flight per instance: overall, per webhook, per partner. */
   webhookConcurrency: Type.Object({ total: Int(32, 1), perEndpoint: Int(2, 1), perPartner: Int(8, 1) }, { default: {} }),
+  /** Delivery attempts in flight per instance to webhooks whose last attempt failed or timed out (one per webhook). */
+  webhookSlowConcurrency: Int(8, 1),
   /** Webhooks a partner may have registered (deleted ones do not count). */
   webhookMaxPerPartner: Int(10, 1),
   fcm: Type.Object({ projectId: Optional(), accessToken: Optional(), endpoint: Text('https://fcm.googleapis.com') }, { default: {} }),
@@ -223,6 +225,7 @@ function fromEnv(env: Env, appEnv: AppEnv) {
       perEndpoint: int(env, 'WEBHOOK_CONCURRENCY_PER_ENDPOINT'),
       perPartner: int(env, 'WEBHOOK_CONCURRENCY_PER_PARTNER'),
     },
+    webhookSlowConcurrency: int(env, 'WEBHOOK_SLOW_CONCURRENCY'),
     webhookMaxPerPartner: int(env, 'WEBHOOK_MAX_PER_PARTNER'),
     fcm: { projectId: str(env, 'FCM_PROJECT_ID'), accessToken: str(env, 'FCM_ACCESS_TOKEN'), endpoint: str(env, 'FCM_ENDPOINT') },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES'),

@@ -296,6 +296,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     intervalMs: config.webhookPollMs,
     timeoutMs: config.webhookTimeoutMs,
     concurrency: config.webhookConcurrency,
+    slowConcurrency: config.webhookSlowConcurrency,
     log: logger,
     outage: dbOutage,
     background: priority.background,

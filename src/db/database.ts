@@ -23,6 +23,7 @@ import * as m012 from './migrations/012-payment-qr.migration.js';
 import * as m013 from './migrations/013-part-payments.migration.js';
 import * as m014 from './migrations/014-partner-cancel-intents.migration.js';
 import * as m015 from './migrations/015-reconciliation-lease-token.migration.js';
+import * as m016 from './migrations/016-webhook-slow-lane.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -65,6 +66,7 @@ const migrations: Record<string, Migration> = {
   '013-part-payments': m013,
   '014-partner-cancel-intents': m014,
   '015-reconciliation-lease-token': m015,
+  '016-webhook-slow-lane': m016,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

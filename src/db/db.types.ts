@@ -136,6 +136,8 @@ export interface WebhooksTable {
   secret_ciphertext: string;
   created_at: CreatedAt;
   deleted_at: Timestamp | null;
+  /** Since when its attempts fail or time out; null while the latest one succeeded (see the slow lane). */
+  slow_since: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export type { DeliveryStatus };

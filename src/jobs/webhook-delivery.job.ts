@@ -1,7 +1,13 @@
 import type { Job } from './job-runner.js';
-import { createKeyedPool } from './keyed-pool.js';
+import { createKeyedPool, type KeyedPool } from './keyed-pool.js';
 import { createSerialPass } from './serial-pass.js';
-import type { ClaimedDelivery, ClaimLimits, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import {
+  partnerShare,
+  type ClaimedDelivery,
+  type ClaimLimits,
+  type DeliveryLane,
+  type WebhookDeliveryRepository,
+} from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookDeliveryService } from '../services/webhook-delivery.service.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
@@ -10,7 +16,10 @@ import { systemClock, type Clock } from '../domain/clock.port.js';
 /** Time a claim stays ours beyond the request timeout, for recording the outcome. */
 const LEASE_MARGIN_MS = 30_000;
 
-/** Attempts in flight in one instance. */
+/** A webhook in the slow lane is sent one attempt at a time: a receiver that hangs gets no second one meanwhile. */
+const SLOW_PER_ENDPOINT = 1;
+
+/** Attempts in flight in one instance, in the normal lane. */
 export interface WebhookConcurrency {
   total: number;
   /** Per webhook registration (webhook_id). */
@@ -25,12 +34,29 @@ export interface WebhookDeliveryJobDeps {
   intervalMs: number;
   timeoutMs: number;
   concurrency: WebhookConcurrency;
+  /** Attempts in flight in one instance to webhooks whose last attempt failed or timed out. */
+  slowConcurrency: number;
   log: Logger;
   /** Errors that only say the database is away are its to log (once per outage). */
   outage?: DatabaseOutage;
   /** Runs a pass as background work (WorkPriority), wherever the nudge came from. */
   background?: <T>(fn: () => Promise<T>) => Promise<T>;
   now?: Clock;
+}
+
+/** One lane's slots here and the attempts holding them. */
+interface Lane {
+  name: DeliveryLane;
+  pool: KeyedPool;
+  perEndpoint: number;
+  capacity: number;
+  inFlight: Map<string, ClaimedDelivery>;
+  /**
+   * Endpoints the last pass left without a free slot in this lane (their own, their partner's,
+   * their partner's share or the lane's): more of their deliveries may be due, so a freed slot
+   * claims again at once.
+   */
+  saturated: Set<string>;
 }
 
 function countBy(claims: Iterable<ClaimedDelivery>, key: (c: ClaimedDelivery) => string): Map<string, number> {
@@ -44,13 +70,15 @@ function freeOf(counts: Map<string, number>, cap: number): Map<string, number> {
 }
 
 /**
- * The endpoints a claim gave every slot it offered them (their own, their partner's or the
- * overall limit): judged by what was offered, not by the slots free afterwards, since attempts
- * finishing meanwhile free slots too.
+ * The endpoints a claim gave every slot it offered them (their own, their partner's, their
+ * partner's share or the overall limit): judged by what was offered, not by the slots free
+ * afterwards, since attempts finishing meanwhile free slots too.
  */
-function saturatedEndpoints(busy: ClaimedDelivery[], claimed: ClaimedDelivery[], limits: ClaimLimits): Set<string> {
+function saturatedEndpoints(busy: ClaimedDelivery[], claimed: ClaimedDelivery[], limits: ClaimLimits, capacity: number): Set<string> {
   const perEndpoint = countBy(claimed, (c) => c.webhookId);
   const perPartner = countBy(claimed, (c) => c.partnerId);
+  const busyPerPartner = countBy(busy, (c) => c.partnerId);
+  const share = partnerShare(capacity, busyPerPartner.size);
   const totalHit = claimed.length >= limits.total;
   return new Set(
     busy
@@ -58,7 +86,8 @@ function saturatedEndpoints(busy: ClaimedDelivery[], claimed: ClaimedDelivery[],
         (c) =>
           totalHit ||
           (perEndpoint.get(c.webhookId) ?? 0) >= (limits.endpointFree.get(c.webhookId) ?? limits.perEndpoint) ||
-          (perPartner.get(c.partnerId) ?? 0) >= (limits.partnerFree.get(c.partnerId) ?? limits.perPartner),
+          (perPartner.get(c.partnerId) ?? 0) >= (limits.partnerFree.get(c.partnerId) ?? limits.perPartner) ||
+          (busyPerPartner.get(c.partnerId) ?? 0) >= share,
       )
       .map((c) => c.webhookId),
   );
@@ -71,6 +100,11 @@ function saturatedEndpoints(busy: ClaimedDelivery[], claimed: ClaimedDelivery[],
  * partner's deliveries. A freed slot claims again at once while there is work, so a fast
  * receiver takes a backlog as fast as it answers. Rows are claimed with SKIP LOCKED and a lease, so any number of
  * instances can run this at once and each attempt is made by one of them.
+ *
+ * Webhooks whose last attempt failed or timed out are claimed in a slow lane of their own slots,
+ * one attempt per webhook, so they never hold the slots of the healthy ones; in each lane a
+ * partner holds at most its share of the slots (partnerShare), which also covers receivers that
+ * hang before any attempt of theirs has timed out.
  */
 export interface WebhookDeliveryJob extends Job {
   /** New deliveries may be due (a confirmation just committed its outbox row): claim now, not at the next interval. */
@@ -80,53 +114,65 @@ export interface WebhookDeliveryJob extends Job {
 export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookDeliveryJob {
   const now = deps.now ?? systemClock;
   const { concurrency } = deps;
-  const pool = createKeyedPool({
-    perKey: concurrency.perEndpoint,
-    total: concurrency.total,
-    // An unrecorded attempt is retried when its lease runs out.
-    onError: (err, webhookId) => {
-      if (!deps.outage?.absorb(err)) deps.log.error({ err, webhookId }, 'webhook attempt could not be recorded');
-    },
-    onFree: (webhookId) => {
-      if (saturated.has(webhookId)) nudge();
-    },
-  });
-  const inFlight = new Map<string, ClaimedDelivery>();
-  /**
-   * Endpoints the last pass left without a free slot (their own, their partner's or the overall
-   * cap): more of their deliveries may be due, so a freed slot claims again at once.
-   */
-  let saturated = new Set<string>();
 
-  function start(claim: ClaimedDelivery): void {
-    inFlight.set(claim.id, claim);
-    const started = pool.tryRun(claim.webhookId, async () => {
+  function lane(name: DeliveryLane, perEndpoint: number, capacity: number): Lane {
+    const self: Lane = {
+      name,
+      perEndpoint,
+      capacity,
+      inFlight: new Map(),
+      saturated: new Set(),
+      pool: createKeyedPool({
+        perKey: perEndpoint,
+        total: capacity,
+        // An unrecorded attempt is retried when its lease runs out.
+        onError: (err, webhookId) => {
+          if (!deps.outage?.absorb(err)) deps.log.error({ err, webhookId }, 'webhook attempt could not be recorded');
+        },
+        onFree: (webhookId) => {
+          if (self.saturated.has(webhookId)) nudge();
+        },
+      }),
+    };
+    return self;
+  }
+  const lanes = [lane('normal', concurrency.perEndpoint, concurrency.total), lane('slow', SLOW_PER_ENDPOINT, deps.slowConcurrency)];
+
+  function start(into: Lane, claim: ClaimedDelivery): void {
+    into.inFlight.set(claim.id, claim);
+    const started = into.pool.tryRun(claim.webhookId, async () => {
       try {
         await deps.service.attempt(claim);
       } finally {
-        inFlight.delete(claim.id);
+        into.inFlight.delete(claim.id);
       }
     });
     if (started) return;
     // The claim stayed within the free slots, so this is a bug; the lease hands the row back.
-    inFlight.delete(claim.id);
-    deps.log.error({ deliveryId: claim.id, webhookId: claim.webhookId }, 'claimed webhook delivery found no free slot');
+    into.inFlight.delete(claim.id);
+    deps.log.error({ deliveryId: claim.id, webhookId: claim.webhookId, lane: into.name }, 'claimed webhook delivery found no free slot');
+  }
+
+  async function claim(from: Lane, at: Date, leaseUntil: Date): Promise<void> {
+    const running = [...from.inFlight.values()];
+    const limits: ClaimLimits = {
+      lane: from.name,
+      total: from.pool.free(),
+      perEndpoint: from.perEndpoint,
+      perPartner: concurrency.perPartner,
+      endpointFree: freeOf(countBy(running, (c) => c.webhookId), from.perEndpoint),
+      partnerFree: freeOf(countBy(running, (c) => c.partnerId), concurrency.perPartner),
+      capacity: from.capacity,
+    };
+    const claimed = await deps.deliveries.claimDue(at, leaseUntil, limits);
+    claimed.forEach((c) => start(from, c));
+    from.saturated = saturatedEndpoints([...running, ...claimed], claimed, limits, from.capacity);
   }
 
   async function pass(): Promise<void> {
     const at = now();
     const leaseUntil = new Date(at.getTime() + deps.timeoutMs + LEASE_MARGIN_MS);
-    const running = [...inFlight.values()];
-    const limits = {
-      total: pool.free(),
-      perEndpoint: concurrency.perEndpoint,
-      perPartner: concurrency.perPartner,
-      endpointFree: freeOf(countBy(running, (c) => c.webhookId), concurrency.perEndpoint),
-      partnerFree: freeOf(countBy(running, (c) => c.partnerId), concurrency.perPartner),
-    };
-    const claimed = await deps.deliveries.claimDue(at, leaseUntil, limits);
-    claimed.forEach(start);
-    saturated = saturatedEndpoints([...running, ...claimed], claimed, limits);
+    for (const l of lanes) await claim(l, at, leaseUntil);
   }
 
   // Passes never interleave: each one's limits assume no other claim is being started.
@@ -144,14 +190,14 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookD
     run: () => passes.now(),
     nudge,
     async drain() {
-      while (passes.busy() || inFlight.size > 0) {
+      while (passes.busy() || lanes.some((l) => l.inFlight.size > 0)) {
         await passes.idle();
-        await pool.idle();
+        await Promise.all(lanes.map((l) => l.pool.idle()));
       }
     },
     async stop() {
       await passes.stop();
-      await pool.idle();
+      await Promise.all(lanes.map((l) => l.pool.idle()));
     },
   };
 }

@@ -8,6 +8,8 @@ export interface ReceivedRequest {
   url: string;
   headers: IncomingHttpHeaders;
   body: string;
+  /** When the request's body had arrived (epoch ms). */
+  at: number;
 }
 
 export interface WebhookReceiver {
@@ -28,7 +30,7 @@ export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { de
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
       const behaviour = queue.shift() ?? 'ok';
       if (behaviour === 'hang') return;
       setTimeout(() => {

@@ -4,6 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, getPayment, ownInvoice, payOk, type Partner, type Payment } from '../helpers/api.js';
 import { unique } from '../helpers/own-invoice.js';
+import { testConfig } from '../helpers/test-config.js';
+import { createEventRepository } from '../../src/db/repositories/event.repository.js';
+import { createPushDeliveryRepository, type ClaimedPush } from '../../src/db/repositories/push-delivery.repository.js';
 
 /** A local stand-in for FCM HTTP v1: records every message; answers with the scripted statuses, then 200. */
 function fakeFcm() {
@@ -112,5 +115,69 @@ describe('push to the end user when a payment is confirmed', () => {
     const invoice = await ownInvoice(ctx, bank, 'mof');
     const res = await ctx.api(bank.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: invoice.id }, headers: { 'x-user-id': 'a b' } });
     expect(res.statusCode).toBe(400);
+  });
+});
+
+describe('push claims', () => {
+  /**
+   * Pushes of a fresh partner due at `dueAt`, long past: a claim made "at" that time sees only
+   * these, whatever the other cases left queued.
+   */
+  async function queuedPushes(n: number, dueAt: Date): Promise<string[]> {
+    const bank = await ctx.partner();
+    const userId = unique('user');
+    await device(bank, userId);
+    const { id: deviceId } = await ctx.deps.db.selectFrom('devices').select('id').where('partner_id', '=', bank.id).executeTakeFirstOrThrow();
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const eventId = await createEventRepository().append(ctx.deps.db, bank.id, { event: 'payment.submitted', data: { id: unique('pay'), invoiceId: 'inv' } });
+      const row = await ctx.deps.db
+        .insertInto('push_deliveries')
+        .values({ event_id: eventId, partner_id: bank.id, device_id: deviceId, status: 'pending', next_attempt_at: dueAt })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      ids.push(row.id);
+    }
+    return ids;
+  }
+
+  const pushRow = (id: string) => ctx.deps.db.selectFrom('push_deliveries').select(['status', 'attempts', 'next_attempt_at', 'last_error']).where('id', '=', id).executeTakeFirstOrThrow();
+  const later = (at: Date, ms: number) => new Date(at.getTime() + ms);
+
+  it("keeps a stale attempt's result from overwriting a newer attempt's", async () => {
+    const repo = createPushDeliveryRepository(ctx.deps.db);
+    const t0 = new Date('2000-01-01T00:00:00Z');
+    const [id] = await queuedPushes(1, t0);
+    const limits = { total: 1, perPartner: 1 };
+    const [first] = await repo.claimDue(t0, later(t0, 1000), limits);
+    // The first holder's lease runs out and another claims the push.
+    const t1 = later(t0, 1001);
+    const [second] = await repo.claimDue(t1, later(t1, 60_000), limits);
+    if (!id || !first || !second) throw new Error('claims missing');
+    expect([first.id, first.attempt, second.id, second.attempt]).toEqual([id, 1, id, 2]);
+
+    await repo.finish(second, { delivered: true }, t1);
+    await repo.finish(first, { delivered: false, error: 'late failure', nextAttemptAt: t1 }, t1);
+    expect(await pushRow(id)).toMatchObject({ status: 'delivered', attempts: 2, last_error: null });
+  });
+
+  // PGlite has one connection: a transaction holding a row lock leaves no other to claim with.
+  it.skipIf(!testConfig().databaseUrl)('skips a push another transaction has locked instead of waiting for it', async () => {
+    const repo = createPushDeliveryRepository(ctx.deps.db);
+    const t0 = new Date('2001-01-01T00:00:00Z');
+    const [held, free] = await queuedPushes(2, t0);
+    if (!held || !free) throw new Error('pushes missing');
+    let claimed: ClaimedPush[] = [];
+    await ctx.deps.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('push_deliveries').select('id').where('id', '=', held).forUpdate().execute();
+      // Outside the transaction, on another connection: without SKIP LOCKED this waits on the lock forever.
+      claimed = await repo.claimDue(t0, later(t0, 1000), { total: 2, perPartner: 2 });
+    });
+    expect(claimed.map((c) => c.id)).toEqual([free]);
+    for (const c of claimed) await repo.finish(c, { delivered: true }, t0);
+    const [again] = await repo.claimDue(t0, later(t0, 1000), { total: 2, perPartner: 2 });
+    if (!again) throw new Error('the unlocked push was not claimed');
+    expect(again.id).toBe(held);
+    await repo.finish(again, { delivered: true }, t0);
   });
 });

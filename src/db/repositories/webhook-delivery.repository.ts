@@ -18,8 +18,16 @@ export interface ClaimedDelivery {
   eventCreatedAt: Date;
 }
 
-/** How many attempts this instance may start now: overall, per endpoint and per partner. */
+/**
+ * Where a webhook's deliveries are sent from: `slow` once an attempt failed or timed out, until
+ * one succeeds, with slots of its own, so a receiver that hangs never holds a healthy one's slot.
+ */
+export type DeliveryLane = 'normal' | 'slow';
+
+/** How many attempts this instance may start now in one lane: overall, per endpoint and per partner. */
 export interface ClaimLimits {
+  /** The lane claimed from (normal when not given). */
+  lane?: DeliveryLane;
   total: number;
   perEndpoint: number;
   perPartner: number;
@@ -27,6 +35,20 @@ export interface ClaimLimits {
   endpointFree: ReadonlyMap<string, number>;
   /** Partners with attempts in flight here, and how many more each may start. */
   partnerFree: ReadonlyMap<string, number>;
+  /**
+   * The lane's slots in all, busy or free. When given, no partner may hold more than its share,
+   * this divided by one more than the partners with attempts in flight or due (see partnerShare).
+   */
+  capacity?: number;
+}
+
+/**
+ * The most slots of a lane one partner may hold while `partners` partners have attempts in flight
+ * or due there. The one more keeps a share free for a partner whose work arrives next, so
+ * partners whose receivers hang together never hold every slot before their attempts time out.
+ */
+export function partnerShare(capacity: number, partners: number): number {
+  return Math.max(1, Math.floor(capacity / (partners + 1)));
 }
 
 export type AttemptOutcome =
@@ -88,12 +110,14 @@ export function createWebhookDeliveryRepository(db: Db) {
      * Each active webhook is probed on its own (webhook_id, next_attempt_at) index for at most
      * its free slots, so the cost follows the number of webhooks, not the size of a backlog.
      * When the overall limit is short, partners take turns: every partner's first row, then
-     * every partner's second, oldest first within a turn.
+     * every partner's second, oldest first within a turn. Only webhooks of the limits' lane are
+     * claimed (slow_since set or not).
      */
     async claimDue(now: Date, leaseUntil: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
       if (limits.total <= 0) return [];
       const endpointFree = JSON.stringify(Object.fromEntries(limits.endpointFree));
       const partnerFree = JSON.stringify(Object.fromEntries(limits.partnerFree));
+      const slow = limits.lane === 'slow';
       const { rows: claimed } = await sql<{ id: string; attempts: number }>`
         WITH endpoint_free AS (
           SELECT key::uuid AS webhook_id, value::int AS free FROM jsonb_each_text(${endpointFree}::jsonb)
@@ -105,6 +129,7 @@ export function createWebhookDeliveryRepository(db: Db) {
           LEFT JOIN endpoint_free ef ON ef.webhook_id = w.id
           LEFT JOIN partner_free pf ON pf.partner_id = w.partner_id
           WHERE w.deleted_at IS NULL
+            AND (w.slow_since IS NOT NULL) = ${slow}::boolean
             AND coalesce(ef.free, ${limits.perEndpoint}::int) > 0
             AND coalesce(pf.free, ${limits.perPartner}::int) > 0
         ), locked AS (
@@ -121,10 +146,19 @@ export function createWebhookDeliveryRepository(db: Db) {
           SELECT id, partner_id, next_attempt_at,
             row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS endpoint_rank
           FROM locked
+        ), active AS (
+          SELECT count(*)::int AS partners FROM (SELECT partner_id FROM partner_free UNION SELECT partner_id FROM locked) p
         ), turns AS (
-          SELECT r.id, r.next_attempt_at, coalesce(pf.free, ${limits.perPartner}::int) AS partner_free,
+          -- A partner may start as many as its own free slots, and no more than takes it to its share (partnerShare).
+          SELECT r.id, r.next_attempt_at,
+            least(
+              coalesce(pf.free, ${limits.perPartner}::int),
+              coalesce(greatest(1, ${limits.capacity ?? null}::int / (a.partners + 1)), ${limits.perPartner}::int)
+                - (${limits.perPartner}::int - coalesce(pf.free, ${limits.perPartner}::int))
+            ) AS partner_free,
             row_number() OVER (PARTITION BY r.partner_id ORDER BY r.endpoint_rank, r.next_attempt_at, r.id) AS partner_rank
           FROM ranked r
+          CROSS JOIN active a
           LEFT JOIN partner_free pf ON pf.partner_id = r.partner_id
         ), chosen AS (
           SELECT id FROM turns
@@ -160,8 +194,10 @@ export function createWebhookDeliveryRepository(db: Db) {
     },
 
     /**
-     * Logs the attempt and moves the delivery on. The guard on `attempts` makes a late answer
-     * from a worker whose lease already ran out leave the newer claim alone.
+     * Logs the attempt, moves the delivery on and puts its webhook in the lane the outcome calls
+     * for: the normal one after a success, the slow one after a failure or a timeout. The guard on
+     * `attempts` makes a late answer from a worker whose lease already ran out leave the newer
+     * claim, and the lane it was sent from, alone.
      */
     async finish(claim: ClaimedDelivery, outcome: AttemptOutcome, at: Date): Promise<void> {
       const next = outcome.succeeded
@@ -187,11 +223,20 @@ export function createWebhookDeliveryRepository(db: Db) {
             })
             .returning('delivery_id'),
         )
-        .updateTable('webhook_deliveries')
-        .set({ ...next, updated_at: at })
-        .where('id', '=', claim.id)
-        .where('status', '=', 'pending')
-        .where('attempts', '=', claim.attempt)
+        .with('moved', (q) =>
+          q
+            .updateTable('webhook_deliveries')
+            .set({ ...next, updated_at: at })
+            .where('id', '=', claim.id)
+            .where('status', '=', 'pending')
+            .where('attempts', '=', claim.attempt)
+            .returning('webhook_id'),
+        )
+        .updateTable('webhooks')
+        .set({ slow_since: outcome.succeeded ? null : at })
+        .where('id', 'in', (eb) => eb.selectFrom('moved').select('webhook_id'))
+        // Written only when the lane changes, so a busy webhook's row is not rewritten by every attempt.
+        .where('slow_since', outcome.succeeded ? 'is not' : 'is', null)
         .execute();
     },
 

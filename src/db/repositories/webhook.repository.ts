@@ -3,7 +3,7 @@ import type { Db } from '../database.js';
 import type { WebhooksTable } from '../db.types.js';
 import type { WebhookEvent } from '../../domain/vocabulary.js';
 
-export type WebhookRow = Omit<Selectable<WebhooksTable>, 'secret_ciphertext' | 'deleted_at' | 'partner_id'>;
+export type WebhookRow = Omit<Selectable<WebhooksTable>, 'secret_ciphertext' | 'deleted_at' | 'partner_id' | 'slow_since'>;
 
 const PUBLIC_COLUMNS = ['id', 'url', 'events', 'created_at'] as const;
 
