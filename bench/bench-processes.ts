@@ -94,6 +94,9 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? NaN;
 }
 
+/** Per-key limits no bench load reaches: a bench spreads its rate over a few partners' keys. */
+export const UNLIMITED_RATES = { RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_HOUR: '100000000' };
+
 /** Environment for an API child process wired to a simulator, on PGlite unless a database is given. */
 export function apiEnv(opts: { port: number; adminPort: number; adminToken: string; simulatorUrl: string; databaseUrl: string | null; extra?: Record<string, string> }): Record<string, string> {
   const env: Record<string, string> = {

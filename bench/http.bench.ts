@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request as AcRequest } from 'autocannon';
-import { apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
+import { UNLIMITED_RATES, apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
 import { lifecycleBench, lifecycleTable, splitLifecycleTable, type LifecycleLayout, type LifecycleResult } from './lifecycle.bench.js';
 import { rolesBench, rolesTable } from './roles.bench.js';
@@ -273,9 +273,7 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
     simulatorUrl: simUrl,
     databaseUrl,
     extra: {
-      RATE_LIMIT_PER_SECOND: '1000000',
-      RATE_LIMIT_PER_MINUTE: '10000000',
-      RATE_LIMIT_PER_HOUR: '100000000',
+      ...UNLIMITED_RATES,
       CONFIRM_POLL_MS: '60000',
       MINISTRY_TIMEOUT_MS: String(MINISTRY_TIMEOUT_MS),
       // The read phase measures cache hits: the lookups that fill the cache and the reads after them

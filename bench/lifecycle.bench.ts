@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, type Proc } from './bench-processes.js';
+import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, UNLIMITED_RATES, type Proc } from './bench-processes.js';
 
 const SOURCES = ['mof', 'etax', 'police'] as const;
 type Source = (typeof SOURCES)[number];
@@ -323,7 +323,7 @@ export async function lifecycleBench(s: Settings): Promise<LifecycleResult | nul
       const env = apiEnv({
         port, adminPort, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url,
         // The rate is spread over a few partners; the per-key limits would turn it into 429s.
-        extra: { PROCESS_ROLE: role, RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_HOUR: '100000000', MINISTRY_TIMEOUT_MS: '5000' },
+        extra: { PROCESS_ROLE: role, ...UNLIMITED_RATES, MINISTRY_TIMEOUT_MS: '5000' },
       });
       const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
       procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));

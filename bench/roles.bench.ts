@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
+import { apiEnv, createPartner, freePort, freshDatabase, startProcess, UNLIMITED_RATES, type Proc } from './bench-processes.js';
 import { pacedLoad } from './paced-load.js';
 
 const PARTNERS = 8;
@@ -108,7 +108,7 @@ async function startLayout(s: RolesSettings, layout: Layout, databaseUrl: string
       adminToken: ADMIN_TOKEN,
       simulatorUrl: simUrl,
       databaseUrl,
-      extra: { PROCESS_ROLE: role, RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_HOUR: '100000000' },
+      extra: { PROCESS_ROLE: role, ...UNLIMITED_RATES },
     });
     const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
     procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));

@@ -1,10 +1,10 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
 import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
+import { queryOnce } from '../helpers/pg-query.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 
 /**
@@ -24,16 +24,6 @@ let cancelReachedMinistry = false;
 let api: ApiProcess | null = null;
 let port = 0;
 let adminPort = 0;
-
-async function onDb<T extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, params)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * `confirmPollMs` of the first process is long: its status checks must not see the ministry's
@@ -55,7 +45,7 @@ async function killApi(): Promise<void> {
 beforeAll(async () => {
   if (!DATABASE_URL) return;
   dbName = `cancel_${Date.now()}_${process.pid}`;
-  await onDb(DATABASE_URL, `CREATE DATABASE ${dbName}`);
+  await queryOnce(DATABASE_URL, `CREATE DATABASE ${dbName}`);
   const url = new URL(DATABASE_URL);
   url.pathname = `/${dbName}`;
   dbUrl = url.toString();
@@ -84,7 +74,7 @@ afterAll(async () => {
   await api?.stop();
   releaseHeldCancel();
   await simulator?.close();
-  await onDb(DATABASE_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await queryOnce(DATABASE_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
 });
 
 describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
@@ -118,23 +108,23 @@ describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
     };
     expect(await atMinistry()).toBe('canceled');
     // Canceled at the ministry, not here: only the intent says the service owes the move.
-    expect(await onDb(dbUrl, `SELECT p.status, c.kind, c.done_at FROM payments p JOIN ministry_cancellations c ON c.payment_id = p.id WHERE p.id = $1`, [id])).toEqual([
+    expect(await queryOnce(dbUrl, `SELECT p.status, c.kind, c.done_at FROM payments p JOIN ministry_cancellations c ON c.payment_id = p.id WHERE p.id = $1`, [id])).toEqual([
       { status: 'submitted', kind: 'partner', done_at: null },
     ]);
 
     await startApi(100);
     await expect
-      .poll(async () => (await onDb<{ status: string }>(dbUrl, `SELECT status FROM payments WHERE id = $1`, [id]))[0]?.status, { timeout: 30_000, interval: 200 })
+      .poll(async () => (await queryOnce<{ status: string }>(dbUrl, `SELECT status FROM payments WHERE id = $1`, [id]))[0]?.status, { timeout: 30_000, interval: 200 })
       .toBe('canceled');
-    expect(await onDb(dbUrl, `SELECT status FROM invoices WHERE id = $1`, [invoice.id])).toEqual([{ status: 'open' }]);
+    expect(await queryOnce(dbUrl, `SELECT status FROM invoices WHERE id = $1`, [invoice.id])).toEqual([{ status: 'open' }]);
     // The status check may see the ministry's cancel first; the intent is then closed on its next try.
     await expect
-      .poll(async () => (await onDb<{ done: boolean }>(dbUrl, `SELECT done_at IS NOT NULL AS done FROM ministry_cancellations WHERE payment_id = $1`, [id]))[0]?.done, { timeout: 30_000, interval: 200 })
+      .poll(async () => (await queryOnce<{ done: boolean }>(dbUrl, `SELECT done_at IS NOT NULL AS done FROM ministry_cancellations WHERE payment_id = $1`, [id]))[0]?.done, { timeout: 30_000, interval: 200 })
       .toBe(true);
     expect(await atMinistry()).toBe('canceled');
     const read = await call('GET', `/payments/${id}`);
     expect(((await read.json()) as { status: string }).status).toBe('canceled');
-    const run: RunSql = (text) => onDb(dbUrl, text);
+    const run: RunSql = (text) => queryOnce(dbUrl, text);
     expect(await checkInvariants(run)).toEqual([]);
   }, 120_000);
 });

@@ -1,7 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -9,6 +7,8 @@ import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import type { FastifyInstance } from 'fastify';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
+import { serviceEnv, startApiProcess } from '../helpers/api-process.js';
+import { freePorts } from '../walkthrough/walkthrough.js';
 
 /**
  * Kills the API with SIGKILL while payments, confirmations and webhook deliveries are in flight,
@@ -34,19 +34,7 @@ const received: { event: string; id: string }[] = [];
 let child: ChildProcess | null = null;
 let apiPort: number;
 let adminPort: number;
-mkdirSync('artifacts', { recursive: true });
-const childLog = createWriteStream('artifacts/chaos-api.log');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createNetServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function fixtures(): FixtureFile {
   return {
@@ -100,37 +88,13 @@ async function buildLinkedSimulator(): Promise<FastifyInstance> {
   return sim;
 }
 
+let starts = 0;
+
 async function startApi(ministryUrl = simulatorUrl): Promise<void> {
-  child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
-    env: {
-      ...process.env,
-      APP_ENV: 'local',
-      DATABASE_URL: dbUrl,
-      PORT: String(apiPort),
-      ADMIN_PORT: String(adminPort),
-      ADMIN_TOKEN,
-      MINISTRY_MOF_URL: ministryUrl,
-      MINISTRY_ETAX_URL: ministryUrl,
-      MINISTRY_POLICE_URL: ministryUrl,
-      CONFIRM_POLL_MS: '100',
-      WEBHOOK_POLL_MS: '100',
-      RATE_LIMIT_PER_SECOND: '100000',
-      RATE_LIMIT_PER_MINUTE: '1000000',
-      RATE_LIMIT_PER_HOUR: '10000000',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.pipe(childLog, { end: false });
-  child.stderr?.pipe(childLog, { end: false });
-  // Until it listens, fetch rejects; until the database is up, ready answers 503.
-  await vi.waitFor(
-    async () => {
-      const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1/health/ready`);
-      if (!res.ok) throw new Error(`API not ready: HTTP ${res.status}`);
-    },
-    { timeout: 20_000, interval: 100 },
-  );
+  // Rate limits in Redis when the run names one, as CI's does.
+  const redis: Record<string, string> = process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {};
+  const env = serviceEnv({ databaseUrl: dbUrl, port: apiPort, adminPort, adminToken: ADMIN_TOKEN, ministryUrl }, redis);
+  child = (await startApiProcess(`chaos-api-${++starts}`, env, `http://127.0.0.1:${apiPort}/api/v1/health/ready`)).proc;
 }
 
 async function killApi(): Promise<void> {
@@ -222,8 +186,7 @@ beforeAll(async () => {
   const ra = receiver.address();
   receiverUrl = `http://127.0.0.1:${typeof ra === 'object' && ra ? ra.port : 0}/hook`;
 
-  apiPort = await freePort();
-  adminPort = await freePort();
+  [apiPort = 0, adminPort = 0] = await freePorts(2);
 }, 60_000);
 
 afterAll(async () => {

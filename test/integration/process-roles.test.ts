@@ -1,10 +1,11 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { testConfig } from '../helpers/test-config.js';
 import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
+import { queryOnce } from '../helpers/pg-query.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 
@@ -23,25 +24,8 @@ describe.skipIf(!databaseUrl)('process roles', () => {
   let receiver: WebhookReceiver;
   const started: ApiProcess[] = [];
 
-  async function onServer(text: string, params: unknown[] = []) {
-    const client = new pg.Client({ connectionString: databaseUrl ?? undefined });
-    await client.connect();
-    try {
-      return await client.query(text, params);
-    } finally {
-      await client.end();
-    }
-  }
-
-  async function onDb<T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> {
-    const client = new pg.Client({ connectionString: dbUrl });
-    await client.connect();
-    try {
-      return (await client.query<T>(text, params)).rows;
-    } finally {
-      await client.end();
-    }
-  }
+  const onServer = (text: string) => queryOnce(databaseUrl as string, text);
+  const onDb = <T extends pg.QueryResultRow>(text: string, params: unknown[] = []) => queryOnce<T>(dbUrl, text, params);
 
   const env = (role: string, port: number, adminPort: number) =>
     serviceEnv({ databaseUrl: dbUrl, port, adminPort, adminToken: ADMIN_TOKEN, ministryUrl: simulatorUrl }, { PROCESS_ROLE: role });

@@ -8,18 +8,9 @@ import {
   type EmvcoPayloadInput,
   type QrSchemeConfig,
 } from '../../src/domain/emvco-qr.js';
+import { testSchemes } from '../helpers/qr-schemes.js';
 
-const scheme: QrSchemeConfig = {
-  merchantCity: 'ULAANBAATAR',
-  mcc: '9311',
-  qrpay: { aid: 'A000000999000001', merchantAccountPrefix: 'MN-' },
-  govstd: { guid: 'mn.gov.pay', merchantAccountPrefix: '' },
-  fallbackPayees: {
-    mof: { merchantId: 'GOV-MOF-TREASURY', name: 'Ministry of Finance' },
-    etax: { merchantId: 'GOV-ETAX-TREASURY', name: 'Mongolian Tax Authority' },
-    police: { merchantId: 'GOV-POLICE-TREASURY', name: 'National Police Agency' },
-  },
-};
+const scheme: QrSchemeConfig = testSchemes();
 
 const base: EmvcoPayloadInput = {
   standard: 'qrpay',

@@ -8,6 +8,7 @@ import { createQrService, type QrBuildInput } from '../../src/services/qr.servic
 import { createShortLinkService } from '../../src/services/short-link.service.js';
 import type { ShortLinkRow } from '../../src/db/repositories/short-link.repository.js';
 import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decode.js';
+import { testSchemes } from '../helpers/qr-schemes.js';
 
 /*
  * Whatever payee a ministry serves, the QR service builds a payload that scans and passes the
@@ -15,17 +16,7 @@ import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decod
  * account, the name is transliterated and cut, or replaced when nothing of it is left.
  */
 
-const schemes: QrSchemeConfig = {
-  merchantCity: 'ULAANBAATAR',
-  mcc: '9311',
-  qrpay: { aid: 'A000000999000001', merchantAccountPrefix: 'MN-' },
-  govstd: { guid: 'mn.gov.pay', merchantAccountPrefix: '' },
-  fallbackPayees: {
-    mof: { merchantId: 'GOV-MOF-TREASURY', name: 'Ministry of Finance' },
-    etax: { merchantId: 'GOV-ETAX-TREASURY', name: 'Mongolian Tax Authority' },
-    police: { merchantId: 'GOV-POLICE-TREASURY', name: 'National Police Agency' },
-  },
-};
+const schemes: QrSchemeConfig = testSchemes();
 
 const banks: BankLinkConfig[] = [
   { name: 'Khan Bank', description: 'Хаан банк', logo: 'https://qpay.mn/q/logo/khanbank.png', linkTemplate: 'khanbank://q?qPay_QRcode={qr}' },

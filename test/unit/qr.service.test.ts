@@ -2,18 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { BankLinkConfig } from '../../src/domain/bank-links.schema.js';
 import { parseEmvcoTlv, verifyEmvcoCrc, type QrSchemeConfig } from '../../src/domain/emvco-qr.js';
 import { createQrService, referenceLabelFor } from '../../src/services/qr.service.js';
+import { testSchemes } from '../helpers/qr-schemes.js';
 
-const schemes: QrSchemeConfig = {
-  merchantCity: 'ULAANBAATAR',
-  mcc: '9311',
-  qrpay: { aid: 'A000000999000001', merchantAccountPrefix: 'MN-' },
-  govstd: { guid: 'mn.gov.pay', merchantAccountPrefix: '' },
-  fallbackPayees: {
-    mof: { merchantId: 'GOV-MOF-TREASURY', name: 'Ministry of Finance' },
-    etax: { merchantId: 'GOV-ETAX-TREASURY', name: 'Mongolian Tax Authority' },
-    police: { merchantId: 'GOV-POLICE-TREASURY', name: 'National Police Agency' },
-  },
-};
+const schemes: QrSchemeConfig = testSchemes();
 
 const banks: BankLinkConfig[] = [
   { name: 'Khan Bank', description: 'Хаан банк', logo: 'https://qpay.mn/q/logo/khanbank.png', linkTemplate: 'khanbank://q?qPay_QRcode={qr}' },

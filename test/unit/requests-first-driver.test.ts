@@ -22,16 +22,21 @@ function oneConnection(): Driver {
   };
 }
 
+/** Takes the connection, notes its turn in `order`, and gives it back. */
+function user(driver: RequestsFirstDriver, order: string[]) {
+  return async (name: string) => {
+    const conn = await driver.acquireConnection();
+    order.push(name);
+    await driver.releaseConnection(conn);
+  };
+}
+
 describe('requests first on one connection', () => {
   it('hands the connection to a waiting request before background work that queued earlier', async () => {
     const priority = createWorkPriority();
     const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 1000, now: () => 0 });
     const order: string[] = [];
-    const use = async (name: string) => {
-      const conn = await driver.acquireConnection();
-      order.push(name);
-      await driver.releaseConnection(conn);
-    };
+    const use = user(driver, order);
     const holder = await driver.acquireConnection();
     const queued = [priority.background(() => use('job 1')), priority.background(() => use('job 2')), use('request 1'), use('request 2')];
     await Promise.resolve();
@@ -45,11 +50,7 @@ describe('requests first on one connection', () => {
     let clock = 0;
     const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 100, now: () => clock });
     const order: string[] = [];
-    const use = async (name: string) => {
-      const conn = await driver.acquireConnection();
-      order.push(name);
-      await driver.releaseConnection(conn);
-    };
+    const use = user(driver, order);
     const holder = await driver.acquireConnection();
     const queued = [priority.background(() => use('job 1')), priority.background(() => use('job 2')), use('request 1'), use('request 2')];
     await Promise.resolve();
