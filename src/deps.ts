@@ -138,7 +138,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
   const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1));
-  const priority = createWorkPriority();
+  // Only the embedded database has one connection to share; elsewhere the async context tracking
+  // would cost every request its promise hooks for nothing.
+  const priority = config.databaseUrl ? undefined : createWorkPriority();
   const db = await createDatabase({
     priority,
     databaseUrl: config.databaseUrl,
@@ -299,7 +301,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     slowConcurrency: config.webhookSlowConcurrency,
     log: logger,
     outage: dbOutage,
-    background: priority.background,
+    background: priority?.background,
     now: opts.now,
   });
   const [atHours = 0, atMinutes = 0] = config.reconciliation.at.split(':').map(Number);

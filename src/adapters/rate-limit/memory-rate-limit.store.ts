@@ -47,9 +47,14 @@ export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitS
     return log;
   }
 
+  const nothingCounted: WindowCount[] = windows.map(() => ({ count: 0, oldestMs: null }));
+
   function decide(key: string, record: boolean): RateLimitDecision {
     const nowMs = clock();
     sweep(nowMs);
+    // A peek at a key nothing was counted for (an address with no failed authentication, the
+    // usual case on every request) allocates no log.
+    if (!record && !logs.has(key)) return toDecision(windows, nowMs, true, 0, nothingCounted);
     const log = logFor(key);
     log.trim(nowMs - longest);
     const firsts = windows.map((w) => log.firstAfter(nowMs - w.windowMs));
