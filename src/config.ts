@@ -55,7 +55,11 @@ const ConfigSchema = Type.Object({
   /** Each ministry system's floor and starting limit of checks in flight per instance; the limit adapts above it. */
   confirmConcurrencyPerSource: Int(4, 1),
   /** The most checks in flight one ministry system's adaptive limit can reach per instance. */
-  confirmConcurrencyMaxPerSource: Int(64, 1),
+  /**
+   * 16 by default: in a process that also serves partners, more checks in flight take the CPU the
+   * requests need (bench/README.md); a PROCESS_ROLE=worker process can take 64 or more.
+   */
+  confirmConcurrencyMaxPerSource: Int(16, 1),
   paymentExpiryMs: Int(30 * MINUTE, 1000),
   /** Defaults to true only when APP_ENV=local. */
   webhookAllowPrivate: Type.Boolean(),
