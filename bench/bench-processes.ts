@@ -114,3 +114,40 @@ export function apiEnv(opts: { port: number; adminPort: number; adminToken: stri
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
   return env;
 }
+
+export type ServiceRole = 'all' | 'api' | 'worker';
+
+export interface RoleSettings {
+  apiEntry: string;
+  apiNodeFlags: string[];
+  adminToken: string;
+  simulatorUrl: string;
+  databaseUrl: string;
+  extra?: Record<string, string>;
+}
+
+/**
+ * One service process per entry of `roles` (PROCESS_ROLE) on one database, each ready before the
+ * next starts: the API base URL of every `all` or `api` process, and the first one's admin URL.
+ * A process that fails to start stops the ones started before it.
+ */
+export async function startRoles(roles: ServiceRole[], s: RoleSettings): Promise<{ procs: Proc[]; apis: string[]; adminUrl: string }> {
+  const procs: Proc[] = [];
+  const apis: string[] = [];
+  let adminUrl = '';
+  try {
+    for (const role of roles) {
+      const [port, adminPort] = [await freePort(), await freePort()];
+      const env = apiEnv({ port, adminPort, adminToken: s.adminToken, simulatorUrl: s.simulatorUrl, databaseUrl: s.databaseUrl, extra: { PROCESS_ROLE: role, ...s.extra } });
+      const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
+      procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));
+      if (role === 'worker') continue;
+      apis.push(`http://127.0.0.1:${port}/api/v1`);
+      adminUrl ||= `http://127.0.0.1:${adminPort}`;
+    }
+  } catch (err) {
+    for (const p of procs.reverse()) await p.stop();
+    throw err;
+  }
+  return { procs, apis, adminUrl };
+}

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, UNLIMITED_RATES, type Proc } from './bench-processes.js';
+import { createPartner, freePort, freshDatabase, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc, type ServiceRole } from './bench-processes.js';
 
 const SOURCES = ['mof', 'etax', 'police'] as const;
 type Source = (typeof SOURCES)[number];
@@ -313,24 +313,14 @@ export async function lifecycleBench(s: Settings): Promise<LifecycleResult | nul
   const sim = await startProcess([s.simulatorEntry], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: emptyFixtures(), SIMULATOR_AUTO_APPROVE_MS: String(APPROVE_AFTER_MS), LOG_LEVEL: 'warn' }, `http://127.0.0.1:${simPort}/mof/api/invoices/NOPE`, ['--no-memory-reducer']);
   const simUrl = `http://127.0.0.1:${simPort}`;
   const layout = s.layout ?? { apis: 1, worker: false };
-  const roles: ('all' | 'api' | 'worker')[] = layout.worker ? [...Array.from({ length: layout.apis }, () => 'api' as const), 'worker'] : ['all'];
-  const procs: Proc[] = [];
-  const apis: string[] = [];
-  let adminUrl = '';
+  const roles: ServiceRole[] = layout.worker ? [...Array.from({ length: layout.apis }, () => 'api' as const), 'worker'] : ['all'];
+  // The rate is spread over a few partners; the per-key limits would turn it into 429s.
+  const extra = { ...UNLIMITED_RATES, MINISTRY_TIMEOUT_MS: '5000' };
+  let procs: Proc[] = [];
   try {
-    for (const role of roles) {
-      const [port, adminPort] = [await freePort(), await freePort()];
-      const env = apiEnv({
-        port, adminPort, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url,
-        // The rate is spread over a few partners; the per-key limits would turn it into 429s.
-        extra: { PROCESS_ROLE: role, ...UNLIMITED_RATES, MINISTRY_TIMEOUT_MS: '5000' },
-      });
-      const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
-      procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));
-      if (role === 'worker') continue;
-      apis.push(`http://127.0.0.1:${port}/api/v1`);
-      adminUrl ||= `http://127.0.0.1:${adminPort}`;
-    }
+    const started = await startRoles(roles, { ...s, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra });
+    procs = started.procs;
+    const { apis, adminUrl } = started;
     const partners = await setUpPartners(apis[0] as string, adminUrl, hook.url);
     const ctx: PhaseContext = { apis, simUrl, dbUrl: db.url, partners, arrivals: hook.arrivals };
     // The service runs with the defaults, which the budget below is made of.

@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { apiEnv, createPartner, freePort, freshDatabase, startProcess, UNLIMITED_RATES, type Proc } from './bench-processes.js';
+import { createPartner, freePort, freshDatabase, startProcess, startRoles, UNLIMITED_RATES, type ServiceRole } from './bench-processes.js';
 import { pacedLoad } from './paced-load.js';
 
 const PARTNERS = 8;
@@ -37,7 +37,7 @@ export interface RolesSettings {
 
 interface Layout {
   name: string;
-  roles: ('all' | 'api' | 'worker')[];
+  roles: ServiceRole[];
 }
 
 const LAYOUTS: Layout[] = [
@@ -96,30 +96,6 @@ async function payFlatOut(api: string, next: () => { key: string; id: string }, 
   return Math.round(count / ((Date.now() - started) / 1000));
 }
 
-async function startLayout(s: RolesSettings, layout: Layout, databaseUrl: string, simUrl: string): Promise<{ procs: Proc[]; api: string; adminUrl: string }> {
-  const procs: Proc[] = [];
-  let api = '';
-  let adminUrl = '';
-  for (const role of layout.roles) {
-    const [port, adminPort] = [await freePort(), await freePort()];
-    const env = apiEnv({
-      port,
-      adminPort,
-      adminToken: ADMIN_TOKEN,
-      simulatorUrl: simUrl,
-      databaseUrl,
-      extra: { PROCESS_ROLE: role, ...UNLIMITED_RATES },
-    });
-    const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
-    procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));
-    if (role !== 'worker') {
-      api = `http://127.0.0.1:${port}/api/v1`;
-      adminUrl = `http://127.0.0.1:${adminPort}`;
-    }
-  }
-  return { procs, api, adminUrl };
-}
-
 export async function rolesBench(s: RolesSettings): Promise<RolesRow[] | null> {
   const fixtures = join(tmpdir(), `roles-fixtures-${process.pid}.json`);
   writeFileSync(fixtures, JSON.stringify({ invoices: invoicesOf(-1, 0, 1) }));
@@ -132,7 +108,8 @@ export async function rolesBench(s: RolesSettings): Promise<RolesRow[] | null> {
     // Never approves: every payment stays submitted and wants its checks.
     const sim = await startProcess([s.simulatorEntry], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '0', LOG_LEVEL: 'warn' }, `http://127.0.0.1:${simPort}/mof/api/invoices/NOPE`);
     const simUrl = `http://127.0.0.1:${simPort}`;
-    const { procs, api, adminUrl } = await startLayout(s, layout, db.url, simUrl);
+    const { procs, apis, adminUrl } = await startRoles(layout.roles, { ...s, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra: UNLIMITED_RATES });
+    const api = apis[0] as string;
     try {
       const perPartner = Math.ceil(s.backlog / PARTNERS) + Math.ceil((Math.max(rate, 400) * s.durationS) / PARTNERS) + 1;
       const invoices = await plantInvoices(api, adminUrl, simUrl, n, perPartner);
