@@ -115,6 +115,8 @@ export interface DepsOptions {
   now?: Clock;
   /** Rate-limiter clock in epoch ms; defaults to `now`, else Date.now (memory) or the Redis server clock. */
   rateLimitClock?: () => number;
+  /** Put before the rate limiters' Redis keys: a test that moves their clock keeps its own counts. */
+  rateLimitNamespace?: string;
 }
 
 export function createLogger(config: Config): PinoLogger {
@@ -228,6 +230,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const rateLimiters = await createRateLimitersFromConfig(config, {
     log: logger,
     clock: opts.rateLimitClock ?? epochMs(opts.now),
+    keyNamespace: opts.rateLimitNamespace,
     counters: { rejections: metrics.rateLimitRejections, storeErrors: metrics.rateLimitStoreErrors },
   });
   // An `api` process runs no background work: its queued deliveries wait for a worker's next poll.

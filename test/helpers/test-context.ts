@@ -44,6 +44,8 @@ export interface ContextOptions {
   autoApproveMs?: number;
   /** Rate-limiter clock in epoch ms; by default it follows `now()` (real time plus advances). */
   rateLimitClock?: () => number;
+  /** Rate-limit counts of the context's own in a shared Redis (see DepsOptions.rateLimitNamespace). */
+  rateLimitNamespace?: string;
   /** Replaces the silent test logger, e.g. to capture log lines. */
   logger?: DepsOptions['logger'];
   /** Talk to this simulator (another context's) instead of the context's own: two instances, one ministry. */
@@ -72,7 +74,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const urls = Object.fromEntries(SOURCES.map((s) => [s, opts.ministryUrl ?? simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock });
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,

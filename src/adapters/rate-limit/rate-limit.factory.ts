@@ -12,6 +12,8 @@ export interface RateLimitFactoryOptions {
   /** Milliseconds since the epoch; unset means Date.now in memory and the Redis server clock in Redis. */
   clock?: () => number;
   counters?: { rejections?: IncCounter; storeErrors?: IncCounter };
+  /** Put before every Redis key, so services sharing one Redis can keep separate counts. */
+  keyNamespace?: string;
 }
 
 /**
@@ -66,7 +68,7 @@ export async function createRateLimitersFromConfig(config: Config, opts: RateLim
   if (client) await waitUntilReady(client, 2000, opts.log);
   const storeFor = (limit: Limit): RateLimitStore =>
     client
-      ? createRedisRateLimitStore({ client, windows: limit.windows, clock: opts.clock, keyPrefix: limit.prefix })
+      ? createRedisRateLimitStore({ client, windows: limit.windows, clock: opts.clock, keyPrefix: (opts.keyNamespace ?? '') + limit.prefix })
       : createMemoryRateLimitStore({ windows: limit.windows, clock: opts.clock });
   const services = Object.fromEntries(
     limits.map((limit) => [
