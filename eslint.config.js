@@ -8,6 +8,9 @@ const IO_MODULES = [
   'pg', 'ioredis', 'undici', 'kysely', '@electric-sql/pglite', 'kysely-pglite-dialect', 'fastify', 'pino', 'prom-client',
 ];
 
+/** The browser-side TypeScript: bundled per page by src/http/page-script.bundler.ts. */
+export const PAGE_SCRIPTS = ['src/http/page-ui/**/*.ts', 'src/http/console/**/*.ts', 'src/http/sandbox/**/*.ts'];
+
 const upward = (folder) => [`../${folder}/*`, `../${folder}/**`, `../../${folder}/*`, `../../${folder}/**`, `../../../${folder}/**`];
 
 /**
@@ -43,6 +46,28 @@ export const LAYER_RULES = [
   {
     files: ['src/db/**/*.ts', 'src/adapters/**/*.ts', 'src/jobs/**/*.ts', 'src/schemas/**/*.ts'],
     rules: layer('nothing below http/ imports from it', ['http', 'bin']),
+  },
+  {
+    // The pages' scripts run in the browser (tsconfig.pages.json): the domain's rules and the
+    // schemas' types, nothing that needs the server; a schema is imported for its type only.
+    files: PAGE_SCRIPTS,
+    rules: {
+      'no-restricted-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...IO_MODULES.map((name) => ({ name, message: 'a page script runs in the browser' })),
+            { name: 'typebox', allowTypeImports: true, message: 'a page takes only types from TypeBox' },
+          ],
+          patterns: [
+            { group: ['node:*', ...['services', 'db', 'adapters', 'jobs', 'bin', 'routes', 'plugins'].flatMap(upward)], message: 'a page script runs in the browser: only the domain, the schemas (types) and page-ui' },
+            { group: upward('schemas'), allowTypeImports: true, message: 'a page takes only types from the schemas: their TypeBox values belong to the server' },
+          ],
+        },
+      ],
+      'no-restricted-globals': ['error', { name: 'process', message: 'a page script runs in the browser' }],
+    },
   },
 ];
 

@@ -1,22 +1,20 @@
-import { readFileSync } from 'node:fs';
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorBody, Uuid, bodyErrors, commonErrors } from '../../schemas/common.schema.js';
 import type { SandboxService } from '../../services/sandbox.service.js';
+import { pageScript } from '../page-script.bundler.js';
+import { loadPageTemplate, scriptValues, sendPage, sendPageScript } from '../plugins/page-security.plugin.js';
 
-/** Read once at start-up: one self-contained page (inline CSS and JS, no external resources). */
-const PAGE_HTML = readFileSync(new URL('../sandbox/sandbox.page.html', import.meta.url), 'utf8');
+/** Read once at start-up: the markup and styles; the script is bundled from sandbox/sandbox.page.ts. */
+const PAGE = loadPageTemplate(new URL('../sandbox/sandbox.page.html', import.meta.url));
 
-/** The sandbox page itself; registered outside the authenticated scope (the key is typed into the page). */
+/** The sandbox page itself and its script; registered outside the authenticated scope (the key is typed into the page). */
 export const sandboxPageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const scriptPath = `${app.prefix}/sandbox/sandbox.js`;
   app.get('/sandbox', { schema: { hide: true } }, async (_request, reply) => {
-    return reply
-      .type('text/html; charset=utf-8')
-      .header('cache-control', 'no-store')
-      .header('x-frame-options', 'DENY')
-      .header('referrer-policy', 'no-referrer')
-      .send(PAGE_HTML);
+    return sendPage(reply, 200, PAGE, scriptValues(scriptPath, await pageScript('sandbox')));
   });
+  app.get('/sandbox/sandbox.js', { schema: { hide: true } }, async (_request, reply) => sendPageScript(reply, await pageScript('sandbox')));
 };
 
 export const ApproveBody = Type.Object({ paymentId: Uuid }, { additionalProperties: false });

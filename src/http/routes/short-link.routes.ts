@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorBody } from '../../schemas/common.schema.js';
@@ -9,6 +7,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, errorBody } from '../plugins/errors.plugi
 import { limitPerAddress, sendRefusal, type Refusal } from '../plugins/rate-limit.plugin.js';
 import type { RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { redactDbError } from '../db-error.redactor.js';
+import { loadPageTemplate, sendPage } from '../plugins/page-security.plugin.js';
 import { isDatabaseUnavailable } from '../../db/pg-error.js';
 
 /*
@@ -20,44 +19,12 @@ import { isDatabaseUnavailable } from '../../db/pg-error.js';
  * this service's `/q` is reachable.
  */
 
-interface Template {
-  html: string;
-  /** Allows exactly the template's own inline script and style (by hash), data: images and same-origin fetches. */
-  csp: string;
-}
-
-/** Read once at start-up: self-contained pages (inline CSS and JS, nothing from any other host). */
-function loadTemplate(file: string): Template {
-  const html = readFileSync(new URL(`../short-link/${file}`, import.meta.url), 'utf8');
-  const hashes = (tag: string) =>
-    [...html.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map(
-      (m) => `'sha256-${createHash('sha256').update(m[1] ?? '').digest('base64')}'`,
-    );
-  const scripts = hashes('script');
-  const styles = hashes('style');
-  const csp = [
-    "default-src 'none'",
-    `script-src ${scripts.length ? scripts.join(' ') : "'none'"}`,
-    `style-src ${styles.length ? styles.join(' ') : "'none'"}`,
-    'img-src data:',
-    scripts.length ? "connect-src 'self'" : "connect-src 'none'",
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
-  return { html, csp };
-}
-
-const PAGE = loadTemplate('short-link.page.html');
-const MESSAGE = loadTemplate('short-link.message.html');
+/** Read once at start-up: self-contained pages (inline CSS and JS by hash, nothing from any other host). */
+const PAGE = loadPageTemplate(new URL('../short-link/short-link.page.html', import.meta.url));
+const MESSAGE = loadPageTemplate(new URL('../short-link/short-link.message.html', import.meta.url));
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
-
-/** One pass, so a value that itself spells `{{NAME}}` is never substituted again. */
-function fill(template: Template, values: Record<string, string>): string {
-  return template.html.replace(/\{\{([A-Z_]+)\}\}/g, (whole, name: string) => values[name] ?? whole);
-}
 
 /** "1234567.5" -> "1,234,567.50 ₮" (the decimal text as stored: no float on the way). */
 export function formatTugrik(amount: string): string {
@@ -93,21 +60,8 @@ function renderPay(qr: NonNullable<ShortLinkView['qr']>): string {
   </div>`;
 }
 
-function sendHtml(reply: FastifyReply, status: number, template: Template, values: Record<string, string>) {
-  return reply
-    .code(status)
-    .type('text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
-    .header('referrer-policy', 'no-referrer')
-    .header('x-content-type-options', 'nosniff')
-    .header('x-robots-tag', 'noindex, nofollow')
-    .header('content-security-policy', template.csp)
-    .send(fill(template, values));
-}
-
 function sendNotFound(reply: FastifyReply) {
-  return sendHtml(reply, 404, MESSAGE, {
+  return sendPage(reply, 404, MESSAGE, {
     CODE: '404',
     TITLE: 'Төлбөр олдсонгүй',
     MESSAGE: 'Холбоос буруу эсвэл хүчингүй байна.',
@@ -119,7 +73,7 @@ function sendNotFound(reply: FastifyReply) {
 function sendPageRefusal(reply: FastifyReply, refusal: Refusal) {
   reply.header('retry-after', String(refusal.retryAfterSeconds));
   const busy = refusal.statusCode === 429;
-  return sendHtml(reply, refusal.statusCode, MESSAGE, {
+  return sendPage(reply, refusal.statusCode, MESSAGE, {
     CODE: String(refusal.statusCode),
     TITLE: busy ? 'Хэт олон хүсэлт' : 'Түр алдаа гарлаа',
     MESSAGE: 'Хэсэг хугацааны дараа дахин оролдоно уу.',
@@ -141,7 +95,7 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
       const away = isDatabaseUnavailable(err);
       if (away) reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
       else request.log.error({ err: redactDbError(err) }, 'QR landing page failed');
-      return sendHtml(reply, away ? 503 : 500, MESSAGE, {
+      return sendPage(reply, away ? 503 : 500, MESSAGE, {
         CODE: away ? '503' : '500',
         TITLE: 'Түр алдаа гарлаа',
         MESSAGE: 'Хэсэг хугацааны дараа дахин оролдоно уу.',
@@ -153,7 +107,7 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
     pages.get('/:paymentId', { schema: { hide: true, params: ShortLinkParams }, attachValidation: true, onRequest: limitPage }, async (request, reply) => {
       const view = request.validationError ? null : await opts.shortLinks.page(request.params.paymentId);
       if (!view) return sendNotFound(reply);
-      return sendHtml(reply, 200, PAGE, {
+      return sendPage(reply, 200, PAGE, {
         STATUS: view.status,
         AMOUNT: escapeHtml(formatTugrik(view.amount)),
         PAYEE: escapeHtml(view.payeeName),

@@ -1,0 +1,248 @@
+/* Steps 3 and 4 of the sandbox page: paying the picked invoice, then watching, approving or canceling the payment. */
+import type { Static } from 'typebox';
+import { isPayable } from '../../domain/invoice-status.js';
+import { UNRESOLVED_STATUSES, canMove } from '../../domain/payment-transitions.js';
+import type { PaymentStatus } from '../../domain/vocabulary.js';
+import type { CancelBody, CreatePaymentBody, PaymentBody, PaymentCreatedBody, QrPayBody } from '../../schemas/payment.schema.js';
+import { ApiError, byId, el, type ApiClient, type ErrorBox } from '../page-ui/page-ui.js';
+import { formatLocalTime, formatTugrik } from '../page-ui/page-format.js';
+import type { InvoiceList } from './sandbox-invoices.ui.js';
+import { logoSrc, randomUuid, safeLink } from './sandbox.format.js';
+
+const MAX_POLLS = 45;
+const money = (n: number) => formatTugrik(n, false);
+/** Unresolved payments are the ones the ministry may still move: the page keeps asking about those. */
+const settled = (status: PaymentStatus) => !UNRESOLVED_STATUSES.includes(status);
+
+/** What each ended state tells the tester; the QR and the bank apps go away with it, since paying them no longer settles anything. */
+const ENDED: Partial<Record<PaymentStatus, string>> = {
+  confirmed: 'Paid: the ministry confirmed the payment. Canceling it opens its invoices again.',
+  canceled: 'Canceled: this QR and its bank links no longer pay anything; the invoices are open again.',
+  failed: 'Failed: the ministry did not take the payment; nothing was paid.',
+};
+
+interface Attempt {
+  invoiceId: string;
+  amount: number | undefined;
+  key: string;
+  retryable: boolean;
+}
+
+type Payment = Omit<PaymentCreatedBody, 'qrpay' | 'success' | 'message'> & Pick<PaymentBody, 'paidAt'>;
+
+function setBadge(status: string): void {
+  const badge = byId('payment-status');
+  badge.textContent = status;
+  badge.className = status ? `badge ${status}` : 'badge';
+  badge.dataset.status = status;
+}
+
+function renderQr(qr: QrPayBody | undefined): void {
+  const img = byId<HTMLImageElement>('qr-img');
+  if (qr?.qrImage) img.src = `data:image/png;base64,${qr.qrImage}`;
+  else img.removeAttribute('src');
+  img.classList.toggle('hidden', !qr?.qrImage);
+  byId('qr-text').textContent = qr?.qrText ?? '';
+  byId('payment-short').replaceChildren(qr?.shortUrl ? el('a', { href: qr.shortUrl, target: '_blank', rel: 'noopener', text: qr.shortUrl }) : '—');
+  byId('deeplinks').replaceChildren(
+    ...(qr?.urls ?? []).map((u, i) =>
+      el('li', {}, el('a', { href: safeLink(u.link), title: u.link },
+        el('img', { class: 'logo', alt: '', width: 28, height: 28, src: logoSrc(u.name, i) }),
+        el('span', {}, el('div', { class: 'link-name', text: u.name }), el('div', { class: 'link-desc', text: u.description })))),
+    ),
+  );
+}
+
+/** The QR and the bank apps while the payment can still be paid; the ended state's note once it cannot. */
+function renderStage(status: PaymentStatus): void {
+  const ended = ENDED[status];
+  byId('qr-box').classList.toggle('hidden', ended !== undefined);
+  byId('pay-grid').classList.toggle('no-qr', ended !== undefined);
+  byId('pay-apps').classList.toggle('hidden', ended !== undefined);
+  const note = byId('payment-ended');
+  note.textContent = ended ?? '';
+  note.classList.toggle('hidden', ended === undefined);
+  byId('approve-btn').classList.toggle('hidden', status !== 'submitted');
+  byId<HTMLButtonElement>('approve-btn').disabled = status !== 'submitted';
+  byId('cancel-btn').classList.toggle('hidden', !canMove(status, 'partner_canceled'));
+  byId<HTMLButtonElement>('cancel-btn').disabled = !canMove(status, 'partner_canceled');
+  byId('refresh-btn').classList.toggle('hidden', settled(status) && status !== 'confirmed');
+}
+
+export function createPaymentCard(api: ApiClient, errors: ErrorBox, invoices: InvoiceList): void {
+  let lastAttempt: Attempt | null = null;
+  let payment: Payment | null = null;
+  /** The last payment status whose effect on the invoice rows was read back. */
+  let syncedStatus: PaymentStatus | null = null;
+  let pollTimer: ReturnType<typeof setTimeout> | undefined;
+  let polls = 0;
+  // A new payment attempt may start while a request for the old one is in flight: its answer is dropped.
+  const current = (id: string) => payment?.id === id;
+
+  function setPolling(on: boolean, note = ''): void {
+    byId('poll-spinner').classList.toggle('on', on);
+    byId('poll-note').textContent = note;
+  }
+  function stopPolling(note = ''): void {
+    clearTimeout(pollTimer);
+    pollTimer = undefined;
+    setPolling(false, note);
+  }
+  function schedule(ms: number): void {
+    clearTimeout(pollTimer);
+    pollTimer = setTimeout(() => void pollOnce(), ms);
+  }
+  function startPolling(): void {
+    stopPolling();
+    if (!payment || settled(payment.status)) return;
+    polls = 0;
+    setPolling(true, 'waiting for the ministry…');
+    schedule(1000);
+  }
+
+  /** Empties the payment card (hidden until the next answer) and stops watching the old payment. */
+  function clearPayment(): void {
+    stopPolling();
+    payment = null;
+    syncedStatus = null;
+    byId('payment-card').classList.add('hidden');
+    byId('refusal').classList.add('hidden');
+    byId('payment-body').classList.remove('hidden');
+    setBadge('');
+    for (const id of ['payment-id', 'payment-amount', 'payment-invoices', 'payment-idem']) byId(id).textContent = '';
+    byId('paid-at').textContent = '—';
+    renderQr(undefined);
+    renderStage('pending');
+  }
+
+  function updatePayment(next: Payment): void {
+    payment = { ...payment, ...next };
+    setBadge(next.status);
+    byId('payment-amount').textContent = money(next.amount);
+    byId('payment-invoices').textContent = next.invoiceIds.join('\n');
+    byId('paid-at').textContent = next.paidAt ? formatLocalTime(next.paidAt, false) : '—';
+    renderStage(next.status);
+    // Confirmed means its invoices are paid; canceled, open again: the rows follow.
+    if ((next.status === 'confirmed' || next.status === 'canceled') && syncedStatus !== next.status) {
+      syncedStatus = next.status;
+      void invoices.refreshAfter(payment);
+    }
+  }
+
+  function showPayment(created: PaymentCreatedBody, idemKey: string, replayed: boolean): void {
+    clearPayment();
+    const { qrpay, success: _success, message: _message, ...rest } = created;
+    byId('payment-card').classList.remove('hidden');
+    byId('payment-id').textContent = created.id;
+    byId('payment-idem').textContent = idemKey + (replayed ? ' (replayed)' : '');
+    renderQr(qrpay);
+    updatePayment(rest);
+    startPolling();
+  }
+
+  /** A 422: the payment was refused (amount, an invoice already paid or in payment, a reused idempotency key). */
+  function showRefusal(err: ApiError, body: Static<typeof CreatePaymentBody>, key: string): void {
+    byId('payment-card').classList.remove('hidden');
+    byId('payment-body').classList.add('hidden');
+    byId('refusal').classList.remove('hidden');
+    setBadge('refused');
+    setPolling(false);
+    byId('refusal-status').textContent = `${err.statusLine} · no payment was made`;
+    byId('refusal-text').textContent = err.message;
+    byId('refusal-invoice').textContent = body.invoiceId + (body.amount !== undefined ? ` (amount ${money(body.amount)})` : '');
+    byId('refusal-ref').textContent = err.body && 'refNum' in err.body ? err.body.refNum : '—';
+    byId('refusal-idem').textContent = key;
+  }
+
+  async function pollOnce(): Promise<void> {
+    if (!payment) return;
+    const id = payment.id;
+    polls += 1;
+    try {
+      const { data } = await api.request<PaymentBody>('GET', `/payments/${id}`);
+      if (!current(id)) return;
+      updatePayment(data);
+      if (settled(data.status)) return stopPolling(data.status === 'confirmed' ? 'the invoice is paid' : '');
+      if (polls >= MAX_POLLS) return stopPolling('stopped polling; use Refresh status');
+      schedule(1000);
+    } catch (err) {
+      if (!current(id)) return;
+      errors.show(err, 'Status check');
+      if (!(err instanceof ApiError && err.retryable && polls < MAX_POLLS)) return stopPolling('stopped polling; use Refresh status');
+      const wait = err.status === 429 ? Math.max(1, err.retryAfterSeconds ?? 1) * 1000 : 2000;
+      setPolling(true, `retrying in ${wait / 1000} s`);
+      schedule(wait);
+    }
+  }
+
+  async function pay(invoiceId: string, raw: string): Promise<void> {
+    const body: Static<typeof CreatePaymentBody> = raw === '' ? { invoiceId } : { invoiceId, amount: Number(raw) };
+    const same = lastAttempt?.retryable && lastAttempt.invoiceId === body.invoiceId && lastAttempt.amount === body.amount;
+    const attempt: Attempt = { invoiceId, amount: body.amount, key: same && lastAttempt ? lastAttempt.key : randomUuid(), retryable: false };
+    lastAttempt = attempt;
+    const button = byId<HTMLButtonElement>('pay-btn');
+    button.disabled = true;
+    try {
+      const { data, headers } = await api.request<PaymentCreatedBody>('POST', '/payments', { body, headers: { 'x-idempotency-key': attempt.key } });
+      lastAttempt = null;
+      showPayment(data, attempt.key, headers.get('idempotent-replayed') === 'true');
+    } catch (err) {
+      attempt.retryable = err instanceof ApiError && err.retryable;
+      if (err instanceof ApiError && err.status === 422) showRefusal(err, body, attempt.key);
+      else errors.show(err, attempt.retryable ? 'Payment (retry reuses the same idempotency key)' : 'Payment');
+    } finally {
+      const selected = invoices.selected();
+      button.disabled = !(selected && isPayable(selected.status));
+    }
+  }
+
+  byId('pay-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const selected = invoices.selected();
+    if (!selected || !isPayable(selected.status)) return;
+    errors.clear();
+    // A new attempt replaces whatever the payment card showed: its result is the only one shown.
+    clearPayment();
+    void pay(selected.id, byId<HTMLInputElement>('pay-amount').value.trim());
+  });
+
+  /** Runs `action` for the payment on screen; an answer that arrives after another payment replaced it is dropped. */
+  function onPaymentButton(id: string, context: string, action: (paymentId: string) => Promise<void>): void {
+    byId(id).addEventListener('click', async () => {
+      if (!payment) return;
+      const paymentId = payment.id;
+      errors.clear();
+      try {
+        await action(paymentId);
+      } catch (err) {
+        if (!current(paymentId)) return;
+        errors.show(err, context);
+        if (payment) renderStage(payment.status);
+      }
+    });
+  }
+
+  onPaymentButton('refresh-btn', 'Status check', async (id) => {
+    const { data } = await api.request<PaymentBody>('GET', `/payments/${id}`);
+    if (!current(id)) return;
+    updatePayment(data);
+    if (!settled(data.status) && !pollTimer) startPolling();
+  });
+
+  onPaymentButton('approve-btn', 'Approve', async (id) => {
+    byId<HTMLButtonElement>('approve-btn').disabled = true;
+    await api.request('POST', '/sandbox/approve', { body: { paymentId: id } });
+    if (!current(id)) return;
+    setPolling(true, 'approved in the simulator; waiting for confirmation…');
+    polls = 0;
+    schedule(300);
+  });
+
+  onPaymentButton('cancel-btn', 'Cancel', async (id) => {
+    byId<HTMLButtonElement>('cancel-btn').disabled = true;
+    const { data } = await api.request<Static<typeof CancelBody>>('DELETE', `/payments/${id}`);
+    if (!current(id) || !payment || !data.canceled) return;
+    stopPolling('invoices are open again');
+    updatePayment({ ...payment, status: 'canceled', paidAt: undefined });
+  });
+}
