@@ -9,6 +9,7 @@ import { invoiceRoutes } from './http/routes/invoices.routes.js';
 import { paymentRoutes } from './http/routes/payments.routes.js';
 import { reportRoutes } from './http/routes/reports.routes.js';
 import { webhookRoutes } from './http/routes/webhooks.routes.js';
+import { eventRoutes } from './http/routes/events.routes.js';
 import { deviceRoutes } from './http/routes/devices.routes.js';
 import { sandboxApiRoutes, sandboxPageRoutes } from './http/routes/sandbox.routes.js';
 import { shortLinkRoutes } from './http/routes/short-link.routes.js';
@@ -55,6 +56,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         await secured.register(paymentRoutes, { payments: opts.services.payments, reports: opts.services.reports });
         await secured.register(reportRoutes, { reports: opts.services.reports });
         await secured.register(webhookRoutes, { webhooks: opts.services.webhooks });
+        await secured.register(eventRoutes, { events: opts.services.events });
         await secured.register(deviceRoutes, { devices: opts.services.devices });
         if (opts.services.sandbox) await secured.register(sandboxApiRoutes, { sandbox: opts.services.sandbox });
       });

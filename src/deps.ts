@@ -46,6 +46,8 @@ import { createWebhookDeliveryRepository } from './db/repositories/webhook-deliv
 import { createDeviceRepository } from './db/repositories/device.repository.js';
 import { createSecretCipher } from './domain/secret-cipher.js';
 import { createWebhookService, type WebhookService } from './services/webhook.service.js';
+import { createEventService, type EventService } from './services/event.service.js';
+import { createEventLogRepository } from './db/repositories/event-log.repository.js';
 import { createWebhookDeliveryService } from './services/webhook-delivery.service.js';
 import { createWebhookHttpClient } from './adapters/webhook-http.client.js';
 import { createTargetGuard } from './adapters/webhook-target.guard.js';
@@ -81,6 +83,8 @@ export interface AppServices {
   /** Requests per client address to the QR landing page, which has no key to limit by. */
   shortLinkLimiter: RateLimitService;
   webhooks: WebhookService;
+  /** The partner's own payment events (GET /events). */
+  events: EventService;
   devices: DeviceService;
   /** The public QR landing page behind `qrpay.shortUrl` (`GET /q/{paymentId}`). */
   shortLinks: ShortLinkService;
@@ -273,6 +277,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     payments,
     reports: createReportService({ reports: reportRepo, payments: paymentRepo, ministries, log: logger, now: opts.now }),
     webhooks,
+    events: createEventService({ events: createEventLogRepository(db) }),
     devices,
     rateLimiter: rateLimiters.perKey,
     authFailureLimiter: rateLimiters.authFailures,

@@ -24,6 +24,7 @@ import * as m013 from './migrations/013-part-payments.migration.js';
 import * as m014 from './migrations/014-partner-cancel-intents.migration.js';
 import * as m015 from './migrations/015-reconciliation-lease-token.migration.js';
 import * as m016 from './migrations/016-webhook-slow-lane.migration.js';
+import * as m017 from './migrations/017-partner-events.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '014-partner-cancel-intents': m014,
   '015-reconciliation-lease-token': m015,
   '016-webhook-slow-lane': m016,
+  '017-partner-events': m017,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { AuditAction, CancellationKind, DeliveryStatus, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, ReconciliationStatus, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookEvent } from '../domain/vocabulary.js';
+import type { AuditAction, CancellationKind, DeliveryStatus, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, ReconciliationStatus, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookDisabledReason, WebhookEvent } from '../domain/vocabulary.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -124,6 +124,8 @@ export interface EventsTable {
   partner_id: string;
   event: string;
   payload: ColumnType<Record<string, unknown>, string, never>;
+  /** The payment a payment.* event is about (its payload's id); null for a webhook.test event. */
+  payment_id: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
 }
 
@@ -131,13 +133,21 @@ export interface WebhooksTable {
   id: Generated<string>;
   partner_id: string;
   url: string;
-  events: ColumnType<WebhookEvent[], string, never>;
+  events: ColumnType<WebhookEvent[], string, string>;
   /** AES-256-GCM; the plaintext secret never reaches the database. */
   secret_ciphertext: string;
   created_at: CreatedAt;
   deleted_at: Timestamp | null;
   /** Since when its attempts fail or time out; null while the latest one succeeded (see the slow lane). */
   slow_since: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Set with `disabled_reason` while the webhook is disabled: nothing is queued for it and its pending deliveries wait. */
+  disabled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  disabled_reason: ColumnType<WebhookDisabledReason | null, WebhookDisabledReason | null | undefined, WebhookDisabledReason | null>;
+  /** When it was last enabled again; failures before it do not count toward disabling it. */
+  enabled_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The secret a rotation replaced: it still signs deliveries until `previous_secret_expires_at`. */
+  previous_secret_ciphertext: ColumnType<string | null, string | null | undefined, string | null>;
+  previous_secret_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export type { DeliveryStatus };

@@ -54,6 +54,14 @@ export type InvoiceFilterKind = (typeof INVOICE_FILTER_KINDS)[number];
 export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
+/** Why a webhook is disabled: the partner turned it off, or every attempt failed for WEBHOOK_DISABLE_AFTER_MS. */
+export const WEBHOOK_DISABLED_REASONS = ['manual', 'failing'] as const;
+export type WebhookDisabledReason = (typeof WEBHOOK_DISABLED_REASONS)[number];
+
+/** How the partner's delivery log shows an attempt: made and succeeded, made and failed, or queued. */
+export const DELIVERY_LOG_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryLogStatus = (typeof DELIVERY_LOG_STATUSES)[number];
+
 /** The test delivery's event: sent only on request (POST /webhooks/{id}/test), never subscribable. */
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
 

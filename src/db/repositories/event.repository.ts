@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db.types.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
+import { isUuid } from '../../domain/uuid.js';
 
 export type PaymentEvent =
   | { event: 'payment.submitted'; data: { id: string; invoiceId: string } }
@@ -15,7 +16,8 @@ export interface EventRepositoryOptions {
 /**
  * An outbox write that rides along in another statement: CTEs `ev` (one event row per row of the
  * CTE named `source`, which must yield `partner_id`) and `deliveries` (one pending delivery per
- * webhook of that partner subscribed to the event). For `payment.confirmed` the source is the
+ * enabled webhook of that partner subscribed to the event; a disabled one catches up through
+ * recover, since the event is kept). For `payment.confirmed` the source is the
  * payment row and also yields `user_id`: `pushes` queues one push per device of that end user
  * and partner. Being part of the statement that changes the payment, it commits or fails with the
  * change itself.
@@ -44,16 +46,18 @@ export function createEventRepository(opts: EventRepositoryOptions = {}) {
 
   function outbox(e: PaymentEvent): OutboxWrite {
     const dueAt = new Date(now().getTime() + (opts.firstAttemptDelayMs ?? 0));
+    // Only a real payment id is indexed for the paymentId filters; other ids (synthetic load) stay in the payload.
+    const paymentId = isUuid(e.data.id) ? e.data.id : null;
     return {
       ctes: (source) => sql`ev AS (
-          INSERT INTO events (partner_id, event, payload)
-          SELECT partner_id, ${e.event}, ${JSON.stringify(e.data)}::jsonb FROM ${sql.table(source)}
+          INSERT INTO events (partner_id, event, payload, payment_id)
+          SELECT partner_id, ${e.event}, ${JSON.stringify(e.data)}::jsonb, ${paymentId}::uuid FROM ${sql.table(source)}
           RETURNING id, partner_id
         ), deliveries AS (
           INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
           SELECT w.id, ev.id, 'pending', ${dueAt}::timestamptz
           FROM webhooks w JOIN ev ON w.partner_id = ev.partner_id
-          WHERE w.deleted_at IS NULL AND w.events @> ${JSON.stringify([e.event])}::jsonb
+          WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL AND w.events @> ${JSON.stringify([e.event])}::jsonb
         )${e.event === 'payment.confirmed' ? pushes(source, dueAt) : sql``}`,
     };
   }
@@ -64,7 +68,7 @@ export function createEventRepository(opts: EventRepositoryOptions = {}) {
     /** Appends an event for a partner in the caller's transaction; returns the event id. */
     async append(trx: Kysely<Database>, partnerId: string, e: PaymentEvent): Promise<string> {
       const { rows } = await sql<{ id: string }>`
-        WITH src AS (SELECT ${partnerId}::uuid AS partner_id), ${outbox(e).ctes('src')}
+        WITH src AS (SELECT ${partnerId}::uuid AS partner_id, NULL::text AS user_id), ${outbox(e).ctes('src')}
         SELECT id FROM ev`.execute(trx);
       const row = rows[0];
       if (!row) throw new Error('event insert returned no row');

@@ -128,7 +128,7 @@ export function createWebhookDeliveryRepository(db: Db) {
           FROM webhooks w
           LEFT JOIN endpoint_free ef ON ef.webhook_id = w.id
           LEFT JOIN partner_free pf ON pf.partner_id = w.partner_id
-          WHERE w.deleted_at IS NULL
+          WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL
             AND (w.slow_since IS NOT NULL) = ${slow}::boolean
             AND coalesce(ef.free, ${limits.perEndpoint}::int) > 0
             AND coalesce(pf.free, ${limits.perPartner}::int) > 0

@@ -1,13 +1,37 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import type { WebhooksTable } from '../db.types.js';
-import type { WebhookEvent } from '../../domain/vocabulary.js';
+import type { WebhookDisabledReason, WebhookEvent } from '../../domain/vocabulary.js';
 
-export type WebhookRow = Omit<Selectable<WebhooksTable>, 'secret_ciphertext' | 'deleted_at' | 'partner_id' | 'slow_since'>;
+export type WebhookRow = Pick<Selectable<WebhooksTable>, 'id' | 'url' | 'events' | 'created_at' | 'disabled_reason'>;
 
-const PUBLIC_COLUMNS = ['id', 'url', 'events', 'created_at'] as const;
+const PUBLIC_COLUMNS = ['id', 'url', 'events', 'created_at', 'disabled_reason'] as const;
+
+/** What a partner may change on a webhook; `enabled` switches between enabled and disabled by hand. */
+export interface WebhookChanges {
+  url?: string;
+  events?: WebhookEvent[];
+  enabled?: boolean;
+}
+
+/** The keys an attempt of a delivery is signed with: the current secret and, during a rotation's grace, the previous one. */
+export interface SigningKeys {
+  eventId: string;
+  secretCiphertext: string;
+  previousSecretCiphertext: string | null;
+  previousSecretExpiresAt: Date | null;
+}
+
+/** A webhook the service disabled because every attempt failed for too long. */
+export interface DisabledWebhook {
+  id: string;
+  partner_id: string;
+}
 
 export function createWebhookRepository(db: Db) {
+  const owned = (partnerId: string, id: string) =>
+    db.selectFrom('webhooks').where('id', '=', id).where('partner_id', '=', partnerId).where('deleted_at', 'is', null);
+
   return {
     /**
      * Inserts the webhook unless the partner already has `max` of them (deleted ones do not
@@ -48,14 +72,110 @@ export function createWebhookRepository(db: Db) {
     },
 
     async existsForPartner(partnerId: string, id: string): Promise<boolean> {
-      const row = await db
-        .selectFrom('webhooks')
-        .select('id')
+      return (await owned(partnerId, id).select('id').executeTakeFirst()) !== undefined;
+    },
+
+    async getForPartner(partnerId: string, id: string): Promise<WebhookRow | undefined> {
+      return owned(partnerId, id).select(PUBLIC_COLUMNS).executeTakeFirst();
+    },
+
+    /**
+     * Applies the partner's changes; undefined when the webhook is not the partner's (or deleted).
+     * Disabling by hand makes the reason `manual` whatever it was; enabling a disabled webhook
+     * starts its failure window afresh, so failures from before it no longer count toward disabling.
+     */
+    async update(partnerId: string, id: string, changes: WebhookChanges, at: Date): Promise<WebhookRow | undefined> {
+      const disable = changes.enabled === false;
+      const enable = changes.enabled === true;
+      return db
+        .updateTable('webhooks')
+        .set((eb) => ({
+          ...(changes.url === undefined ? {} : { url: changes.url }),
+          ...(changes.events === undefined ? {} : { events: JSON.stringify(changes.events) }),
+          ...(disable ? { disabled_at: eb.fn.coalesce('disabled_at', sql<Date>`${at}::timestamptz`), disabled_reason: 'manual' as const } : {}),
+          ...(enable
+            ? {
+                disabled_at: null,
+                disabled_reason: null,
+                enabled_at: sql<Date | null>`CASE WHEN disabled_at IS NULL THEN enabled_at ELSE ${at}::timestamptz END`,
+              }
+            : {}),
+        }))
         .where('id', '=', id)
         .where('partner_id', '=', partnerId)
         .where('deleted_at', 'is', null)
+        .returning(PUBLIC_COLUMNS)
+        .executeTakeFirst();
+    },
+
+    /** The current secret becomes the previous one, valid until `previousExpiresAt`; a previous one before it is dropped. */
+    async rotateSecret(partnerId: string, id: string, secretCiphertext: string, previousExpiresAt: Date): Promise<boolean> {
+      const row = await db
+        .updateTable('webhooks')
+        .set((eb) => ({
+          previous_secret_ciphertext: eb.ref('secret_ciphertext'),
+          previous_secret_expires_at: previousExpiresAt,
+          secret_ciphertext: secretCiphertext,
+        }))
+        .where('id', '=', id)
+        .where('partner_id', '=', partnerId)
+        .where('deleted_at', 'is', null)
+        .returning('id')
         .executeTakeFirst();
       return row !== undefined;
+    },
+
+    /** Read when an attempt is signed, so a rotation applies from the next attempt on. */
+    async signingKeys(deliveryId: string): Promise<SigningKeys | undefined> {
+      const row = await db
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+        .select(['d.event_id', 'w.secret_ciphertext', 'w.previous_secret_ciphertext', 'w.previous_secret_expires_at'])
+        .where('d.id', '=', deliveryId)
+        .executeTakeFirst();
+      return (
+        row && {
+          eventId: row.event_id,
+          secretCiphertext: row.secret_ciphertext,
+          previousSecretCiphertext: row.previous_secret_ciphertext,
+          previousSecretExpiresAt: row.previous_secret_expires_at,
+        }
+      );
+    },
+
+    /**
+     * Disables (reason `failing`) at most `limit` enabled webhooks whose every attempt has failed
+     * for `afterMs`: one is still failing (slow_since is when the run of failures began, and a
+     * success clears it) and an attempt made at least `afterMs` after that start failed too. The
+     * start is never before the webhook was last enabled. Rows another instance holds are skipped;
+     * the condition is checked again on the locked row, so an attempt that succeeded meanwhile wins.
+     */
+    async disableFailing(afterMs: number, at: Date, limit: number): Promise<DisabledWebhook[]> {
+      const failing = sql<boolean>`slow_since IS NOT NULL AND disabled_at IS NULL AND deleted_at IS NULL AND EXISTS (
+          SELECT 1 FROM webhook_attempts a
+          WHERE a.webhook_id = webhooks.id
+            AND a.created_at >= greatest(slow_since, coalesce(enabled_at, slow_since)) + ${afterMs} * interval '1 millisecond'
+        )`;
+      const { rows } = await sql<DisabledWebhook>`
+        UPDATE webhooks SET disabled_at = ${at}::timestamptz, disabled_reason = 'failing'
+        WHERE id IN (SELECT id FROM webhooks WHERE ${failing} ORDER BY slow_since LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+          AND ${failing}
+        RETURNING id, partner_id`.execute(db);
+      return rows;
+    },
+
+    /** Disabled webhooks (not deleted), by reason, for /metrics. */
+    async countDisabled(): Promise<Record<WebhookDisabledReason, number>> {
+      const rows = await db
+        .selectFrom('webhooks')
+        .select(['disabled_reason', sql<number>`count(*)::int`.as('n')])
+        .where('deleted_at', 'is', null)
+        .where('disabled_at', 'is not', null)
+        .groupBy('disabled_reason')
+        .execute();
+      const counts: Record<WebhookDisabledReason, number> = { manual: 0, failing: 0 };
+      for (const r of rows) if (r.disabled_reason) counts[r.disabled_reason] = Number(r.n);
+      return counts;
     },
 
     /** Soft delete keeps the delivery log; deliveries not yet sent are canceled with it. */

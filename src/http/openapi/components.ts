@@ -1,5 +1,6 @@
 import { BadRequestBody, ErrorBody } from '../../schemas/common.schema.js';
 import { DeviceBody, RegisterDeviceBody } from '../../schemas/device.schema.js';
+import { EventBody, EventListBody } from '../../schemas/event.schema.js';
 import { InvoiceBody, InvoiceListBody } from '../../schemas/invoice.schema.js';
 import {
   CancelBody,
@@ -60,6 +61,8 @@ export const NAMED_SCHEMAS: ReadonlyArray<readonly [name: string, schema: object
   ['DeliveryList', DeliveryListBody],
   ['WebhookTestQueued', WebhookTestQueuedBody],
   ['RedeliveryQueued', RedeliveryQueuedBody],
+  ['Event', EventBody],
+  ['EventList', EventListBody],
   ['RegisterDeviceRequest', RegisterDeviceBody],
   ['Device', DeviceBody],
   ['SandboxApproveRequest', ApproveBody],

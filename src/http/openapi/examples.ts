@@ -9,8 +9,9 @@ const INVOICE_ID = '83b47ac4-92e6-4b9c-b063-a623a9cc1f6f';
 const PARTNER_ID = '8c93c40c-2c15-4997-a084-f84d7338892e';
 const WEBHOOK_ID = 'ab6378ea-fc44-4927-90ea-3a735ff903eb';
 const DELIVERY_ID = 'f955ff13-fab8-493b-a7e4-d4687c1999f7';
+const EVENT_ID = '3f1d7c52-8e0b-4a57-9c4e-2b6f1e0d9a84';
 
-export const EXAMPLE_IDS = { PAYMENT_ID, INVOICE_ID, WEBHOOK_ID, DELIVERY_ID };
+export const EXAMPLE_IDS = { PAYMENT_ID, INVOICE_ID, WEBHOOK_ID, DELIVERY_ID, EVENT_ID };
 
 export const invoice = {
   id: INVOICE_ID,
@@ -117,6 +118,13 @@ export const deliveryList = {
       createdAt: '2026-11-25T08:59:54.612Z',
     },
   ],
+};
+
+export const event = { id: EVENT_ID, type: 'payment.confirmed', createdAt: '2026-11-25T08:59:54.612Z', data: { id: PAYMENT_ID, amount: 12000.5 } };
+
+export const eventList = {
+  items: [event, { id: 'a0c2e1f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b', type: 'payment.submitted', createdAt: '2026-11-25T08:58:54.108Z', data: { id: PAYMENT_ID, invoiceId: INVOICE_ID } }],
+  nextCursor: 'a0c2e1f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b',
 };
 
 export const device = { id: '9dfe60ff-fe65-4612-82f4-1456e4423b64', platform: 'android', createdAt: '2026-11-25T08:58:54.625Z' };

@@ -179,6 +179,17 @@ const OPERATIONS: Record<string, OperationDoc> = {
       404: { description: 'No such webhook, or no such delivery of it, for this partner.', examples: one(ex.notFound('Delivery')) },
     },
   },
+  'get /events': {
+    responses: {
+      200: { description: 'One page of this partner\'s events, newest first; `nextCursor` is null on the last page.', examples: one(ex.eventList) },
+    },
+  },
+  'get /events/{id}': {
+    responses: {
+      200: { description: 'The event; `data` is exactly what its webhook deliveries carry.', examples: one(ex.event) },
+      404: { description: 'No event with this id for this partner (or it is past its retention).', examples: one(ex.notFound('Event')) },
+    },
+  },
   'post /devices': {
     request: one({ userId: 'user-42', fcmToken: 'fcm-token-abc', platform: 'android' }),
     responses: {

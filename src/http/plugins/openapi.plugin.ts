@@ -54,6 +54,7 @@ export async function registerOpenApi(app: FastifyInstance, prefix: string, serv
         { name: 'Payments' },
         { name: 'Reports' },
         { name: 'Webhooks' },
+        { name: 'Events', description: 'What happened to your payments, kept for EVENT_RETENTION_MS (90 days by default): catch up after an outage' },
         { name: 'Devices' },
         { name: 'Sandbox', description: 'Only in the local and sandbox environments' },
         { name: 'Health' },

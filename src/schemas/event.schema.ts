@@ -1,0 +1,46 @@
+import { Type, type Static } from 'typebox';
+import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
+import { UuidCursor } from './cursor.schema.js';
+import { WEBHOOK_EVENTS } from '../domain/vocabulary.js';
+
+export const EventType = StringEnum(WEBHOOK_EVENTS, { description: 'payment.submitted or payment.confirmed' });
+
+/** The payload of a payment event: what the webhook body carries as `data`. */
+export const EventData = Type.Object(
+  {
+    id: Uuid,
+    invoiceId: Type.Optional(Uuid),
+    amount: Type.Optional(Type.Number()),
+  },
+  { description: 'The payment id; payment.submitted adds invoiceId, payment.confirmed adds amount. Exactly the webhook body\'s data.' },
+);
+
+export const EventBody = Type.Object(
+  {
+    id: Uuid,
+    type: EventType,
+    createdAt: IsoDateTime,
+    data: EventData,
+  },
+  { description: 'Something that happened to one of your payments. Every webhook delivery of it carries this id (eventId in the body, the webhook-id header).' },
+);
+export type EventView = Static<typeof EventBody>;
+
+export const EventListQuery = Type.Object(
+  {
+    type: Type.Optional(EventType),
+    paymentId: Type.Optional(Uuid),
+    from: Type.Optional(Type.String({ format: 'date-time', description: 'events at or after this time' })),
+    to: Type.Optional(Type.String({ format: 'date-time', description: 'events before this time' })),
+    cursor: Type.Optional(UuidCursor),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  },
+  { additionalProperties: false },
+);
+export type EventListFilter = Static<typeof EventListQuery>;
+
+export const EventListBody = Type.Object({
+  items: Type.Array(EventBody, { description: 'Newest first' }),
+  nextCursor: Nullable(Type.String(), { description: 'Pass as cursor for the next page; null on the last one' }),
+});
+export type EventList = Static<typeof EventListBody>;
