@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
  * production image, which has no dev dependencies, never needs it.
  */
 
-export const PAGE_NAMES = ['sandbox'] as const;
+export const PAGE_NAMES = ['console', 'sandbox'] as const;
 export type PageName = (typeof PAGE_NAMES)[number];
 
 export interface PageScript {

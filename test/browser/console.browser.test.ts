@@ -87,7 +87,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     const res = await fetch(`${baseUrl}/`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
     const html = await res.text();
     expect(html).not.toMatch(/https?:\/\//i);
     expect(html).not.toMatch(/(src|href)\s*=\s*["']?\/\//i);
@@ -230,9 +230,10 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     const discrepancyId = await discrepancy.getAttribute('data-id');
     await discrepancy.locator('button.resolve').click();
     const note = 'Ministry re-sent the settlement file; payment present there';
-    await discrepancy.locator('input.resolve-note').fill(note);
+    const resolveRow = page.locator(`#discrepancies-table tr.resolve-row[data-id="${discrepancyId}"]`);
+    await resolveRow.locator('input.resolve-note').fill(note);
     await screenshot(page, 'reconciliation');
-    await discrepancy.locator('button.resolve-confirm').click();
+    await resolveRow.locator('button.resolve-confirm').click();
     const resolved = page.locator(`#discrepancies-table tr.discrepancy-row[data-id="${discrepancyId}"][data-status="resolved"]`);
     await resolved.waitFor();
     expect(await resolved.textContent()).toContain(note);

@@ -1,0 +1,157 @@
+/* The console's building blocks: cells, list tables with their states, two-step buttons, busy buttons. */
+import { describeError, el, type ErrorBox } from '../page-ui/page-ui.js';
+import { formatLocalTime, shortId } from '../page-ui/page-format.js';
+import { createArming } from './console.format.js';
+
+export type TableState = 'idle' | 'loading' | 'ready' | 'empty' | 'error';
+
+export const timeCell = (iso: string | null | undefined) => el('td', { class: 'time', title: iso ?? null, text: formatLocalTime(iso) });
+
+export const idSpan = (id: string | null | undefined) => (id ? el('span', { class: 'id', title: id, text: shortId(id) }) : el('span', { class: 'sub', text: '—' }));
+
+export const badge = (value: string, extraClass?: string) => el('span', { class: `badge ${extraClass ?? value}`, dataset: { status: value }, text: value });
+
+/** Puts a table in loading, empty or error state (one explanatory row), or marks it ready. */
+export function setTableState(table: HTMLTableElement, state: TableState, message = ''): void {
+  table.dataset.state = state;
+  if (state === 'ready') return;
+  const td = el('td', { colspan: table.tHead?.rows[0]?.cells.length ?? 1 });
+  if (state === 'loading') td.append(el('span', { class: 'spinner' }), message || 'Loading…');
+  else td.textContent = message;
+  table.tBodies[0]?.replaceChildren(el('tr', { class: `state-row ${state}` }, td));
+}
+
+/** A page of a list as the admin API answers it. */
+export interface ListPage<T> {
+  items: T[];
+  nextCursor?: string | null;
+}
+
+export interface ListOptions<T> {
+  table: HTMLTableElement;
+  /** Loads the next page; absent for lists the service answers whole. */
+  more?: HTMLButtonElement;
+  count: HTMLElement;
+  noun: string;
+  empty: string | (() => string);
+  /** The page after `cursor` (null: the first); it may throw to refuse the filters before anything is sent. */
+  load: (cursor: string | null) => Promise<ListPage<T>>;
+  row: (item: T) => HTMLTableRowElement;
+  /** The most the service lists (no paging): the count says so when it is reached. */
+  cap?: number;
+}
+
+export interface ListController<T> {
+  load(): Promise<void>;
+  readonly items: readonly T[];
+}
+
+function countText(shown: number, more: boolean, cap: number | undefined): string {
+  if (shown === 0) return '';
+  const capped = cap && shown >= cap ? ` (the service lists at most ${cap}: narrow the filters)` : '';
+  return `${shown} shown${more ? ', more available' : ''}${capped}`;
+}
+
+/**
+ * One list screen: loads a first page into the table, or the next page after it (More), shows
+ * its loading, empty and error states, and ignores answers to requests a later one replaced.
+ */
+export function createList<T>(options: ListOptions<T>, errors: ErrorBox): ListController<T> {
+  const { table, more, count, noun } = options;
+  const body = () => table.tBodies[0] ?? table.createTBody();
+  let seq = 0;
+  let cursor: string | null = null;
+  let items: T[] = [];
+
+  function starting(append: boolean): void {
+    if (append && more) {
+      more.disabled = true;
+      more.textContent = 'Loading…';
+      return;
+    }
+    cursor = null;
+    setTableState(table, 'loading', `Loading ${noun}…`);
+    if (more) more.hidden = true;
+    count.textContent = '';
+  }
+
+  function show(page: ListPage<T>, append: boolean): void {
+    if (!append) {
+      items = [];
+      body().replaceChildren();
+    }
+    items.push(...page.items);
+    cursor = page.nextCursor ?? null;
+    for (const item of page.items) body().append(options.row(item));
+    if (items.length === 0) setTableState(table, 'empty', typeof options.empty === 'function' ? options.empty() : options.empty);
+    else table.dataset.state = 'ready';
+    if (more) more.hidden = !cursor;
+    count.textContent = countText(items.length, cursor !== null, options.cap);
+  }
+
+  async function load(append: boolean): Promise<void> {
+    const mine = ++seq;
+    starting(append);
+    try {
+      const page = await options.load(append ? cursor : null);
+      if (mine === seq) show(page, append);
+    } catch (err) {
+      if (mine !== seq) return;
+      if (!append) setTableState(table, 'error', `Could not load ${noun}: ${describeError(err)}`);
+      errors.show(err, `Loading ${noun}`);
+    } finally {
+      if (more && mine === seq) {
+        more.disabled = false;
+        more.textContent = 'More';
+      }
+    }
+  }
+
+  more?.addEventListener('click', () => void load(true));
+  return {
+    load: () => load(false),
+    get items() {
+      return items;
+    },
+  };
+}
+
+const arming = createArming();
+const ARMED_MS = 5000;
+
+/** A destructive button asks for a second click before it acts; arming it disarms any other. */
+export function twoStep(button: HTMLButtonElement, confirmLabel: string, action: () => void): HTMLButtonElement {
+  const label = button.textContent ?? '';
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const disarm = () => {
+    clearTimeout(timer);
+    button.classList.remove('armed');
+    button.textContent = label;
+    arming.release(disarm);
+  };
+  button.addEventListener('click', () => {
+    if (!button.classList.contains('armed')) {
+      button.classList.add('armed');
+      button.textContent = confirmLabel;
+      arming.arm(disarm);
+      timer = setTimeout(disarm, ARMED_MS);
+      return;
+    }
+    disarm();
+    action();
+  });
+  return button;
+}
+
+/** Disables the button and shows `label` while `work` runs. */
+export async function busy<T>(button: HTMLButtonElement, label: string, work: () => Promise<T>): Promise<T> {
+  const before = button.textContent;
+  button.disabled = true;
+  button.textContent = label;
+  try {
+    return await work();
+  } finally {
+    button.disabled = false;
+    button.textContent = before;
+  }
+}

@@ -1,0 +1,170 @@
+/* The payments screen: search payments across partners, and one payment's detail and timeline. */
+import type { AdminPaymentDetailView, AdminPaymentView } from '../../schemas/back-office.schema.js';
+import { byId, describeError, el, type Child } from '../page-ui/page-ui.js';
+import { compactJson, formatLocalTime, formatTugrik, queryString, timeBound } from '../page-ui/page-format.js';
+import type { ConsoleContext } from './console-context.js';
+import { badge, createList, idSpan, setTableState, timeCell, type ListPage } from './console-table.ui.js';
+
+const FILTER_INPUTS = ['pay-paymentId', 'pay-invoiceId', 'pay-refNum', 'pay-partnerId', 'pay-from', 'pay-to'] as const;
+type TimelineEntry = AdminPaymentDetailView['timeline'][number];
+
+export interface PaymentsScreen {
+  /** The first load on showing the screen. */
+  load(): Promise<void>;
+  /** A search of one partner's payments, the other filters cleared. */
+  showPartner(partnerId: string): Promise<void>;
+  open(id: string): Promise<void>;
+  close(): void;
+}
+
+const input = (id: string) => byId<HTMLInputElement>(id);
+
+/** The filters as the query string of GET /admin/payments; throws for a time bound it cannot read. */
+function paymentQuery(cursor: string | null): string {
+  return queryString({
+    paymentId: input('pay-paymentId').value,
+    invoiceId: input('pay-invoiceId').value,
+    refNum: input('pay-refNum').value,
+    partnerId: input('pay-partnerId').value,
+    status: byId<HTMLSelectElement>('pay-status').value,
+    from: timeBound(input('pay-from').value, 'From'),
+    to: timeBound(input('pay-to').value, 'To'),
+    cursor,
+  });
+}
+
+function timelineRow(t: TimelineEntry, i: number): HTMLTableRowElement {
+  return el('tr', { class: 'timeline-row', dataset: { from: t.from ?? '', to: t.to, cause: t.cause, event: t.event } },
+    el('td', { class: 'num sub', text: String(i + 1) }),
+    timeCell(t.at),
+    el('td', { class: 'nowrap' }, t.from ? badge(t.from) : el('span', { class: 'sub', text: 'new' }), el('span', { class: 'arrow', text: '→' }), badge(t.to)),
+    el('td', { class: 'mono', text: t.event }),
+    el('td', { class: 'mono', text: t.cause }),
+    el('td', {}, t.detail ? el('code', { class: 'json', text: compactJson(t.detail) }) : el('span', { class: 'sub', text: '—' })));
+}
+
+function timelineTable(entries: readonly TimelineEntry[]): HTMLTableElement {
+  const table = el('table', { id: 'timeline' },
+    el('thead', {}, el('tr', {}, ...['#', 'At', 'Transition', 'Event', 'Cause', 'Ministry answer / detail'].map((h) => el('th', { text: h })))),
+    el('tbody', {}, ...entries.map(timelineRow)));
+  if (entries.length === 0) setTableState(table, 'empty', 'No state changes recorded for this payment.');
+  else table.dataset.state = 'ready';
+  return table;
+}
+
+export function createPaymentsScreen(ctx: ConsoleContext): PaymentsScreen {
+  const { api, errors, partners } = ctx;
+  const card = byId('payment-detail');
+  let detailSeq = 0;
+
+  function select(tr: HTMLTableRowElement | null): void {
+    for (const r of document.querySelectorAll('#payments-table tr.selected')) r.classList.remove('selected');
+    tr?.classList.add('selected');
+  }
+
+  function paymentRow(p: AdminPaymentView): HTMLTableRowElement {
+    const tr = el('tr', { class: 'payment-row clickable', tabindex: 0, dataset: { id: p.id, status: p.status } },
+      timeCell(p.createdAt),
+      el('td', {}, idSpan(p.id)),
+      partners.cell(p.partnerId),
+      el('td', { class: 'mono' }, p.refNum),
+      el('td', {}, p.source),
+      el('td', { class: 'num' }, formatTugrik(p.amount)),
+      el('td', {}, badge(p.status), p.failureReason ? el('div', { class: 'sub', text: p.failureReason }) : null),
+      timeCell(p.submittedAt),
+      timeCell(p.paidAt),
+      timeCell(p.canceledAt));
+    const open = () => {
+      select(tr);
+      void openPayment(p.id);
+    };
+    tr.addEventListener('click', open);
+    tr.addEventListener('keydown', (e) => e.key === 'Enter' && open());
+    return tr;
+  }
+
+  function renderPayment(p: AdminPaymentDetailView): void {
+    byId('payment-detail-status').replaceChildren(badge(p.status));
+    const partner = partners.get(p.partnerId);
+    const invoiceIds = p.invoiceIds.length > 0 ? p.invoiceIds : [p.invoiceId];
+    const fields: [string, Child][] = [
+      ['Partner', el('span', {}, partner ? el('div', { text: partner.name }) : null, el('div', { class: 'id', text: p.partnerId }))],
+      ['Ref num', el('span', { class: 'mono', text: p.refNum })],
+      ['Source', p.source],
+      ['Amount', el('strong', { id: 'payment-amount', text: formatTugrik(p.amount) })],
+      [invoiceIds.length > 1 ? `Invoices (${invoiceIds.length})` : 'Invoice', el('span', {}, ...invoiceIds.map((id, n) => el('span', { class: 'id', text: (n ? ', ' : '') + id })))],
+      ['Failure reason', p.failureReason ?? '—'],
+      ['Created', formatLocalTime(p.createdAt)],
+      ['Updated', formatLocalTime(p.updatedAt)],
+      ['Submitted', formatLocalTime(p.submittedAt)],
+      ['Paid', formatLocalTime(p.paidAt)],
+      ['Canceled', formatLocalTime(p.canceledAt)],
+    ];
+    const grid = el('dl', { class: 'detail-grid' }, ...fields.map(([k, v]) => el('div', {}, el('dt', { text: k }), el('dd', {}, v))));
+    byId('payment-detail-body').replaceChildren(grid, el('h3', { text: `Timeline (${p.timeline.length})` }), el('div', { class: 'table-wrap' }, timelineTable(p.timeline)));
+  }
+
+  async function openPayment(id: string): Promise<void> {
+    const mine = ++detailSeq;
+    card.hidden = false;
+    card.dataset.state = 'loading';
+    card.dataset.id = id;
+    byId('payment-detail-title').textContent = `Payment ${id}`;
+    byId('payment-detail-status').replaceChildren();
+    byId('payment-detail-body').replaceChildren(el('div', { class: 'hint' }, el('span', { class: 'spinner' }), 'Loading the payment and its timeline…'));
+    card.scrollIntoView({ block: 'nearest' });
+    try {
+      const p = await api.data<AdminPaymentDetailView>('GET', `/admin/payments/${encodeURIComponent(id)}`);
+      if (mine !== detailSeq) return;
+      renderPayment(p);
+      card.dataset.state = 'ready';
+    } catch (err) {
+      if (mine !== detailSeq) return;
+      card.dataset.state = 'error';
+      byId('payment-detail-body').replaceChildren(el('div', { class: 'state-error text-bad', text: `Could not load the payment: ${describeError(err)}` }));
+      errors.show(err, 'Loading the payment');
+    }
+  }
+
+  function close(): void {
+    detailSeq++;
+    card.hidden = true;
+    card.dataset.state = 'idle';
+    select(null);
+  }
+
+  const list = createList<AdminPaymentView>({
+    table: byId<HTMLTableElement>('payments-table'),
+    more: byId<HTMLButtonElement>('payments-more'),
+    count: byId('payments-count'),
+    noun: 'payments',
+    empty: () => (paymentQuery(null) ? 'No payment matches these filters.' : 'No payments yet.'),
+    load: async (cursor) => api.data<ListPage<AdminPaymentView>>('GET', `/admin/payments${paymentQuery(cursor)}`),
+    row: paymentRow,
+  }, errors);
+
+  function reset(): void {
+    for (const id of FILTER_INPUTS) input(id).value = '';
+    byId<HTMLSelectElement>('pay-status').value = '';
+  }
+  byId('payments-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    void list.load();
+  });
+  byId('payments-clear').addEventListener('click', () => {
+    reset();
+    void list.load();
+  });
+  byId('payment-detail-close').addEventListener('click', close);
+
+  return {
+    load: () => list.load(),
+    showPartner(partnerId) {
+      reset();
+      input('pay-partnerId').value = partnerId;
+      return list.load();
+    },
+    open: openPayment,
+    close,
+  };
+}
