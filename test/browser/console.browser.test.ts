@@ -228,11 +228,25 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     expect(await discrepancy.getAttribute('data-status')).toBe('open');
     expect(await discrepancy.textContent()).toContain('10,000.00 ₮');
     const discrepancyId = await discrepancy.getAttribute('data-id');
+    // A laptop's width, where the table fits until a note is opened.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const fitOf = () =>
+      page.$eval('#discrepancies-table', (table) => {
+        const wrap = table.parentElement as HTMLElement;
+        const lastHeader = table.querySelector('thead th:last-child') as HTMLElement;
+        return { overflow: wrap.scrollWidth - wrap.clientWidth, lastRight: lastHeader.getBoundingClientRect().right, wrapRight: wrap.getBoundingClientRect().right };
+      });
+    expect((await fitOf()).overflow).toBeLessThanOrEqual(0);
     await discrepancy.locator('button.resolve').click();
     const note = 'Ministry re-sent the settlement file; payment present there';
     const resolveRow = page.locator(`#discrepancies-table tr.resolve-row[data-id="${discrepancyId}"]`);
     await resolveRow.locator('input.resolve-note').fill(note);
+    // The note takes a row of its own: the table keeps its width and its last column stays in view.
+    const fit = await fitOf();
+    expect(fit.overflow).toBeLessThanOrEqual(0);
+    expect(fit.lastRight).toBeLessThanOrEqual(fit.wrapRight + 1);
     await screenshot(page, 'reconciliation');
+    await page.setViewportSize({ width: 1440, height: 900 });
     await resolveRow.locator('button.resolve-confirm').click();
     const resolved = page.locator(`#discrepancies-table tr.discrepancy-row[data-id="${discrepancyId}"][data-status="resolved"]`);
     await resolved.waitFor();
@@ -296,6 +310,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
   });
 
   it('creates a partner, shows its key once, changes its QR standard, rotates its key and deactivates it', async () => {
+    const other = await ctx.partner();
     const session = await openConsole(browser, baseUrl);
     const { page } = session;
     await signIn(page, ctx.config.adminToken);
@@ -324,10 +339,23 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await row.locator('select.qr-select').selectOption('qrpay');
     await page.locator(`#partners-table tr.partner-row[data-id="${id}"][data-qr-standard="qrpay"]`).waitFor();
 
-    // A new key: shown once, different from the first.
+    // One confirmation is armed at a time, on any row: arming another disarms the one before.
     const rotate = page.locator(`#partners-table tr.partner-row[data-id="${id}"] button.rotate-key`);
+    const toggle = page.locator(`#partners-table tr.partner-row[data-id="${id}"] button.toggle-active`);
+    const otherRotate = page.locator(`#partners-table tr.partner-row[data-id="${other.id}"] button.rotate-key`);
+    const armed = () => page.$$eval('#partners-table button.armed', (buttons) => buttons.map((b) => b.textContent));
+    await otherRotate.click();
+    expect(await armed()).toEqual(['Confirm rotate']);
+    await rotate.click();
+    expect(await otherRotate.textContent()).toBe('Rotate key');
+    await toggle.click();
+    expect(await armed()).toEqual(['Confirm deactivate']);
+    expect(await rotate.textContent()).toBe('Rotate key');
+
+    // A new key: shown once, different from the first.
     await rotate.click();
     expect(await rotate.textContent()).toBe('Confirm rotate');
+    expect(await toggle.textContent()).toBe('Deactivate');
     await rotate.click();
     await expect.poll(async () => page.textContent('#key-value')).not.toBe(apiKey);
     const rotatedKey = (await page.textContent('#key-value')) ?? '';
@@ -335,7 +363,6 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     expect(await page.textContent('#key-notice')).toContain('previous keys stop working at');
 
     // Deactivation asks for a second click.
-    const toggle = page.locator(`#partners-table tr.partner-row[data-id="${id}"] button.toggle-active`);
     await toggle.click();
     expect(await toggle.textContent()).toBe('Confirm deactivate');
     await toggle.click();
@@ -354,6 +381,15 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await page.reload();
     await page.locator(`#partners-table tr.partner-row[data-id="${id}"]`).waitFor();
     expect(await page.content()).not.toContain(rotatedKey);
+
+    // The audit log tells the rotation from the creation.
+    await page.click('#tab-audit');
+    const entry = (action: string) => page.locator(`#audit-table tr.audit-row[data-action="${action}"][data-target-id="${id}"] td.change`);
+    await entry('partner.rotate_key').waitFor();
+    expect(await entry('partner.rotate_key').textContent()).toContain('key rotated: environment=sandbox');
+    expect(await entry('partner.rotate_key').textContent()).not.toContain('created');
+    expect(await entry('partner.create').textContent()).toContain(`created: name=${name}`);
+    await screenshot(page, 'audit-partner');
 
     await expectClean(session);
     await page.close();

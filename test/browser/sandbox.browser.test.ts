@@ -23,6 +23,10 @@ async function openSandbox(browser: Browser, baseUrl: string): Promise<{ page: P
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const seen: Recorded = { errors: [], requests: [] };
   page.on('pageerror', (err) => seen.errors.push(err.message));
+  // A script, style or image the page's policy refused is an error too.
+  page.on('console', (msg) => {
+    if (/Content[- ]Security[- ]Policy|Refused to/i.test(msg.text())) seen.errors.push(msg.text());
+  });
   page.on('request', (request) => {
     if (!request.url().startsWith('data:')) seen.requests.push(request.url());
   });
@@ -124,11 +128,23 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', () =
     expect(await page.textContent('#sel-status')).toBe('paid');
     expect(await page.isDisabled('#pay-btn')).toBe(true);
     expect(await page.isVisible('#error')).toBe(false);
+    // Paid: the QR would pay again, so it goes; canceling stays possible.
+    expect(await page.isVisible('#qr-img')).toBe(false);
+    expect(await page.textContent('#payment-ended')).toContain('Paid');
+    expect(await page.isVisible('#approve-btn')).toBe(false);
     await page.screenshot({ path: `${ARTIFACTS}/sandbox-confirmed.png`, fullPage: true });
 
     const canceledId = await page.textContent('#payment-id');
     await page.click('#cancel-btn');
     await page.waitForSelector('#payment-status[data-status="canceled"]');
+    // Canceled: the QR and the 15 bank buttons go away, the card says why, nothing is left to press.
+    expect(await page.isVisible('#qr-img')).toBe(false);
+    expect(await page.isVisible('#deeplinks')).toBe(false);
+    expect(await page.locator('#deeplinks li a:visible').count()).toBe(0);
+    expect(await page.isVisible('#payment-ended')).toBe(true);
+    expect(await page.textContent('#payment-ended')).toContain('Canceled');
+    for (const button of ['#approve-btn', '#cancel-btn', '#refresh-btn']) expect(await page.isVisible(button)).toBe(false);
+    await page.screenshot({ path: `${ARTIFACTS}/sandbox-canceled.png`, fullPage: true });
     await expect.poll(() => rowStatus.textContent()).toBe(openStatus);
     expect(await page.isEnabled('#pay-btn')).toBe(true);
 
@@ -153,6 +169,8 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', () =
     await page.waitForSelector('#payment-status[data-status="submitted"]');
     expect(await page.isVisible('#refusal')).toBe(false);
     expect(await page.isVisible('#qr-img')).toBe(true);
+    expect(await page.isVisible('#payment-ended')).toBe(false);
+    expect(await page.locator('#deeplinks li a:visible').count()).toBeGreaterThan(0);
     expect(await page.textContent('#payment-id')).not.toBe(canceledId);
 
     expectOnlyOwnRequests(seen, baseUrl);
