@@ -222,11 +222,9 @@ export function createReconciliationService(deps: ReconciliationDeps) {
     async runDue(): Promise<RunRow[]> {
       const at = now();
       if (minutesIntoFinanceDay(at) >= deps.settings.scheduleAtMinutes) await repo.ensureSources(previousFinanceDay(at), SOURCES, at);
-      const due = await repo.due(at, DUE_PER_PASS);
       const byDay = new Map<string, ReconciliationLease[]>();
-      for (const { financeDay, source } of due) {
-        const lease = await repo.acquire(financeDay, source, at, new Date(at.getTime() + deps.settings.leaseMs));
-        if (lease) byDay.set(financeDay, [...(byDay.get(financeDay) ?? []), lease]);
+      for (const lease of await repo.claimDue(at, new Date(at.getTime() + deps.settings.leaseMs), DUE_PER_PASS)) {
+        byDay.set(lease.financeDay, [...(byDay.get(lease.financeDay) ?? []), lease]);
       }
       const runs: RunRow[] = [];
       for (const [day, leases] of byDay) runs.push(await runSources(day, leases, null));

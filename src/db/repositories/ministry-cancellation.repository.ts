@@ -1,19 +1,22 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
-import { claimDueBySource, type DueClaim } from '../due-claim.query.js';
+import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import type { Database, MinistryCancellationsTable } from '../db.types.js';
 import type { Source } from '../../domain/vocabulary.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
 
-const DUE_CANCELLATIONS: DueClaim = {
+/** Cancellations not yet confirmed by the ministry, in one lane per ministry system with that system's free slots. */
+const dueCancellations = (free: Partial<Record<string, number>>): LeasedWorkSpec => ({
   table: 'ministry_cancellations',
-  key: 'payment_id',
+  key: ['payment_id'],
   dueColumn: 'next_attempt_at',
-  attemptsColumn: 'attempts',
+  token: { column: 'attempts', next: sql`t.attempts + 1` },
   pending: sql`done_at IS NULL`,
-  returning: sql`*`,
-};
+  laneColumn: 'source',
+  lanes: lanesOf(free),
+  returning: sql`t.*`,
+});
 
 /**
  * The durable list of payments the ministry accepted but the service refused: each row is retried
@@ -43,8 +46,8 @@ export function createMinistryCancellationRepository(db: Db) {
     },
 
     /** Claims due cancellations, at most `limits[source]` per ministry system, leased until `leaseUntil`. */
-    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<MinistryCancellationRow[]> {
-      return claimDueBySource(db, DUE_CANCELLATIONS, now, leaseUntil, limits);
+    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<Leased<MinistryCancellationRow>[]> {
+      return claimLeased(db, dueCancellations(limits), { now, leaseUntil, batch: totalFree(limits) });
     },
 
     async markDone(paymentId: string, at: Date, trx: Kysely<Database> = db): Promise<void> {
@@ -52,17 +55,17 @@ export function createMinistryCancellationRepository(db: Db) {
     },
 
     /**
-     * Records a failed attempt and when to try again. Fenced by the attempt count the caller saw
-     * (the claim's, or the row's when it was not claimed): a later claim has counted on, so a late
-     * writer changes nothing. False then.
+     * Records a failed attempt and when to try again. Fenced by the lease token (the attempt
+     * count) the caller saw, the claim's or, when it was not claimed, the row's: a later claim has
+     * counted on, so a late writer changes nothing. False then.
      */
-    async markFailed(paymentId: string, error: string, retryAt: Date, seenAttempts: number): Promise<boolean> {
+    async markFailed(paymentId: string, error: string, retryAt: Date, leaseToken: number): Promise<boolean> {
       const row = await db
         .updateTable('ministry_cancellations')
         .set({ last_error: error.slice(0, 500), next_attempt_at: retryAt })
         .where('payment_id', '=', paymentId)
         .where('done_at', 'is', null)
-        .where('attempts', '=', seenAttempts)
+        .where('attempts', '=', leaseToken)
         .returning('payment_id')
         .executeTakeFirst();
       return row !== undefined;

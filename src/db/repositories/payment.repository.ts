@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
-import { claimDueBySource, type DueClaim } from '../due-claim.query.js';
+import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
 import type { Database, PaymentsTable } from '../db.types.js';
 import type { Source } from '../../domain/vocabulary.js';
@@ -13,10 +13,8 @@ import { systemClock, type Clock } from '../../domain/clock.port.js';
 export type PaymentRow = Selectable<PaymentsTable>;
 export type Trx = Transaction<Database>;
 
-/** A payment claimed for a check, with its invoice's refNum: the ministry is asked by it. */
-export interface ClaimedPayment extends PaymentRow {
-  ref_num: string;
-}
+/** A payment claimed for a check, with its invoice's refNum (the ministry is asked by it) and its lease token (its check count). */
+export type ClaimedPayment = Leased<PaymentRow & { ref_num: string }>;
 
 export interface PaymentDetail extends PaymentRow {
   invoiceIds: string[];
@@ -31,14 +29,17 @@ const invoiceIdsColumn = sql<string[]>`(
   FROM payment_invoices pi WHERE pi.payment_id = payments.id
 )`.as('invoiceIds');
 
-const DUE_CHECKS: DueClaim = {
+/** Unresolved payments due for a check, in one lane per ministry system with that system's free slots. */
+const dueChecks = (free: Partial<Record<string, number>>): LeasedWorkSpec => ({
   table: 'payments',
-  key: 'id',
+  key: ['id'],
   dueColumn: 'next_check_at',
-  attemptsColumn: 'check_attempts',
+  token: { column: 'check_attempts', next: sql`t.check_attempts + 1` },
   pending: sql`status IN (${sql.join(UNRESOLVED_STATUSES)})`,
-  returning: sql`*, (SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id) AS ref_num`,
-};
+  laneColumn: 'source',
+  lanes: lanesOf(free),
+  returning: sql`t.*, (SELECT i.ref_num FROM invoices i WHERE i.id = t.invoice_id) AS ref_num`,
+});
 
 /** The timeline columns of a status update (copied into payment_history by the triggers). */
 function changeColumns(event: PaymentEvent, why: PaymentChange) {
@@ -284,22 +285,21 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * system (its free check slots); check_attempts counts the checks.
      */
     async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<ClaimedPayment[]> {
-      return claimDueBySource(db, DUE_CHECKS, now, leaseUntil, limits);
+      return claimLeased(db, dueChecks(limits), { now, leaseUntil, batch: totalFree(limits) });
     },
 
     /**
      * The next check of a payment still unresolved after one; a resolved payment is left alone.
-     * Fenced by the claim: `claimedAttempts` is the check count the claim returned, and a later
-     * claim (this one's lease ran out, another instance took it) has counted on, so a late
-     * reschedule changes nothing. False then.
+     * Fenced by the claim's lease token (its check count): a later claim (this one's lease ran
+     * out, another instance took it) has counted on, so a late reschedule changes nothing. False then.
      */
-    async reschedule(id: string, nextCheckAt: Date, claimedAttempts: number): Promise<boolean> {
+    async reschedule(id: string, nextCheckAt: Date, leaseToken: number): Promise<boolean> {
       const row = await db
         .updateTable('payments')
         .set({ next_check_at: nextCheckAt })
         .where('id', '=', id)
         .where('status', 'in', UNRESOLVED_STATUSES)
-        .where('check_attempts', '=', claimedAttempts)
+        .where('check_attempts', '=', leaseToken)
         .returning('id')
         .executeTakeFirst();
       return row !== undefined;

@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
+import { claimLeased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 
 /** A push this worker holds until its lease ends, with what the message needs. */
 export interface ClaimedPush {
   id: string;
   partnerId: string;
-  /** Number of this attempt (1 for the first). */
+  /** Number of this attempt (1 for the first), which is also the claim's lease token. */
   attempt: number;
   fcmToken: string;
   event: string;
@@ -14,44 +15,35 @@ export interface ClaimedPush {
 
 export type PushOutcome = { delivered: true } | { delivered: false; error: string; nextAttemptAt: Date | null };
 
+/** Pending pushes, in one lane per partner with due pushes. */
+const duePushes = (now: Date, perPartner: number): LeasedWorkSpec => ({
+  table: 'push_deliveries',
+  key: ['id'],
+  dueColumn: 'next_attempt_at',
+  token: { column: 'attempts', next: sql`t.attempts + 1` },
+  pending: sql`status = 'pending'`,
+  laneColumn: 'partner_id',
+  lanes: sql`SELECT DISTINCT partner_id AS lane_key, ${perPartner}::int AS free, partner_id AS turn_key
+    FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz`,
+  returning: sql`t.id, t.partner_id, t.device_id, t.event_id`,
+  select: sql`SELECT c.id, c.partner_id, c.lease_token, d.fcm_token, e.event, e.payload
+    FROM claimed c JOIN devices d ON d.id = c.device_id JOIN events e ON e.id = c.event_id`,
+});
+
 export function createPushDeliveryRepository(db: Db) {
   return {
     /**
-     * Claims due pushes, at most `perPartner` of one partner and `total` in all, oldest first, so
-     * one partner's burst of confirmations cannot hold back another's. Each partner's oldest due
-     * rows are locked with SKIP LOCKED, so an instance never waits for rows another is claiming
-     * and several instances claim disjoint rows; the claim pushes next_attempt_at to the lease end,
-     * which keeps them off the rows until then.
+     * Claims due pushes, at most `perPartner` of one partner and `total` in all, partners taking
+     * turns, so one partner's burst of confirmations cannot hold back another's.
      */
     async claimDue(now: Date, leaseUntil: Date, limits: { total: number; perPartner: number }): Promise<ClaimedPush[]> {
-      if (limits.total <= 0 || limits.perPartner <= 0) return [];
-      const { rows } = await sql<{ id: string; partner_id: string; attempts: number; fcm_token: string; event: string; payload: Record<string, unknown> }>`
-        WITH partners AS (
-          SELECT DISTINCT partner_id FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz
-        ), locked AS (
-          SELECT l.id, l.partner_id, l.next_attempt_at
-          FROM partners p
-          CROSS JOIN LATERAL (
-            SELECT id, partner_id, next_attempt_at FROM push_deliveries
-            WHERE partner_id = p.partner_id AND status = 'pending' AND next_attempt_at <= ${now}::timestamptz
-            ORDER BY next_attempt_at
-            LIMIT ${limits.perPartner}::int
-            FOR UPDATE SKIP LOCKED
-          ) l
-        ), due AS (
-          SELECT id FROM (
-            SELECT id, next_attempt_at, row_number() OVER (PARTITION BY partner_id ORDER BY next_attempt_at, id) AS turn FROM locked
-          ) ranked
-          ORDER BY turn, next_attempt_at, id
-          LIMIT ${limits.total}::int
-        ), claimed AS (
-          UPDATE push_deliveries p SET next_attempt_at = ${leaseUntil}::timestamptz, attempts = p.attempts + 1
-          FROM due WHERE p.id = due.id
-          RETURNING p.id, p.partner_id, p.attempts, p.device_id, p.event_id
-        )
-        SELECT c.id, c.partner_id, c.attempts, d.fcm_token, e.event, e.payload
-        FROM claimed c JOIN devices d ON d.id = c.device_id JOIN events e ON e.id = c.event_id`.execute(db);
-      return rows.map((r) => ({ id: r.id, partnerId: r.partner_id, attempt: r.attempts, fcmToken: r.fcm_token, event: r.event, payload: r.payload }));
+      if (limits.perPartner <= 0) return [];
+      const rows = await claimLeased<{ id: string; partner_id: string; fcm_token: string; event: string; payload: Record<string, unknown> }>(db, duePushes(now, limits.perPartner), {
+        now,
+        leaseUntil,
+        batch: limits.total,
+      });
+      return rows.map((r) => ({ id: r.id, partnerId: r.partner_id, attempt: r.lease_token, fcmToken: r.fcm_token, event: r.event, payload: r.payload }));
     },
 
     /**

@@ -1,7 +1,8 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import type { Database, DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
-import type { DiscrepancyKind, DiscrepancyStatus, ReconciliationStatus, Source } from '../../domain/vocabulary.js';
+import { SOURCES, type DiscrepancyKind, type DiscrepancyStatus, type ReconciliationStatus, type Source } from '../../domain/vocabulary.js';
+import { claimLeased, lanesOf, type ClaimWindow, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { AlsoInTransaction } from '../in-transaction.js';
 
@@ -74,12 +75,31 @@ async function insertFindings(trx: Kysely<Database>, runId: string, rows: Discre
     .execute();
 }
 
-export interface DueSource {
-  financeDay: string;
-  source: Source;
-}
-
 const withRefNum = sql<string>`(SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id)`.as('ref_num');
+
+/** Days and systems whose lease is free and that `pending` selects, in one lane per system. */
+const reconciliations = (now: Date, pending: RawBuilder<unknown>) => (lanes: Partial<Record<string, number>>): LeasedWorkSpec => ({
+  table: 'reconciliation_sources',
+  key: ['finance_day', 'source'],
+  dueColumn: 'next_attempt_at',
+  leaseColumn: 'lease_until',
+  token: { column: 'lease_token', next: sql`gen_random_uuid()` },
+  pending: sql`${pending} AND (lease_until IS NULL OR lease_until <= ${now}::timestamptz)`,
+  laneColumn: 'source',
+  lanes: lanesOf(lanes),
+  alsoSet: sql`updated_at = ${now}::timestamptz`,
+  returning: sql`t.finance_day, t.source`,
+});
+
+async function claimLeases(
+  db: Db,
+  spec: (lanes: Partial<Record<string, number>>) => LeasedWorkSpec,
+  lanes: Partial<Record<string, number>>,
+  window: ClaimWindow,
+): Promise<ReconciliationLease[]> {
+  const rows = await claimLeased<{ finance_day: string; source: Source }, string>(db, spec(lanes), window);
+  return rows.map((r) => ({ financeDay: r.finance_day, source: r.source, token: r.lease_token }));
+}
 
 export function createReconciliationRepository(db: Db) {
   return {
@@ -93,20 +113,19 @@ export function createReconciliationRepository(db: Db) {
     },
 
     /**
-     * Takes the day and source for this instance until `leaseUntil`, unless another instance holds
-     * it (compare-and-set on the lease): one reconciliation of a day and source at a time. The
-     * hold's token, or null when another instance holds it.
+     * Takes the day and source for this instance until `leaseUntil`, due or not, unless another
+     * instance holds it: one reconciliation of a day and source at a time. The hold's token, or
+     * null when another instance holds it.
      */
     async acquire(financeDay: string, source: Source, now: Date, leaseUntil: Date): Promise<ReconciliationLease | null> {
-      const row = await db
-        .updateTable('reconciliation_sources')
-        .set({ lease_until: leaseUntil, lease_token: sql<string>`gen_random_uuid()`, updated_at: now })
-        .where('finance_day', '=', financeDay)
-        .where('source', '=', source)
-        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
-        .returning('lease_token')
-        .executeTakeFirst();
-      return row?.lease_token ? { financeDay, source, token: row.lease_token } : null;
+      const [lease] = await claimLeases(db, reconciliations(now, sql`finance_day = ${financeDay}`), { [source]: 1 }, { now, leaseUntil, batch: 1, dueBy: null });
+      return lease ?? null;
+    },
+
+    /** Takes up to `limit` due days and systems not yet reconciled, the systems taking turns, oldest first within each. */
+    async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<ReconciliationLease[]> {
+      const lanes = Object.fromEntries(SOURCES.map((source) => [source, limit]));
+      return claimLeases(db, reconciliations(now, sql`status <> 'completed'`), lanes, { now, leaseUntil, batch: limit });
     },
 
     /** Extends the hold; false when it is no longer this one's (it ran out and another took it). */
@@ -131,20 +150,6 @@ export function createReconciliationRepository(db: Db) {
         .returning('source')
         .executeTakeFirst();
       return row !== undefined;
-    },
-
-    /** Days and systems not yet reconciled whose next attempt is due, oldest first. */
-    async due(now: Date, limit: number): Promise<DueSource[]> {
-      const rows = await db
-        .selectFrom('reconciliation_sources')
-        .select(['finance_day', 'source'])
-        .where('status', '<>', 'completed')
-        .where('next_attempt_at', '<=', now)
-        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
-        .orderBy('next_attempt_at')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => ({ financeDay: r.finance_day, source: r.source }));
     },
 
     /** The last time each system's reconciliation completed (for the metrics). */

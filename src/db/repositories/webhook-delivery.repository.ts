@@ -1,6 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db.types.js';
 import type { Db } from '../database.js';
+import { claimLeased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus } from '../../domain/vocabulary.js';
 import type { AlsoInTransaction } from '../in-transaction.js';
 
@@ -9,7 +10,7 @@ export interface ClaimedDelivery {
   id: string;
   webhookId: string;
   partnerId: string;
-  /** Number of this attempt (1 for the first). */
+  /** Number of this attempt (1 for the first), which is also the claim's lease token. */
   attempt: number;
   url: string;
   secretCiphertext: string;
@@ -84,6 +85,59 @@ export interface DeliveryLogRow {
   created_at: Date;
 }
 
+interface ClaimedRow {
+  id: string;
+  webhook_id: string;
+  partner_id: string;
+  url: string;
+  secret_ciphertext: string;
+  event: string;
+  payload: Record<string, unknown>;
+  created_at: Date;
+}
+
+/**
+ * Pending deliveries, in one lane per webhook of the limits' lane (slow_since set or not) with
+ * free slots here, each webhook's partner its turn key: a partner takes no more than its own free
+ * slots, nor more than takes it to its share of the lane (partnerShare).
+ */
+function dueDeliveries(now: Date, limits: ClaimLimits): LeasedWorkSpec {
+  const endpointFree = JSON.stringify(Object.fromEntries(limits.endpointFree));
+  const partnerFree = JSON.stringify(Object.fromEntries(limits.partnerFree));
+  const perEndpoint = sql`${limits.perEndpoint}::int`;
+  const perPartner = sql`${limits.perPartner}::int`;
+  const partnerFreeOf = (partner: RawBuilder<unknown>) => sql`coalesce((SELECT free FROM partner_free WHERE partner_id = ${partner}), ${perPartner})`;
+  return {
+    table: 'webhook_deliveries',
+    key: ['id'],
+    dueColumn: 'next_attempt_at',
+    token: { column: 'attempts', next: sql`t.attempts + 1` },
+    pending: sql`status = 'pending'`,
+    laneColumn: 'webhook_id',
+    with: [
+      sql`endpoint_free AS (SELECT key::uuid AS webhook_id, value::int AS free FROM jsonb_each_text(${endpointFree}::jsonb))`,
+      sql`partner_free AS (SELECT key::uuid AS partner_id, value::int AS free FROM jsonb_each_text(${partnerFree}::jsonb))`,
+    ],
+    lanes: sql`SELECT w.id AS lane_key, coalesce(ef.free, ${perEndpoint}) AS free, w.partner_id AS turn_key
+      FROM webhooks w
+      LEFT JOIN endpoint_free ef ON ef.webhook_id = w.id
+      WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL
+        AND (w.slow_since IS NOT NULL) = ${limits.lane === 'slow'}::boolean
+        AND ${partnerFreeOf(sql`w.partner_id`)} > 0`,
+    // A partner's share counts the partners busy here and those with deliveries due.
+    turnCap: sql`least(
+      ${partnerFreeOf(sql`r.turn_key`)},
+      coalesce(greatest(1, ${limits.capacity ?? null}::int / (
+        (SELECT count(*)::int FROM (SELECT partner_id FROM partner_free UNION SELECT turn_key FROM locked) p) + 1
+      )), ${perPartner}) - (${perPartner} - ${partnerFreeOf(sql`r.turn_key`)})
+    )`,
+    alsoSet: sql`updated_at = ${now}::timestamptz`,
+    returning: sql`t.id, t.webhook_id, t.event_id`,
+    select: sql`SELECT c.id, c.webhook_id, c.lease_token, w.partner_id, w.url, w.secret_ciphertext, e.event, e.payload, e.created_at
+      FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN events e ON e.id = c.event_id`,
+  };
+}
+
 export function createWebhookDeliveryRepository(db: Db) {
   const logRows = (executor: Kysely<Database> = db) =>
     executor
@@ -114,77 +168,12 @@ export function createWebhookDeliveryRepository(db: Db) {
      * claimed (slow_since set or not).
      */
     async claimDue(now: Date, leaseUntil: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
-      if (limits.total <= 0) return [];
-      const endpointFree = JSON.stringify(Object.fromEntries(limits.endpointFree));
-      const partnerFree = JSON.stringify(Object.fromEntries(limits.partnerFree));
-      const slow = limits.lane === 'slow';
-      const { rows: claimed } = await sql<{ id: string; attempts: number }>`
-        WITH endpoint_free AS (
-          SELECT key::uuid AS webhook_id, value::int AS free FROM jsonb_each_text(${endpointFree}::jsonb)
-        ), partner_free AS (
-          SELECT key::uuid AS partner_id, value::int AS free FROM jsonb_each_text(${partnerFree}::jsonb)
-        ), endpoints AS (
-          SELECT w.id, w.partner_id, coalesce(ef.free, ${limits.perEndpoint}::int) AS free
-          FROM webhooks w
-          LEFT JOIN endpoint_free ef ON ef.webhook_id = w.id
-          LEFT JOIN partner_free pf ON pf.partner_id = w.partner_id
-          WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL
-            AND (w.slow_since IS NOT NULL) = ${slow}::boolean
-            AND coalesce(ef.free, ${limits.perEndpoint}::int) > 0
-            AND coalesce(pf.free, ${limits.perPartner}::int) > 0
-        ), locked AS (
-          SELECT e.partner_id, d.id, d.webhook_id, d.next_attempt_at
-          FROM endpoints e
-          CROSS JOIN LATERAL (
-            SELECT id, webhook_id, next_attempt_at FROM webhook_deliveries
-            WHERE webhook_id = e.id AND status = 'pending' AND next_attempt_at <= ${now}::timestamptz
-            ORDER BY next_attempt_at
-            LIMIT e.free
-            FOR UPDATE SKIP LOCKED
-          ) d
-        ), ranked AS (
-          SELECT id, partner_id, next_attempt_at,
-            row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS endpoint_rank
-          FROM locked
-        ), active AS (
-          SELECT count(*)::int AS partners FROM (SELECT partner_id FROM partner_free UNION SELECT partner_id FROM locked) p
-        ), turns AS (
-          -- A partner may start as many as its own free slots, and no more than takes it to its share (partnerShare).
-          SELECT r.id, r.next_attempt_at,
-            least(
-              coalesce(pf.free, ${limits.perPartner}::int),
-              coalesce(greatest(1, ${limits.capacity ?? null}::int / (a.partners + 1)), ${limits.perPartner}::int)
-                - (${limits.perPartner}::int - coalesce(pf.free, ${limits.perPartner}::int))
-            ) AS partner_free,
-            row_number() OVER (PARTITION BY r.partner_id ORDER BY r.endpoint_rank, r.next_attempt_at, r.id) AS partner_rank
-          FROM ranked r
-          CROSS JOIN active a
-          LEFT JOIN partner_free pf ON pf.partner_id = r.partner_id
-        ), chosen AS (
-          SELECT id FROM turns
-          WHERE partner_rank <= partner_free
-          ORDER BY partner_rank, next_attempt_at, id
-          LIMIT ${limits.total}::int
-        )
-        UPDATE webhook_deliveries d
-        SET next_attempt_at = ${leaseUntil}::timestamptz, attempts = d.attempts + 1, updated_at = ${now}::timestamptz
-        FROM chosen
-        WHERE d.id = chosen.id
-        RETURNING d.id, d.attempts`.execute(db);
-      if (claimed.length === 0) return [];
-      const rows = await db
-        .selectFrom('webhook_deliveries as d')
-        .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-        .innerJoin('events as e', 'e.id', 'd.event_id')
-        .select(['d.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'w.secret_ciphertext', 'e.event', 'e.payload', 'e.created_at'])
-        .where('d.id', 'in', claimed.map((c) => c.id))
-        .execute();
-      const attempts = new Map(claimed.map((c) => [c.id, c.attempts]));
+      const rows = await claimLeased<ClaimedRow>(db, dueDeliveries(now, limits), { now, leaseUntil, batch: limits.total });
       return rows.map((r) => ({
         id: r.id,
         webhookId: r.webhook_id,
         partnerId: r.partner_id,
-        attempt: attempts.get(r.id) ?? 1,
+        attempt: r.lease_token,
         url: r.url,
         secretCiphertext: r.secret_ciphertext,
         event: r.event as DeliveredEvent,
