@@ -1,3 +1,5 @@
+import { backoffDelayMs, doublingBackoff, type Backoff } from './backoff.js';
+
 /** How often an unresolved payment (or an owed ministry cancellation) is asked about again. */
 export interface CheckSchedule {
   /** The first checks come this often, while a citizen is most likely paying. */
@@ -8,12 +10,14 @@ export interface CheckSchedule {
   maxDelayMs: number;
 }
 
-/** Delay before the check after `attempts` checks: flat at first, then doubling, capped. */
-export function nextCheckDelayMs(attempts: number, schedule: CheckSchedule): number {
-  const doublings = Math.max(0, attempts - schedule.fastChecks);
-  // Beyond 2^30 the cap has long applied; the bound keeps the power finite.
-  const delay = schedule.intervalMs * 2 ** Math.min(doublings, 30);
-  return Math.min(Math.max(delay, schedule.intervalMs), Math.max(schedule.maxDelayMs, schedule.intervalMs));
+/** Flat at first, then doubling, capped: the waits between checks, for as long as checks go on. */
+export function checkBackoff(schedule: CheckSchedule): Backoff {
+  return doublingBackoff({ intervalMs: schedule.intervalMs, fastTries: schedule.fastChecks, maxDelayMs: schedule.maxDelayMs });
+}
+
+/** The wait before the check after `attempts` checks. */
+export function nextCheckDelayMs(backoff: Backoff, attempts: number): number {
+  return backoffDelayMs(backoff, attempts) ?? 0;
 }
 
 /** A submitted payment the citizen has not paid within `expiryMs` is given up. */

@@ -29,11 +29,3 @@ export function deliveryHeaders(m: DeliveryMessage, body: string, secret: string
     'x-service-signature': signBody(secret, body),
   };
 }
-
-/**
- * Delay before the next attempt once `attemptsMade` attempts have failed, or null when the
- * schedule is used up. schedule[0] is the delay of the first attempt itself.
- */
-export function nextAttemptDelay(scheduleMs: readonly number[], attemptsMade: number): number | null {
-  return attemptsMade < scheduleMs.length ? (scheduleMs[attemptsMade] ?? null) : null;
-}

@@ -1,7 +1,7 @@
 import type { Job } from './job-runner.js';
 import { createKeyedPool } from './keyed-pool.js';
 import { createSerialPass } from './serial-pass.js';
-import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
+import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payment.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
@@ -71,6 +71,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
   let saturated = new Set<string>();
   // Due a little early, so the pass one interval later always finds it due.
   const slackMs = Math.floor(deps.schedule.intervalMs / 10);
+  const backoff = checkBackoff(deps.schedule);
 
   // Claims come four times per check interval: a payment whose check falls due waits at most a
   // quarter interval for a pass, not a whole one (approval to webhook is budgeted at one interval).
@@ -85,8 +86,8 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     } finally {
       // A resolved payment has no next check; the reschedule would find nothing to move.
       if (outcome === 'unresolved') {
-        const delay = nextCheckDelayMs(payment.check_attempts, deps.schedule) - slackMs;
-        const kept = await deps.payments.reschedule(payment.id, new Date(claimedAt.getTime() + delay), payment.check_attempts);
+        const delay = nextCheckDelayMs(backoff, payment.lease_token) - slackMs;
+        const kept = await deps.payments.reschedule(payment.id, new Date(claimedAt.getTime() + delay), payment.lease_token);
         if (!kept && UNRESOLVED_STATUSES.includes((await deps.payments.findById(payment.id))?.status ?? 'failed')) deps.onStaleLease?.('confirmation_check', payment.id);
       } else {
         deps.onResolved?.();

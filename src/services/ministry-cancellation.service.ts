@@ -1,4 +1,4 @@
-import { nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
+import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
@@ -25,6 +25,7 @@ export interface MinistryCancellationServiceDeps {
  */
 export function createMinistryCancellationService(deps: MinistryCancellationServiceDeps) {
   const now = deps.now ?? systemClock;
+  const backoff = checkBackoff(deps.schedule);
 
   return {
     /** One attempt; true when the ministry has confirmed the cancellation. */
@@ -32,7 +33,7 @@ export function createMinistryCancellationService(deps: MinistryCancellationServ
       try {
         await deps.ministries[row.source].cancelPayment({ paymentId: row.payment_id, refNum: row.ref_num });
       } catch (err) {
-        const retryAt = new Date(now().getTime() + nextCheckDelayMs(row.attempts, deps.schedule));
+        const retryAt = new Date(now().getTime() + nextCheckDelayMs(backoff, row.attempts));
         deps.log.warn({ err, paymentId: row.payment_id }, 'ministry cancellation failed; will retry');
         const kept = await deps.cancellations.markFailed(row.payment_id, err instanceof Error ? err.message : String(err), retryAt, row.attempts);
         if (!kept) deps.onStaleLease?.('ministry_cancellation', row.payment_id);

@@ -1,4 +1,4 @@
-import { nextAttemptDelay } from '../domain/webhook-message.js';
+import { backoffDelayMs, listBackoff } from '../domain/backoff.js';
 import type { PushSender } from '../adapters/push-sender.js';
 import type { ClaimedPush, PushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
 import type { Logger } from '../domain/logger.port.js';
@@ -21,6 +21,7 @@ function messageFor(claim: ClaimedPush) {
  */
 export function createPushDeliveryService(deps: { pushes: PushDeliveryRepository; sender: PushSender; retryScheduleMs: readonly number[]; log: Logger; now?: Clock }) {
   const now = deps.now ?? systemClock;
+  const backoff = listBackoff(deps.retryScheduleMs);
   return {
     async attempt(claim: ClaimedPush): Promise<void> {
       try {
@@ -28,7 +29,7 @@ export function createPushDeliveryService(deps: { pushes: PushDeliveryRepository
         await deps.pushes.finish(claim, { delivered: true }, now());
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
-        const delay = nextAttemptDelay(deps.retryScheduleMs, claim.attempt);
+        const delay = backoffDelayMs(backoff, claim.attempt);
         deps.log.warn({ pushId: claim.id, partnerId: claim.partnerId, attempt: claim.attempt, error }, 'push delivery failed');
         await deps.pushes.finish(claim, { delivered: false, error, nextAttemptAt: delay === null ? null : new Date(now().getTime() + delay) }, now());
       }

@@ -1,5 +1,6 @@
 import type { SecretCipher } from '../domain/secret-cipher.js';
-import { deliveryBody, deliveryHeaders, nextAttemptDelay, type DeliveryMessage } from '../domain/webhook-message.js';
+import { deliveryBody, deliveryHeaders, type DeliveryMessage } from '../domain/webhook-message.js';
+import { backoffDelayMs, listBackoff } from '../domain/backoff.js';
 import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookHttpClient } from '../adapters/webhook-http.client.js';
 import type { Logger } from '../domain/logger.port.js';
@@ -18,9 +19,10 @@ export function createWebhookDeliveryService(deps: {
   now?: Clock;
 }) {
   const now = deps.now ?? systemClock;
+  const backoff = listBackoff(deps.retryScheduleMs);
 
   function failure(claim: ClaimedDelivery, statusCode: number | null, durationMs: number, error: string): AttemptOutcome {
-    const delay = nextAttemptDelay(deps.retryScheduleMs, claim.attempt);
+    const delay = backoffDelayMs(backoff, claim.attempt);
     const nextAttemptAt = delay === null ? null : new Date(now().getTime() + delay);
     return { succeeded: false, statusCode, durationMs, error, nextAttemptAt };
   }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canMove, IllegalTransitionError, nextPaymentStatus, PAYMENT_TRANSITIONS, paymentMove, type PaymentEvent } from '../../src/domain/payment-transitions.js';
 import type { PaymentStatus } from '../../src/domain/vocabulary.js';
 import { effectiveInvoiceStatus, invoiceMove, isOverdue } from '../../src/domain/invoice-status.js';
-import { isExpired, nextCheckDelayMs } from '../../src/domain/check-schedule.js';
+import { checkBackoff, isExpired, nextCheckDelayMs } from '../../src/domain/check-schedule.js';
 
 const STATUSES: PaymentStatus[] = ['pending', 'submitted', 'confirmed', 'failed', 'canceled'];
 
@@ -69,7 +69,7 @@ describe('check schedule', () => {
   const schedule = { intervalMs: 2000, fastChecks: 3, maxDelayMs: 30_000 };
 
   it('keeps the interval for the first checks, then doubles up to the cap', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7, 8, 50, 10_000].map((n) => nextCheckDelayMs(n, schedule))).toEqual([
+    expect([0, 1, 2, 3, 4, 5, 6, 7, 8, 50, 10_000].map((n) => nextCheckDelayMs(checkBackoff(schedule), n))).toEqual([
       2000, 2000, 2000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000, 30_000,
     ]);
   });

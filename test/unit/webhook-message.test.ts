@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { deliveryBody, deliveryHeaders, nextAttemptDelay, signBody } from '../../src/domain/webhook-message.js';
+import { deliveryBody, deliveryHeaders, signBody } from '../../src/domain/webhook-message.js';
 import { verifyWebhook } from '../../sdk/src/webhook.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
 
@@ -38,13 +38,6 @@ describe('webhook message', () => {
       'x-service-timestamp': '1740823205',
       'x-service-signature': signBody('k'.repeat(16), body),
     });
-  });
-
-  it('follows the retry schedule and then gives up', () => {
-    const schedule = [0, 5000, 300_000];
-    expect(nextAttemptDelay(schedule, 1)).toBe(5000);
-    expect(nextAttemptDelay(schedule, 2)).toBe(300_000);
-    expect(nextAttemptDelay(schedule, 3)).toBeNull();
   });
 });
 
