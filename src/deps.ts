@@ -260,6 +260,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     retryScheduleMs: config.webhookRetryScheduleMs,
     log: logger,
     onResult: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    onStaleLease,
     now: opts.now,
   });
   const devices = createDeviceService({ devices: createDeviceRepository(db), now: opts.now });
@@ -269,6 +270,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     sender: createPushSender(config.fcm, logger, config.webhookTimeoutMs),
     retryScheduleMs: config.webhookRetryScheduleMs,
     log: logger,
+    onStaleLease,
     now: opts.now,
   });
   const services: AppServices = {

@@ -1,7 +1,8 @@
 import { backoffDelayMs, listBackoff } from '../domain/backoff.js';
 import type { PushSender } from '../adapters/push-sender.js';
-import type { ClaimedPush, PushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
+import type { ClaimedPush, PushDeliveryRepository, PushOutcome } from '../db/repositories/push-delivery.repository.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 /** What the end user's phone shows for an event; the data lets the partner's app open the payment. */
@@ -19,20 +20,31 @@ function messageFor(claim: ClaimedPush) {
  * Sends one claimed push through the configured sender (FCM, or the log without FCM settings)
  * and records the outcome, retrying on the webhooks' schedule.
  */
-export function createPushDeliveryService(deps: { pushes: PushDeliveryRepository; sender: PushSender; retryScheduleMs: readonly number[]; log: Logger; now?: Clock }) {
+export interface PushDeliveryServiceDeps {
+  pushes: PushDeliveryRepository;
+  sender: PushSender;
+  retryScheduleMs: readonly number[];
+  log: Logger;
+  /** A push outlived its claim and another instance took it: its outcome was not recorded. */
+  onStaleLease?: StaleLeaseReport;
+  now?: Clock;
+}
+
+export function createPushDeliveryService(deps: PushDeliveryServiceDeps) {
   const now = deps.now ?? systemClock;
   const backoff = listBackoff(deps.retryScheduleMs);
   return {
     async attempt(claim: ClaimedPush): Promise<void> {
+      let outcome: PushOutcome = { delivered: true };
       try {
         await deps.sender.send(claim.fcmToken, messageFor(claim));
-        await deps.pushes.finish(claim, { delivered: true }, now());
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
         const delay = backoffDelayMs(backoff, claim.attempt);
         deps.log.warn({ pushId: claim.id, partnerId: claim.partnerId, attempt: claim.attempt, error }, 'push delivery failed');
-        await deps.pushes.finish(claim, { delivered: false, error, nextAttemptAt: delay === null ? null : new Date(now().getTime() + delay) }, now());
+        outcome = { delivered: false, error, nextAttemptAt: delay === null ? null : new Date(now().getTime() + delay) };
       }
+      if (!(await deps.pushes.finish(claim, outcome, now()))) deps.onStaleLease?.('push_attempt', claim.id);
     },
   };
 }

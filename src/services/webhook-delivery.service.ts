@@ -4,6 +4,7 @@ import { backoffDelayMs, listBackoff } from '../domain/backoff.js';
 import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookHttpClient } from '../adapters/webhook-http.client.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export type DeliveryResult = 'delivered' | 'retry' | 'failed';
@@ -16,6 +17,8 @@ export function createWebhookDeliveryService(deps: {
   retryScheduleMs: readonly number[];
   log: Logger;
   onResult?: (result: DeliveryResult) => void;
+  /** An attempt outlived its claim and another instance took the delivery: its outcome was not recorded. */
+  onStaleLease?: StaleLeaseReport;
   now?: Clock;
 }) {
   const now = deps.now ?? systemClock;
@@ -45,7 +48,7 @@ export function createWebhookDeliveryService(deps: {
         deps.log.error({ err, deliveryId: claim.id }, 'webhook delivery could not be prepared');
         outcome = failure(claim, null, 0, 'internal error preparing the delivery');
       }
-      await deps.deliveries.finish(claim, outcome, now());
+      if (!(await deps.deliveries.finish(claim, outcome, now()))) deps.onStaleLease?.('webhook_attempt', claim.id);
       const result: DeliveryResult = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
       if (!outcome.succeeded) deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result }, 'webhook delivery failed');
       deps.onResult?.(result);

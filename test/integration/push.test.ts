@@ -156,8 +156,8 @@ describe('push claims', () => {
     if (!id || !first || !second) throw new Error('claims missing');
     expect([first.id, first.attempt, second.id, second.attempt]).toEqual([id, 1, id, 2]);
 
-    await repo.finish(second, { delivered: true }, t1);
-    await repo.finish(first, { delivered: false, error: 'late failure', nextAttemptAt: t1 }, t1);
+    expect(await repo.finish(second, { delivered: true }, t1)).toBe(true);
+    expect(await repo.finish(first, { delivered: false, error: 'late failure', nextAttemptAt: t1 }, t1)).toBe(false);
     expect(await pushRow(id)).toMatchObject({ status: 'delivered', attempts: 2, last_error: null });
   });
 

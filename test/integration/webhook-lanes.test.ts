@@ -145,9 +145,13 @@ describe('delivery lanes', () => {
     const [second] = await repo.claimDue(t1, new Date(t1.getTime() + 60_000), limits);
     if (!first || !second) throw new Error('claims missing');
 
-    await repo.finish(first, { succeeded: false, statusCode: null, durationMs: 1000, error: 'timeout', nextAttemptAt: t1 }, t1);
+    expect(await repo.finish(first, { succeeded: false, statusCode: null, durationMs: 1000, error: 'timeout', nextAttemptAt: t1 }, t1)).toBe(false);
     const row = await ctx.deps.db.selectFrom('webhooks').select('slow_since').where('id', '=', hook).executeTakeFirstOrThrow();
     expect(row.slow_since).toBeNull();
+    const delivery = await ctx.deps.db.selectFrom('webhook_deliveries').select(['status', 'attempts', 'next_attempt_at']).where('id', '=', second.id).executeTakeFirstOrThrow();
+    expect(delivery).toMatchObject({ status: 'pending', attempts: 2 });
+    expect(delivery.next_attempt_at.getTime()).toBe(t1.getTime() + 60_000);
+    expect(await repo.finish(second, { succeeded: true, statusCode: 200, durationMs: 5 }, t1)).toBe(true);
   });
 
   it('leaves a share of a lane free for a partner whose work arrives next', async () => {

@@ -47,16 +47,25 @@ export function createPushDeliveryRepository(db: Db) {
     },
 
     /**
-     * Records the attempt. The guard on `attempts` makes the result of a claim whose lease ran
-     * out (and was claimed again) change nothing: a stale attempt never overwrites a newer one's.
+     * Records the attempt, fenced by the claim's lease token (its attempt number): the result of a
+     * claim whose lease ran out (and was claimed again) changes nothing and is false, so a stale
+     * attempt never overwrites a newer one's.
      */
-    async finish(claim: ClaimedPush, outcome: PushOutcome, at: Date): Promise<void> {
+    async finish(claim: ClaimedPush, outcome: PushOutcome, at: Date): Promise<boolean> {
       const next = outcome.delivered
         ? { status: 'delivered' as const, delivered_at: at, last_error: null }
         : outcome.nextAttemptAt
           ? { next_attempt_at: outcome.nextAttemptAt, last_error: outcome.error }
           : { status: 'failed' as const, last_error: outcome.error };
-      await db.updateTable('push_deliveries').set(next).where('id', '=', claim.id).where('status', '=', 'pending').where('attempts', '=', claim.attempt).execute();
+      const row = await db
+        .updateTable('push_deliveries')
+        .set(next)
+        .where('id', '=', claim.id)
+        .where('status', '=', 'pending')
+        .where('attempts', '=', claim.attempt)
+        .returning('id')
+        .executeTakeFirst();
+      return row !== undefined;
     },
   };
 }

@@ -184,18 +184,18 @@ export function createWebhookDeliveryRepository(db: Db) {
 
     /**
      * Logs the attempt, moves the delivery on and puts its webhook in the lane the outcome calls
-     * for: the normal one after a success, the slow one after a failure or a timeout. The guard on
-     * `attempts` makes a late answer from a worker whose lease already ran out leave the newer
-     * claim, and the lane it was sent from, alone.
+     * for: the normal one after a success, the slow one after a failure or a timeout. Fenced by the
+     * claim's lease token (its attempt number): a late answer from a worker whose lease already ran
+     * out leaves the newer claim, and the lane it was sent from, alone, and is false.
      */
-    async finish(claim: ClaimedDelivery, outcome: AttemptOutcome, at: Date): Promise<void> {
+    async finish(claim: ClaimedDelivery, outcome: AttemptOutcome, at: Date): Promise<boolean> {
       const next = outcome.succeeded
         ? { status: 'delivered' as const, delivered_at: at }
         : outcome.nextAttemptAt
           ? { next_attempt_at: outcome.nextAttemptAt }
           : { status: 'failed' as const };
       // One statement, so one round trip, for the log row and the delivery's new state together.
-      await db
+      const moved = await db
         .with('logged', (q) =>
           q
             .insertInto('webhook_attempts')
@@ -221,12 +221,19 @@ export function createWebhookDeliveryRepository(db: Db) {
             .where('attempts', '=', claim.attempt)
             .returning('webhook_id'),
         )
-        .updateTable('webhooks')
-        .set({ slow_since: outcome.succeeded ? null : at })
-        .where('id', 'in', (eb) => eb.selectFrom('moved').select('webhook_id'))
-        // Written only when the lane changes, so a busy webhook's row is not rewritten by every attempt.
-        .where('slow_since', outcome.succeeded ? 'is not' : 'is', null)
-        .execute();
+        .with('lane', (q) =>
+          q
+            .updateTable('webhooks')
+            .set({ slow_since: outcome.succeeded ? null : at })
+            .where('id', 'in', (eb) => eb.selectFrom('moved').select('webhook_id'))
+            // Written only when the lane changes, so a busy webhook's row is not rewritten by every attempt.
+            .where('slow_since', outcome.succeeded ? 'is not' : 'is', null)
+            .returning('id'),
+        )
+        .selectFrom('moved')
+        .select('webhook_id')
+        .executeTakeFirst();
+      return moved !== undefined;
     },
 
     /** Newest attempts first across all deliveries of one webhook. */
