@@ -367,6 +367,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       intervalMs: config.webhookPollMs,
       timeoutMs: config.webhookTimeoutMs,
       limits: { total: config.webhookConcurrency.total, perPartner: config.webhookConcurrency.perPartner },
+      log: logger,
+      outage: dbOutage,
       now: opts.now,
     }),
   ];

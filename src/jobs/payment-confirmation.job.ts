@@ -1,9 +1,9 @@
 import type { Job } from './job-runner.js';
-import { createKeyedPool } from './keyed-pool.js';
-import { createSerialPass } from './serial-pass.js';
+import { createLeasedWorkLoop, type ClaimResult, type LaneSlots, type WorkLane } from '../work/leased-work.loop.js';
+import type { Leased } from '../work/leased-claim.query.js';
 import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payment.repository.js';
-import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
+import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
 import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
@@ -42,42 +42,26 @@ export interface PaymentConfirmationJobDeps {
   elapsed?: () => number;
 }
 
+/** One call's worth of work in a ministry system's slot: an owed cancellation or a payment's check. */
+type MinistryWork =
+  | { kind: 'cancellation'; row: Leased<MinistryCancellationRow>; inFlight: number }
+  | { kind: 'check'; payment: ClaimedPayment; claimedAt: Date; inFlight: number };
+
+const sourceOf = (w: MinistryWork): Source => (w.kind === 'check' ? w.payment.source : w.row.source);
+
 /**
- * Checks unresolved payments with their ministry and retries owed ministry cancellations. Work is
- * claimed per ministry system, only as much as that system has free slots, and runs beside later
- * passes: a slow or failing system fills its own slots and never delays another system's checks.
- * How many slots a system has follows its answers (domain/adaptive-limit.ts): more while it
- * answers as fast with more calls in flight, fewer when its latency climbs or its calls fail.
- * When a slot frees and the last claim found work, the job claims again at once, so a backlog
- * drains as fast as the ministries answer instead of one batch of slots per interval.
- * Claims use SKIP LOCKED and a lease (next_check_at pushed forward), so any number of instances
- * can run this at once.
+ * Checks unresolved payments with their ministry and retries owed ministry cancellations, in one
+ * lane of the leased-work loop keyed by ministry system: a slow or failing system fills its own
+ * slots and never delays another system's checks. How many slots a system has follows its
+ * answers (domain/adaptive-limit.ts): more while it answers as fast with more calls in flight,
+ * fewer when its latency climbs or its calls fail.
  */
 export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): Job {
   const now = deps.now ?? systemClock;
   const elapsed = deps.elapsed ?? (() => performance.now());
-  const total = deps.maxPerSource * SOURCES.length;
-  const pool = createKeyedPool({
-    perKey: (source) => deps.limits[source as Source].limit(),
-    total,
-    onError: (err, source) => {
-      if (!deps.outage?.absorb(err)) deps.log.warn({ err, source }, 'confirmation check failed');
-    },
-    onFree: (source) => {
-      if (saturated.has(source)) refill();
-    },
-  });
-  /** Systems whose slots the last pass filled: more of their work may be due, so a freed slot claims again at once. */
-  let saturated = new Set<string>();
   // Due a little early, so the pass one interval later always finds it due.
   const slackMs = Math.floor(deps.schedule.intervalMs / 10);
   const backoff = checkBackoff(deps.schedule);
-
-  // Claims come four times per check interval: a payment whose check falls due waits at most a
-  // quarter interval for a pass, not a whole one (approval to webhook is budgeted at one interval).
-  const claimEveryMs = Math.max(50, Math.floor(deps.schedule.intervalMs / 4));
-
-  const freeSlots = () => Object.fromEntries(SOURCES.map((s) => [s, pool.available(s)]));
 
   async function checkPayment(payment: ClaimedPayment, claimedAt: Date): Promise<void> {
     let outcome: 'resolved' | 'unresolved' = 'unresolved';
@@ -95,59 +79,60 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     }
   }
 
-  /**
-   * Runs one call's worth of work in a slot of `source` and tells that system's limit how long the
-   * slot was held and whether the ministry answered. `task` resolves false (or throws) on a failure.
-   */
-  function runTimed(source: Source, task: () => Promise<boolean>): void {
-    const inFlight = pool.running(source) + 1;
+  /** Tells the system's limit how long the slot was held and whether the ministry answered. */
+  async function perform(work: MinistryWork): Promise<void> {
+    const source = sourceOf(work);
     const startedAt = elapsed();
-    pool.tryRun(source, async () => {
-      let ok = false;
-      try {
-        ok = await task();
-      } finally {
-        deps.onLimit?.(source, deps.limits[source].record({ latencyMs: elapsed() - startedAt, ok, inFlight }));
+    let ok = false;
+    try {
+      if (work.kind === 'cancellation') ok = await deps.ministryCancellation.attempt(work.row);
+      else {
+        await checkPayment(work.payment, work.claimedAt);
+        ok = true;
       }
-    });
+    } finally {
+      deps.onLimit?.(source, deps.limits[source].record({ latencyMs: elapsed() - startedAt, ok, inFlight: work.inFlight }));
+    }
   }
 
-  async function pass(): Promise<void> {
-    const at = now();
+  async function claim(slots: LaneSlots<MinistryWork>, at: Date): Promise<ClaimResult<MinistryWork>> {
     const leaseUntil = new Date(at.getTime() + deps.leaseMs);
-    const offered = freeSlots();
+    const offered = Object.fromEntries(SOURCES.map((s) => [s, slots.pool.available(s)]));
     const owed = await deps.cancellations.claimDue(at, leaseUntil, offered);
-    owed.forEach((row) => runTimed(row.source, () => deps.ministryCancellation.attempt(row)));
     const left = Object.fromEntries(SOURCES.map((s) => [s, (offered[s] ?? 0) - owed.filter((r) => r.source === s).length]));
     const due = await deps.payments.claimDue(at, leaseUntil, left);
-    due.forEach((payment) =>
-      runTimed(payment.source, async () => {
-        await checkPayment(payment, at);
-        return true;
-      }),
-    );
-    // Judged by what was offered, not by the slots now free: checks finishing meanwhile free slots too.
-    saturated = new Set(SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)));
+    // Each call counts the calls of its system already running and those claimed before it.
+    const started = new Map(SOURCES.map((s) => [s, slots.pool.running(s)]));
+    const inFlight = (source: Source) => {
+      started.set(source, (started.get(source) ?? 0) + 1);
+      return started.get(source) ?? 1;
+    };
+    const claimed: MinistryWork[] = [
+      ...owed.map((row) => ({ kind: 'cancellation' as const, row, inFlight: inFlight(row.source) })),
+      ...due.map((payment) => ({ kind: 'check' as const, payment, claimedAt: at, inFlight: inFlight(payment.source) })),
+    ];
+    return { claimed, saturated: SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)) };
   }
-  const passes = createSerialPass(pass);
-  const refill = () =>
-    passes.now().catch((err: unknown) => {
-      if (!deps.outage?.absorb(err)) deps.log.error({ err, job: 'payment-confirmation' }, 'job pass failed');
-    });
 
-  return {
+  return createLeasedWorkLoop({
     name: 'payment-confirmation',
-    intervalMs: claimEveryMs,
-    run: () => passes.now(),
-    async drain() {
-      while (passes.busy() || pool.free() < total) {
-        await passes.idle();
-        await pool.idle();
-      }
-    },
-    async stop() {
-      await passes.stop();
-      await pool.idle();
-    },
-  };
+    // Claims come four times per check interval: a payment whose check falls due waits at most a
+    // quarter interval for a pass, not a whole one (approval to webhook is budgeted at one interval).
+    intervalMs: Math.max(50, Math.floor(deps.schedule.intervalMs / 4)),
+    lanes: [
+      {
+        name: 'ministry',
+        perKey: (source) => deps.limits[source as Source].limit(),
+        total: deps.maxPerSource * SOURCES.length,
+        keyOf: sourceOf,
+        idOf: (w) => (w.kind === 'check' ? `check:${w.payment.id}` : `cancellation:${w.row.payment_id}`),
+        claim,
+        perform,
+        failure: { level: 'warn', message: 'confirmation check failed' },
+      } satisfies WorkLane<MinistryWork>,
+    ],
+    log: deps.log,
+    outage: deps.outage,
+    now,
+  });
 }

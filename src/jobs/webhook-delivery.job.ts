@@ -1,6 +1,4 @@
-import type { Job } from './job-runner.js';
-import { createKeyedPool, type KeyedPool } from './keyed-pool.js';
-import { createSerialPass } from './serial-pass.js';
+import { createLeasedWorkLoop, type LeasedWorkJob, type WorkLane } from '../work/leased-work.loop.js';
 import {
   partnerShare,
   type ClaimedDelivery,
@@ -11,7 +9,7 @@ import {
 import type { WebhookDeliveryService } from '../services/webhook-delivery.service.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 /** Time a claim stays ours beyond the request timeout, for recording the outcome. */
 const LEASE_MARGIN_MS = 30_000;
@@ -42,21 +40,6 @@ export interface WebhookDeliveryJobDeps {
   /** Runs a pass as background work (WorkPriority), wherever the nudge came from. */
   background?: <T>(fn: () => Promise<T>) => Promise<T>;
   now?: Clock;
-}
-
-/** One lane's slots here and the attempts holding them. */
-interface Lane {
-  name: DeliveryLane;
-  pool: KeyedPool;
-  perEndpoint: number;
-  capacity: number;
-  inFlight: Map<string, ClaimedDelivery>;
-  /**
-   * Endpoints the last pass left without a free slot in this lane (their own, their partner's,
-   * their partner's share or the lane's): more of their deliveries may be due, so a freed slot
-   * claims again at once.
-   */
-  saturated: Set<string>;
 }
 
 function countBy(claims: Iterable<ClaimedDelivery>, key: (c: ClaimedDelivery) => string): Map<string, number> {
@@ -94,110 +77,55 @@ function saturatedEndpoints(busy: ClaimedDelivery[], claimed: ClaimedDelivery[],
 }
 
 /**
- * Delivers due webhook deliveries. A pass claims only as many rows of each endpoint and partner
- * as they have free slots here, starts the attempts and returns without waiting for them: a
- * hanging receiver holds its own slots until its timeout, never the next pass or another
- * partner's deliveries. A freed slot claims again at once while there is work, so a fast
- * receiver takes a backlog as fast as it answers. Rows are claimed with SKIP LOCKED and a lease, so any number of
- * instances can run this at once and each attempt is made by one of them.
+ * Delivers due webhook deliveries through the leased-work loop. A pass claims only as many rows of
+ * each endpoint and partner as they have free slots here and starts the attempts without waiting
+ * for them: a hanging receiver holds its own slots until its timeout, never the next pass or
+ * another partner's deliveries.
  *
  * Webhooks whose last attempt failed or timed out are claimed in a slow lane of their own slots,
  * one attempt per webhook, so they never hold the slots of the healthy ones; in each lane a
  * partner holds at most its share of the slots (partnerShare), which also covers receivers that
  * hang before any attempt of theirs has timed out.
  */
-export interface WebhookDeliveryJob extends Job {
-  /** New deliveries may be due (a confirmation just committed its outbox row): claim now, not at the next interval. */
-  nudge(): void;
-}
-
-export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): WebhookDeliveryJob {
-  const now = deps.now ?? systemClock;
+export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): LeasedWorkJob {
   const { concurrency } = deps;
 
-  function lane(name: DeliveryLane, perEndpoint: number, capacity: number): Lane {
-    const self: Lane = {
+  function lane(name: DeliveryLane, perEndpoint: number, capacity: number): WorkLane<ClaimedDelivery> {
+    return {
       name,
-      perEndpoint,
-      capacity,
-      inFlight: new Map(),
-      saturated: new Set(),
-      pool: createKeyedPool({
-        perKey: perEndpoint,
-        total: capacity,
-        // An unrecorded attempt is retried when its lease runs out.
-        onError: (err, webhookId) => {
-          if (!deps.outage?.absorb(err)) deps.log.error({ err, webhookId }, 'webhook attempt could not be recorded');
-        },
-        onFree: (webhookId) => {
-          if (self.saturated.has(webhookId)) nudge();
-        },
-      }),
+      perKey: perEndpoint,
+      total: capacity,
+      keyOf: (c) => c.webhookId,
+      idOf: (c) => c.id,
+      async claim(slots, at) {
+        const running = slots.inFlight();
+        const limits: ClaimLimits = {
+          lane: name,
+          total: slots.pool.free(),
+          perEndpoint,
+          perPartner: concurrency.perPartner,
+          endpointFree: freeOf(countBy(running, (c) => c.webhookId), perEndpoint),
+          partnerFree: freeOf(countBy(running, (c) => c.partnerId), concurrency.perPartner),
+          capacity,
+        };
+        const claimed = await deps.deliveries.claimDue(at, new Date(at.getTime() + deps.timeoutMs + LEASE_MARGIN_MS), limits);
+        return { claimed, saturated: saturatedEndpoints([...running, ...claimed], claimed, limits, capacity) };
+      },
+      perform: async (c) => {
+        await deps.service.attempt(c);
+      },
+      // An unrecorded attempt is retried when its lease runs out.
+      failure: { level: 'error', message: 'webhook attempt could not be recorded' },
     };
-    return self;
-  }
-  const lanes = [lane('normal', concurrency.perEndpoint, concurrency.total), lane('slow', SLOW_PER_ENDPOINT, deps.slowConcurrency)];
-
-  function start(into: Lane, claim: ClaimedDelivery): void {
-    into.inFlight.set(claim.id, claim);
-    const started = into.pool.tryRun(claim.webhookId, async () => {
-      try {
-        await deps.service.attempt(claim);
-      } finally {
-        into.inFlight.delete(claim.id);
-      }
-    });
-    if (started) return;
-    // The claim stayed within the free slots, so this is a bug; the lease hands the row back.
-    into.inFlight.delete(claim.id);
-    deps.log.error({ deliveryId: claim.id, webhookId: claim.webhookId, lane: into.name }, 'claimed webhook delivery found no free slot');
   }
 
-  async function claim(from: Lane, at: Date, leaseUntil: Date): Promise<void> {
-    const running = [...from.inFlight.values()];
-    const limits: ClaimLimits = {
-      lane: from.name,
-      total: from.pool.free(),
-      perEndpoint: from.perEndpoint,
-      perPartner: concurrency.perPartner,
-      endpointFree: freeOf(countBy(running, (c) => c.webhookId), from.perEndpoint),
-      partnerFree: freeOf(countBy(running, (c) => c.partnerId), concurrency.perPartner),
-      capacity: from.capacity,
-    };
-    const claimed = await deps.deliveries.claimDue(at, leaseUntil, limits);
-    claimed.forEach((c) => start(from, c));
-    from.saturated = saturatedEndpoints([...running, ...claimed], claimed, limits, from.capacity);
-  }
-
-  async function pass(): Promise<void> {
-    const at = now();
-    const leaseUntil = new Date(at.getTime() + deps.timeoutMs + LEASE_MARGIN_MS);
-    for (const l of lanes) await claim(l, at, leaseUntil);
-  }
-
-  // Passes never interleave: each one's limits assume no other claim is being started.
-  const passes = createSerialPass(pass);
-  // A nudge comes from a request (a confirmation, a redelivery); the pass it starts is background work.
-  const nudge = () => {
-    (deps.background ? deps.background(() => passes.now()) : passes.now()).catch((err: unknown) => {
-      if (!deps.outage?.absorb(err)) deps.log.error({ err, job: 'webhook-delivery' }, 'job pass failed');
-    });
-  };
-
-  return {
+  return createLeasedWorkLoop({
     name: 'webhook-delivery',
     intervalMs: deps.intervalMs,
-    run: () => passes.now(),
-    nudge,
-    async drain() {
-      while (passes.busy() || lanes.some((l) => l.inFlight.size > 0)) {
-        await passes.idle();
-        await Promise.all(lanes.map((l) => l.pool.idle()));
-      }
-    },
-    async stop() {
-      await passes.stop();
-      await Promise.all(lanes.map((l) => l.pool.idle()));
-    },
-  };
+    lanes: [lane('normal', concurrency.perEndpoint, concurrency.total), lane('slow', SLOW_PER_ENDPOINT, deps.slowConcurrency)],
+    log: deps.log,
+    outage: deps.outage,
+    background: deps.background,
+    now: deps.now,
+  });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSerialPass } from '../../src/jobs/serial-pass.js';
+import { createSerialPass } from '../../src/work/serial-pass.js';
 
 function gate() {
   let open: () => void = () => undefined;

@@ -15,16 +15,26 @@ export interface ClaimedPush {
 
 export type PushOutcome = { delivered: true } | { delivered: false; error: string; nextAttemptAt: Date | null };
 
-/** Pending pushes, in one lane per partner with due pushes. */
-const duePushes = (now: Date, perPartner: number): LeasedWorkSpec => ({
+/** How many pushes this instance may start now: overall and per partner. */
+export interface PushClaimLimits {
+  total: number;
+  perPartner: number;
+  /** Partners with pushes in flight here, and how many more each may start. */
+  partnerFree?: ReadonlyMap<string, number>;
+}
+
+/** Pending pushes, in one lane per partner with due pushes and free slots. */
+const duePushes = (now: Date, limits: PushClaimLimits): LeasedWorkSpec => ({
   table: 'push_deliveries',
   key: ['id'],
   dueColumn: 'next_attempt_at',
   token: { column: 'attempts', next: sql`t.attempts + 1` },
   pending: sql`status = 'pending'`,
   laneColumn: 'partner_id',
-  lanes: sql`SELECT DISTINCT partner_id AS lane_key, ${perPartner}::int AS free, partner_id AS turn_key
-    FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz`,
+  with: [sql`partner_free AS (SELECT key::uuid AS partner_id, value::int AS free FROM jsonb_each_text(${JSON.stringify(Object.fromEntries(limits.partnerFree ?? []))}::jsonb))`],
+  lanes: sql`SELECT p.partner_id AS lane_key, coalesce(pf.free, ${limits.perPartner}::int) AS free, p.partner_id AS turn_key
+    FROM (SELECT DISTINCT partner_id FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz) p
+    LEFT JOIN partner_free pf ON pf.partner_id = p.partner_id`,
   returning: sql`t.id, t.partner_id, t.device_id, t.event_id`,
   select: sql`SELECT c.id, c.partner_id, c.lease_token, d.fcm_token, e.event, e.payload
     FROM claimed c JOIN devices d ON d.id = c.device_id JOIN events e ON e.id = c.event_id`,
@@ -36,9 +46,8 @@ export function createPushDeliveryRepository(db: Db) {
      * Claims due pushes, at most `perPartner` of one partner and `total` in all, partners taking
      * turns, so one partner's burst of confirmations cannot hold back another's.
      */
-    async claimDue(now: Date, leaseUntil: Date, limits: { total: number; perPartner: number }): Promise<ClaimedPush[]> {
-      if (limits.perPartner <= 0) return [];
-      const rows = await claimLeased<{ id: string; partner_id: string; fcm_token: string; event: string; payload: Record<string, unknown> }>(db, duePushes(now, limits.perPartner), {
+    async claimDue(now: Date, leaseUntil: Date, limits: PushClaimLimits): Promise<ClaimedPush[]> {
+      const rows = await claimLeased<{ id: string; partner_id: string; fcm_token: string; event: string; payload: Record<string, unknown> }>(db, duePushes(now, limits), {
         now,
         leaseUntil,
         batch: limits.total,
