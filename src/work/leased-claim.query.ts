@@ -112,3 +112,17 @@ export function lanesOf(free: Partial<Record<string, number>>): RawBuilder<unkno
 export function totalFree(free: Partial<Record<string, number>>): number {
   return Object.values(free).reduce<number>((n, f) => n + Math.max(0, f ?? 0), 0);
 }
+
+/** Work that is attempted until it succeeds or gives up (deliveries): pending, due at its next attempt, its attempt count the lease token. */
+export const ATTEMPTED_WORK = {
+  key: ['id'],
+  dueColumn: 'next_attempt_at',
+  token: { column: 'attempts', next: sql`t.attempts + 1` },
+  pending: sql`status = 'pending'`,
+} as const satisfies Partial<LeasedWorkSpec>;
+
+/** A CTE `name (key, free)` of the keys with work in flight here and how many more each may start. */
+export function freeSlotsCte(name: string, keyColumn: string, free: ReadonlyMap<string, number>): RawBuilder<unknown> {
+  const json = JSON.stringify(Object.fromEntries(free));
+  return sql`${sql.raw(name)} AS (SELECT key::uuid AS ${sql.ref(keyColumn)}, value::int AS free FROM jsonb_each_text(${json}::jsonb))`;
+}

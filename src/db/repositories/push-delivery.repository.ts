@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
-import { claimLeased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
+import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 
 /** A push this worker holds until its lease ends, with what the message needs. */
 export interface ClaimedPush {
@@ -25,13 +25,10 @@ export interface PushClaimLimits {
 
 /** Pending pushes, in one lane per partner with due pushes and free slots. */
 const duePushes = (now: Date, limits: PushClaimLimits): LeasedWorkSpec => ({
+  ...ATTEMPTED_WORK,
   table: 'push_deliveries',
-  key: ['id'],
-  dueColumn: 'next_attempt_at',
-  token: { column: 'attempts', next: sql`t.attempts + 1` },
-  pending: sql`status = 'pending'`,
   laneColumn: 'partner_id',
-  with: [sql`partner_free AS (SELECT key::uuid AS partner_id, value::int AS free FROM jsonb_each_text(${JSON.stringify(Object.fromEntries(limits.partnerFree ?? []))}::jsonb))`],
+  with: [freeSlotsCte('partner_free', 'partner_id', limits.partnerFree ?? new Map())],
   lanes: sql`SELECT p.partner_id AS lane_key, coalesce(pf.free, ${limits.perPartner}::int) AS free, p.partner_id AS turn_key
     FROM (SELECT DISTINCT partner_id FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz) p
     LEFT JOIN partner_free pf ON pf.partner_id = p.partner_id`,

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db.types.js';
 import type { Db } from '../database.js';
-import { claimLeased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
+import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus } from '../../domain/vocabulary.js';
 import type { AlsoInTransaction } from '../in-transaction.js';
 
@@ -102,22 +102,14 @@ interface ClaimedRow {
  * slots, nor more than takes it to its share of the lane (partnerShare).
  */
 function dueDeliveries(now: Date, limits: ClaimLimits): LeasedWorkSpec {
-  const endpointFree = JSON.stringify(Object.fromEntries(limits.endpointFree));
-  const partnerFree = JSON.stringify(Object.fromEntries(limits.partnerFree));
   const perEndpoint = sql`${limits.perEndpoint}::int`;
   const perPartner = sql`${limits.perPartner}::int`;
   const partnerFreeOf = (partner: RawBuilder<unknown>) => sql`coalesce((SELECT free FROM partner_free WHERE partner_id = ${partner}), ${perPartner})`;
   return {
+    ...ATTEMPTED_WORK,
     table: 'webhook_deliveries',
-    key: ['id'],
-    dueColumn: 'next_attempt_at',
-    token: { column: 'attempts', next: sql`t.attempts + 1` },
-    pending: sql`status = 'pending'`,
     laneColumn: 'webhook_id',
-    with: [
-      sql`endpoint_free AS (SELECT key::uuid AS webhook_id, value::int AS free FROM jsonb_each_text(${endpointFree}::jsonb))`,
-      sql`partner_free AS (SELECT key::uuid AS partner_id, value::int AS free FROM jsonb_each_text(${partnerFree}::jsonb))`,
-    ],
+    with: [freeSlotsCte('endpoint_free', 'webhook_id', limits.endpointFree), freeSlotsCte('partner_free', 'partner_id', limits.partnerFree)],
     lanes: sql`SELECT w.id AS lane_key, coalesce(ef.free, ${perEndpoint}) AS free, w.partner_id AS turn_key
       FROM webhooks w
       LEFT JOIN endpoint_free ef ON ef.webhook_id = w.id
