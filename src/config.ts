@@ -80,6 +80,12 @@ const ConfigSchema = Type.Object({
   webhookSlowConcurrency: Int(8, 1),
   /** Webhooks a partner may have registered (deleted ones do not count). */
   webhookMaxPerPartner: Int(10, 1),
+  /** How long a rotated-out webhook secret still signs deliveries beside the new one. */
+  webhookSecretRotationGraceMs: Int(DAY),
+  /** A webhook whose every attempt has failed for this long is disabled (as Svix does after 5 days). */
+  webhookDisableAfterMs: Int(5 * DAY, MINUTE),
+  /** How often the service looks for webhooks to disable. */
+  webhookHealthCheckMs: Int(MINUTE, 1000),
   fcm: Type.Object({ projectId: Optional(), accessToken: Optional(), endpoint: Text('https://fcm.googleapis.com') }, { default: {} }),
   bodyLimitBytes: Int(64 * 1024, 1024),
   /** Defaults to the API's own address: http://HOST:PORT/q. */
@@ -231,6 +237,9 @@ function fromEnv(env: Env, appEnv: AppEnv) {
     },
     webhookSlowConcurrency: int(env, 'WEBHOOK_SLOW_CONCURRENCY'),
     webhookMaxPerPartner: int(env, 'WEBHOOK_MAX_PER_PARTNER'),
+    webhookSecretRotationGraceMs: int(env, 'WEBHOOK_SECRET_ROTATION_GRACE_MS'),
+    webhookDisableAfterMs: int(env, 'WEBHOOK_DISABLE_AFTER_MS'),
+    webhookHealthCheckMs: int(env, 'WEBHOOK_HEALTH_CHECK_MS'),
     fcm: { projectId: str(env, 'FCM_PROJECT_ID'), accessToken: str(env, 'FCM_ACCESS_TOKEN'), endpoint: str(env, 'FCM_ENDPOINT') },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES'),
     shortUrlBase: str(env, 'SHORT_URL_BASE'),

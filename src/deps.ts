@@ -48,6 +48,8 @@ import { createSecretCipher } from './domain/secret-cipher.js';
 import { createWebhookService, type WebhookService } from './services/webhook.service.js';
 import { createEventService, type EventService } from './services/event.service.js';
 import { createEventLogRepository } from './db/repositories/event-log.repository.js';
+import { createDeliveryLogRepository } from './db/repositories/delivery-log.repository.js';
+import { createWebhookHealthJob } from './jobs/webhook-health.job.js';
 import { createWebhookDeliveryService } from './services/webhook-delivery.service.js';
 import { createWebhookHttpClient } from './adapters/webhook-http.client.js';
 import { createTargetGuard } from './adapters/webhook-target.guard.js';
@@ -244,17 +246,21 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const cipher = createSecretCipher(config.webhookSecretKey);
   const deliveryRepo = createWebhookDeliveryRepository(db);
   const webhookHttp = createWebhookHttpClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+  const webhookRepo = createWebhookRepository(db);
   const webhooks = createWebhookService({
-    webhooks: createWebhookRepository(db),
+    webhooks: webhookRepo,
     deliveries: deliveryRepo,
+    deliveryLog: createDeliveryLogRepository(db),
     cipher,
     guard: createTargetGuard({ allowHttp: config.appEnv === 'local', allowPrivate: config.webhookAllowPrivate }),
     maxPerPartner: config.webhookMaxPerPartner,
+    secretRotationGraceMs: config.webhookSecretRotationGraceMs,
     onQueued: nudgeWebhooks,
     now: opts.now,
   });
   const deliveryService = createWebhookDeliveryService({
     deliveries: deliveryRepo,
+    webhooks: webhookRepo,
     cipher,
     http: webhookHttp,
     retryScheduleMs: config.webhookRetryScheduleMs,
@@ -301,6 +307,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     openDiscrepancies: () => reconciliationRepo.openByKind(),
     lastReconciliation: () => reconciliationRepo.lastCompleted(),
     confirmationBacklog: () => reportRepo.unresolvedBySource(),
+    disabledWebhooks: () => webhookRepo.countDisabled(),
   });
   const webhookJob = createWebhookDeliveryJob({
     deliveries: deliveryRepo,
@@ -358,6 +365,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       onResolved: () => webhookJob.nudge(),
     }),
     webhookJob,
+    createWebhookHealthJob({ webhooks: webhookRepo, disableAfterMs: config.webhookDisableAfterMs, intervalMs: config.webhookHealthCheckMs, log: logger, now: opts.now }),
     createRetentionSweepJob({ idempotency: idempotencyRepo, retention: createRetentionRepository(db), settings: config.retention, log: logger, now: opts.now }),
     createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log: logger }),
     createReconciliationJob({ service: reconciliation, intervalMs: config.reconciliation.pollMs }),

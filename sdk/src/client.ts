@@ -5,6 +5,8 @@ import type {
   CreatePaymentOptions,
   CreateWebhookInput,
   Device,
+  EventList,
+  EventQuery,
   HealthLive,
   HealthReady,
   Invoice,
@@ -13,16 +15,21 @@ import type {
   Payment,
   PaymentCanceled,
   PaymentCreated,
+  PaymentEvent,
   PaymentList,
   PaymentListQuery,
   RegisterDeviceInput,
   SettlementReport,
   Summary,
+  UpdateWebhookInput,
   Webhook,
   WebhookCreated,
   WebhookDeleted,
   WebhookDeliveryList,
+  WebhookDeliveryQuery,
+  WebhookRecoverQueued,
   WebhookRedeliveryQueued,
+  WebhookSecretRotated,
   WebhookTestQueued,
 } from './types.js';
 
@@ -86,10 +93,25 @@ export interface PaymentChannelClient {
     /** The answer is the only one that carries the secret. Not retried on network errors. */
     create(input: CreateWebhookInput): Promise<WebhookCreated>;
     list(): Promise<Webhook[]>;
+    /** GET /webhooks/{id}: one webhook, without its secret. */
+    get(id: string): Promise<Webhook>;
+    /** PATCH /webhooks/{id}: change the url or events, or disable (`enabled: false`) and enable it. */
+    update(id: string, input: UpdateWebhookInput): Promise<Webhook>;
+    /**
+     * POST /webhooks/{id}/rotate-secret: a new secret (yours, or a generated one when omitted);
+     * the previous one keeps signing beside it until `previousSecretExpiresAt`. Not retried on
+     * network errors (a repeat would rotate again).
+     */
+    rotateSecret(id: string, secret?: string): Promise<WebhookSecretRotated>;
+    /**
+     * POST /webhooks/{id}/recover: sends again every event since `since` (ISO 8601) that this
+     * webhook has neither received nor is about to; each once, however often it is called.
+     */
+    recover(id: string, since: string): Promise<WebhookRecoverQueued>;
     /** Deliveries not yet sent are dropped with it. */
     delete(id: string): Promise<WebhookDeleted>;
-    /** Recent delivery attempts, newest first (`limit` at most 100). */
-    deliveries(id: string, query?: { limit?: number }): Promise<WebhookDeliveryList>;
+    /** Delivery attempts and pending deliveries, newest first; filter by status and payment, page with `cursor`. */
+    deliveries(id: string, query?: WebhookDeliveryQuery): Promise<WebhookDeliveryList>;
     /**
      * POST /webhooks/{id}/test: sends a signed `webhook.test` delivery to this webhook only.
      * Not retried on network errors (a repeat would send a second test).
@@ -100,6 +122,14 @@ export interface PaymentChannelClient {
      * (delivered, failed or pending), due now; the attempt number continues.
      */
     redeliver(id: string, deliveryId: string): Promise<WebhookRedeliveryQueued>;
+  };
+  events: {
+    /** GET /events: one page of your payment events, newest first. */
+    list(query?: EventQuery): Promise<EventList>;
+    /** Every event matching the query, newest first, page after page (follows `nextCursor`). */
+    iterate(query?: Omit<EventQuery, 'cursor'>): AsyncIterableIterator<PaymentEvent>;
+    /** GET /events/{id}. */
+    get(id: string): Promise<PaymentEvent>;
   };
   devices: {
     /** Create or update (upsert) a push device of one of your users. */
@@ -113,7 +143,7 @@ export interface PaymentChannelClient {
 }
 
 interface RequestSpec {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
@@ -202,6 +232,23 @@ export function createClient(options: ClientOptions): PaymentChannelClient {
 
   const id = (value: string) => encodeURIComponent(value);
 
+  const listEvents = (query: EventQuery = {}) =>
+    request<EventList>({
+      method: 'GET',
+      path: '/events',
+      query: { type: query.type, paymentId: query.paymentId, from: query.from, to: query.to, cursor: query.cursor, limit: query.limit },
+      idempotent: true,
+    });
+
+  async function* iterateEvents(query: Omit<EventQuery, 'cursor'> = {}): AsyncIterableIterator<PaymentEvent> {
+    let cursor: string | undefined;
+    do {
+      const page = await listEvents({ ...query, cursor });
+      yield* page.items;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
   return {
     invoices: {
       search: (filter) =>
@@ -238,13 +285,42 @@ export function createClient(options: ClientOptions): PaymentChannelClient {
       create: (input) =>
         request<WebhookCreated>({ method: 'POST', path: '/webhooks', body: { url: input.url, secret: input.secret, events: input.events }, idempotent: false }),
       list: () => request<Webhook[]>({ method: 'GET', path: '/webhooks', idempotent: true }),
+      get: (webhookId) => request<Webhook>({ method: 'GET', path: `/webhooks/${id(webhookId)}`, idempotent: true }),
+      update: (webhookId, input) => {
+        const body: UpdateWebhookInput = {};
+        if (input.url !== undefined) body.url = input.url;
+        if (input.events !== undefined) body.events = input.events;
+        if (input.enabled !== undefined) body.enabled = input.enabled;
+        // Setting the same values again changes nothing more.
+        return request<Webhook>({ method: 'PATCH', path: `/webhooks/${id(webhookId)}`, body, idempotent: true });
+      },
+      rotateSecret: (webhookId, secret) =>
+        request<WebhookSecretRotated>({
+          method: 'POST',
+          path: `/webhooks/${id(webhookId)}/rotate-secret`,
+          body: secret === undefined ? {} : { secret },
+          idempotent: false,
+        }),
+      // A repeat queues nothing more: what the first call queued is pending.
+      recover: (webhookId, since) =>
+        request<WebhookRecoverQueued>({ method: 'POST', path: `/webhooks/${id(webhookId)}/recover`, body: { since }, idempotent: true }),
       delete: (webhookId) => request<WebhookDeleted>({ method: 'DELETE', path: `/webhooks/${id(webhookId)}`, idempotent: true }),
       deliveries: (webhookId, query = {}) =>
-        request<WebhookDeliveryList>({ method: 'GET', path: `/webhooks/${id(webhookId)}/deliveries`, query: { limit: query.limit }, idempotent: true }),
+        request<WebhookDeliveryList>({
+          method: 'GET',
+          path: `/webhooks/${id(webhookId)}/deliveries`,
+          query: { status: query.status, paymentId: query.paymentId, cursor: query.cursor, limit: query.limit },
+          idempotent: true,
+        }),
       test: (webhookId) => request<WebhookTestQueued>({ method: 'POST', path: `/webhooks/${id(webhookId)}/test`, idempotent: false }),
       // A repeat only re-queues the same delivery (at most one extra attempt, which receivers deduplicate).
       redeliver: (webhookId, deliveryId) =>
         request<WebhookRedeliveryQueued>({ method: 'POST', path: `/webhooks/${id(webhookId)}/deliveries/${id(deliveryId)}/redeliver`, idempotent: true }),
+    },
+    events: {
+      list: listEvents,
+      iterate: iterateEvents,
+      get: (eventId) => request<PaymentEvent>({ method: 'GET', path: `/events/${id(eventId)}`, idempotent: true }),
     },
     devices: {
       register: (input) =>

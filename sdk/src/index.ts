@@ -13,5 +13,6 @@ export {
   ServerError,
   UnprocessableEntityError,
 } from './errors.js';
-export { verifyWebhook, parseWebhook, WebhookVerificationError } from './webhook.js';
+export { verifyWebhook, parseWebhook, verifyWebhookRequest, parseWebhookRequest, WebhookVerificationError } from './webhook.js';
+export type { WebhookHeaders, WebhookRequestOptions } from './webhook.js';
 export type * from './types.js';

@@ -175,11 +175,18 @@ export interface CreateWebhookInput {
   events: WebhookEventName[];
 }
 
+/** Why a webhook is disabled: you turned it off (`manual`), or every attempt failed for 5 days (`failing`). */
+export type WebhookDisabledReason = 'manual' | 'failing';
+
 /** A webhook record as listed: never with its secret. */
 export interface Webhook {
   id: string;
   url: string;
   events: WebhookEventName[];
+  /** false while disabled: nothing is sent; the events meanwhile wait for `webhooks.recover`. */
+  enabled: boolean;
+  /** null while enabled. */
+  disabledReason: WebhookDisabledReason | null;
   createdAt: string;
 }
 
@@ -188,19 +195,49 @@ export interface WebhookCreated extends Webhook {
   secret: string;
 }
 
+/** PATCH /webhooks/{id}: at least one field; `url` and `events` follow the rules of create. */
+export interface UpdateWebhookInput {
+  url?: string;
+  events?: WebhookEventName[];
+  /** false disables the webhook; true enables it again and its pending deliveries go on. */
+  enabled?: boolean;
+}
+
+/** POST /webhooks/{id}/rotate-secret answer: the new secret, shown only here. */
+export interface WebhookSecretRotated {
+  id: string;
+  secret: string;
+  /** Until then the previous secret signs deliveries too (a second `webhook-signature`). */
+  previousSecretExpiresAt: string;
+}
+
+/** POST /webhooks/{id}/recover answer. */
+export interface WebhookRecoverQueued {
+  /** Deliveries queued, due now: each missed event once. */
+  queued: number;
+}
+
 export interface WebhookDeleted {
   id: string;
   deleted: true;
 }
 
-/** One delivery attempt from a webhook's delivery log. */
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/** One entry of a webhook's delivery log: an attempt made, or the next attempt of a pending delivery. */
 export interface WebhookDeliveryAttempt {
   event: WebhookDeliveryEventName;
+  /** The event's id: as `eventId` in the body, `webhook-id`, and in `events.get`. */
+  eventId: string;
+  /** The payment the event is about; null for `webhook.test`. */
+  paymentId: string | null;
   /** Same across the retries of one delivery (also sent as `X-Service-Delivery`). */
   deliveryId: string;
-  status: 'succeeded' | 'failed';
-  /** Your receiver's HTTP status; null when it could not be reached. */
+  /** `pending`: not yet sent, due at `createdAt`. */
+  status: WebhookDeliveryStatus;
+  /** Your receiver's HTTP status; null when it could not be reached or not yet tried. */
   statusCode: number | null;
+  /** 0 for a pending entry. */
   durationMs: number;
   error: string | null;
   /** 1 for the first attempt. */
@@ -210,9 +247,42 @@ export interface WebhookDeliveryAttempt {
   createdAt: string;
 }
 
-/** GET /webhooks/{id}/deliveries: recent attempts, newest first. */
+/** GET /webhooks/{id}/deliveries: newest first. */
 export interface WebhookDeliveryList {
   items: WebhookDeliveryAttempt[];
+  /** Pass as `cursor` for the next page; null on the last one. */
+  nextCursor: string | null;
+}
+
+export interface WebhookDeliveryQuery {
+  status?: WebhookDeliveryStatus;
+  paymentId?: string;
+  cursor?: string;
+  /** 1 to 100 (default 100). */
+  limit?: number;
+}
+
+/** Something that happened to one of your payments (GET /events). */
+export type PaymentEvent =
+  | { id: string; type: 'payment.submitted'; createdAt: string; data: { id: string; invoiceId: string } }
+  | { id: string; type: 'payment.confirmed'; createdAt: string; data: { id: string; amount: number } };
+
+export interface EventList {
+  /** Newest first. */
+  items: PaymentEvent[];
+  nextCursor: string | null;
+}
+
+export interface EventQuery {
+  type?: WebhookEventName;
+  paymentId?: string;
+  /** ISO 8601, inclusive. */
+  from?: string;
+  /** ISO 8601, exclusive. */
+  to?: string;
+  cursor?: string;
+  /** 1 to 100 (default 20). */
+  limit?: number;
 }
 
 /** 202 answer of POST /webhooks/{id}/test: the queued test delivery. */
@@ -254,8 +324,8 @@ export interface HealthReady {
   timestamp: string;
 }
 
-/** Body of a webhook delivery (`X-Service-Event` names the event too). */
+/** Body of a webhook delivery (`X-Service-Event` names the event too). `eventId` is also `webhook-id`. */
 export type WebhookMessage =
-  | { event: 'payment.submitted'; deliveryId: string; createdAt: string; data: { id: string; invoiceId: string } }
-  | { event: 'payment.confirmed'; deliveryId: string; createdAt: string; data: { id: string; amount: number } }
-  | { event: 'webhook.test'; deliveryId: string; createdAt: string; data: { webhookId: string; message: string; sentAt: string } };
+  | { event: 'payment.submitted'; eventId: string; deliveryId: string; createdAt: string; data: { id: string; invoiceId: string } }
+  | { event: 'payment.confirmed'; eventId: string; deliveryId: string; createdAt: string; data: { id: string; amount: number } }
+  | { event: 'webhook.test'; eventId: string; deliveryId: string; createdAt: string; data: { webhookId: string; message: string; sentAt: string } };

@@ -27,6 +27,10 @@ export class WebhookVerificationError extends Error {
  */
 export function parseWebhook(body: string | Buffer, signature: string | undefined, secret: string): WebhookMessage {
   if (!verifyWebhook(body, signature, secret)) throw new WebhookVerificationError('invalid webhook signature');
+  return parseBody(body);
+}
+
+function parseBody(body: string | Buffer): WebhookMessage {
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
@@ -37,4 +41,62 @@ export function parseWebhook(body: string | Buffer, signature: string | undefine
     throw new WebhookVerificationError('webhook body has no event');
   }
   return parsed as WebhookMessage;
+}
+
+/** Request headers as Node's `req.headers` or a fetch `Headers`; names in any case. */
+export type WebhookHeaders = Record<string, string | string[] | undefined> | { get(name: string): string | null };
+
+export interface WebhookRequestOptions {
+  /** How far `webhook-timestamp` may be from now, either way. Default 300 (5 minutes). */
+  toleranceSeconds?: number;
+  /** The clock to judge the timestamp by. Default `() => new Date()`. */
+  now?: () => Date;
+}
+
+const DEFAULT_TOLERANCE_SECONDS = 300;
+
+function headerOf(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  const record = headers as Record<string, string | string[] | undefined>;
+  const key = Object.keys(record).find((k) => k.toLowerCase() === name);
+  const value = key === undefined ? undefined : record[key];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * Checks a delivery the Standard Webhooks way and the service's own way together: the
+ * `webhook-timestamp` is within `toleranceSeconds` of now (a captured delivery replayed later
+ * fails), one of the `v1,` signatures of `webhook-signature` is the HMAC-SHA256 of
+ * `{webhook-id}.{webhook-timestamp}.{body}` under one of `secrets`, and `X-Service-Signature`,
+ * when sent, is the body's under one of them. Pass the raw body. During a secret rotation pass
+ * both secrets, the new one first: deliveries carry a signature of each while the old one lasts,
+ * and `X-Service-Signature` is the new one's.
+ */
+export function verifyWebhookRequest(body: string | Buffer, headers: WebhookHeaders, secrets: string | readonly string[], options: WebhookRequestOptions = {}): boolean {
+  const keys = (typeof secrets === 'string' ? [secrets] : [...secrets]).filter((s) => s !== '');
+  const id = headerOf(headers, 'webhook-id');
+  const timestamp = headerOf(headers, 'webhook-timestamp');
+  const signatures = headerOf(headers, 'webhook-signature');
+  if (keys.length === 0 || !id || !timestamp || !/^\d{1,15}$/.test(timestamp) || !signatures) return false;
+  const nowSeconds = (options.now ?? (() => new Date()))().getTime() / 1000;
+  if (Math.abs(nowSeconds - Number(timestamp)) > (options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return false;
+  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, 'utf8'), typeof body === 'string' ? Buffer.from(body, 'utf8') : body]);
+  const expected = keys.map((key) => createHmac('sha256', key).update(signed).digest());
+  const given = signatures
+    .split(' ')
+    .filter((s) => s.startsWith('v1,'))
+    .map((s) => Buffer.from(s.slice(3), 'base64'));
+  if (!given.some((g) => expected.some((e) => sameBytes(g, e)))) return false;
+  const bodySignature = headerOf(headers, 'x-service-signature');
+  return bodySignature === undefined || keys.some((key) => verifyWebhook(body, bodySignature, key));
+}
+
+/** verifyWebhookRequest, then the parsed body; throws WebhookVerificationError when either fails. */
+export function parseWebhookRequest(body: string | Buffer, headers: WebhookHeaders, secrets: string | readonly string[], options: WebhookRequestOptions = {}): WebhookMessage {
+  if (!verifyWebhookRequest(body, headers, secrets, options)) throw new WebhookVerificationError('invalid webhook signature or stale timestamp');
+  return parseBody(body);
 }

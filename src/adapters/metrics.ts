@@ -11,6 +11,8 @@ export interface MetricsSources {
   lastReconciliation?: () => Promise<{ source: string; at: Date }[]>;
   /** Unresolved payments due for a check, per ministry system. */
   confirmationBacklog?: () => Promise<Record<string, number>>;
+  /** Disabled webhooks by reason (manual, failing). */
+  disabledWebhooks?: () => Promise<Record<string, number>>;
 }
 
 /**
@@ -119,6 +121,9 @@ export function createMetrics() {
       labelledGauge(registry, 'payments_by_status', 'Payments by status', 'status', async () => (await sources.paymentsByStatus?.()) ?? {});
       labelledGauge(registry, 'reconciliation_open_discrepancies', 'Open reconciliation discrepancies by kind', 'kind', async () => (await sources.openDiscrepancies?.()) ?? {});
       labelledGauge(registry, 'payment_confirmation_backlog', 'Unresolved payments due for a check, by source', 'source', async () => (await sources.confirmationBacklog?.()) ?? {});
+      labelledGauge(registry, 'webhooks_disabled', 'Disabled webhooks by reason: manual (by the partner) or failing (every attempt failed for WEBHOOK_DISABLE_AFTER_MS)', 'reason', async () =>
+        (await sources.disabledWebhooks?.()) ?? {},
+      );
       labelledGauge(registry, 'reconciliation_last_success_timestamp_seconds', 'When each source was last reconciled successfully', 'source', async () =>
         Object.fromEntries(((await sources.lastReconciliation?.()) ?? []).map((r) => [r.source, r.at.getTime() / 1000])),
       );

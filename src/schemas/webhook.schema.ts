@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { ErrorBody, IsoDateTime, Nullable, Uuid } from './common.schema.js';
-import { DELIVERED_EVENTS, WEBHOOK_EVENTS, WEBHOOK_TEST_EVENT } from '../domain/vocabulary.js';
+import { ErrorBody, IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
+import { DELIVERED_EVENTS, DELIVERY_LOG_STATUSES, WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENTS, WEBHOOK_TEST_EVENT, type WebhookDisabledReason } from '../domain/vocabulary.js';
 
 const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted or payment.confirmed' });
 
@@ -9,29 +9,73 @@ const DeliveredEventName = Type.Enum([...DELIVERED_EVENTS], {
   description: `payment.submitted, payment.confirmed, or ${WEBHOOK_TEST_EVENT} for a test delivery (POST /webhooks/{id}/test)`,
 });
 
+const WebhookUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'https URL (http is accepted in local development only)' });
+const WebhookSecret = Type.String({
+  minLength: 16,
+  maxLength: 256,
+  description: 'HMAC-SHA256 key (its UTF-8 bytes) of X-Service-Signature and webhook-signature',
+});
+const WebhookEvents = Type.Array(EventName, { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true });
+
 export const CreateWebhookBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'https URL (http is accepted in local development only)' }),
-    secret: Type.String({ minLength: 16, maxLength: 256, description: 'HMAC-SHA256 key for X-Service-Signature' }),
-    events: Type.Array(EventName, { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true }),
+    url: WebhookUrl,
+    secret: WebhookSecret,
+    events: WebhookEvents,
   },
   { additionalProperties: false },
 );
 
-export const WebhookBody = Type.Object({
+/** The webhook record; never its secret. */
+const webhookFields = {
   id: Uuid,
   url: Type.String(),
   events: Type.Array(EventName),
+  enabled: Type.Boolean({ description: 'false while disabled: nothing is sent to it, and events meanwhile wait for POST /webhooks/{id}/recover' }),
+  disabledReason: Type.Unsafe<WebhookDisabledReason | null>({
+    type: ['string', 'null'],
+    enum: [...WEBHOOK_DISABLED_REASONS, null],
+    description: 'null while enabled; manual after PATCH enabled: false; failing when the service disabled it because every attempt failed for WEBHOOK_DISABLE_AFTER_MS (5 days)',
+  }),
   createdAt: IsoDateTime,
-});
+};
+
+export const WebhookBody = Type.Object(webhookFields);
 
 export const WebhookCreatedBody = Type.Object({
-  id: Uuid,
-  url: Type.String(),
-  events: Type.Array(EventName),
-  createdAt: IsoDateTime,
+  ...webhookFields,
   secret: Type.String({ description: 'Returned only in this response' }),
 });
+
+export const UpdateWebhookBody = Type.Object(
+  {
+    url: Type.Optional(WebhookUrl),
+    events: Type.Optional(WebhookEvents),
+    enabled: Type.Optional(Type.Boolean({ description: 'false disables it (reason manual); true enables it again and its pending deliveries go on' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const RotateSecretBody = Type.Object(
+  { secret: Type.Optional({ ...WebhookSecret, description: 'The new secret; a random one is generated when omitted' }) },
+  { additionalProperties: false },
+);
+
+export const SecretRotatedBody = Type.Object({
+  id: Uuid,
+  secret: Type.String({ description: 'The new secret; shown only in this response' }),
+  previousSecretExpiresAt: IsoDateTime,
+});
+
+export const RecoverBody = Type.Object(
+  { since: Type.String({ format: 'date-time', description: 'Events at or after this time are sent again unless delivered or pending' }) },
+  { additionalProperties: false },
+);
+
+export const RecoverQueuedBody = Type.Object(
+  { queued: Type.Integer({ minimum: 0, description: 'Deliveries queued, due now' }) },
+  { description: 'Every event of the webhook\'s types since `since` with no succeeded and no pending delivery to it is queued once.' },
+);
 
 export const WebhookLimitBody = Type.Object(ErrorBody.properties, {
   description: 'The partner already has the most webhooks allowed (WEBHOOK_MAX_PER_PARTNER); delete one first.',
@@ -41,8 +85,20 @@ export const WebhookListBody = Type.Array(WebhookBody, { description: 'Webhook r
 
 export const WebhookDeletedBody = Type.Object({ id: Uuid, deleted: Type.Literal(true) });
 
+/** The sort key of the last entry of the previous page: epoch ms, attempt number, entry id. */
+export const DeliveryLogCursor = Type.String({
+  pattern: '^[0-9]{1,15}\\.[0-9]{1,9}\\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+  description: 'nextCursor of the previous page',
+  'x-violation': 'cursor must be the nextCursor of a previous page',
+});
+
 export const DeliveryListQuery = Type.Object(
-  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })) },
+  {
+    status: Type.Optional(StringEnum(DELIVERY_LOG_STATUSES)),
+    paymentId: Type.Optional(Uuid),
+    cursor: Type.Optional(DeliveryLogCursor),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
+  },
   { additionalProperties: false },
 );
 
@@ -50,17 +106,22 @@ export const DeliveryListBody = Type.Object({
   items: Type.Array(
     Type.Object({
       event: DeliveredEventName,
+      eventId: Uuid,
+      paymentId: Nullable(Uuid, { description: 'The payment the event is about; null for webhook.test' }),
       deliveryId: Uuid,
-      status: Type.Enum(['succeeded', 'failed']),
+      status: StringEnum(DELIVERY_LOG_STATUSES, {
+        description: 'succeeded or failed: an attempt made; pending: the next attempt of a delivery not yet sent, due at createdAt',
+      }),
       statusCode: Nullable(Type.Integer()),
-      durationMs: Type.Integer(),
+      durationMs: Type.Integer({ description: '0 for a pending entry' }),
       error: Nullable(Type.String()),
       attempt: Type.Integer({ minimum: 1 }),
       nextRetryAt: Nullable(IsoDateTime, { description: 'null when delivered or given up' }),
       createdAt: IsoDateTime,
     }),
-    { description: 'Recent delivery attempts, newest first' },
+    { description: 'Delivery attempts and pending deliveries, newest first' },
   ),
+  nextCursor: Nullable(Type.String(), { description: 'Pass as cursor for the next page; null on the last one' }),
 });
 
 export const WebhookDeliveryParams = Type.Object({ id: Uuid, deliveryId: Uuid }, { additionalProperties: false });

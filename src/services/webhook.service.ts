@@ -1,32 +1,83 @@
+import { randomBytes } from 'node:crypto';
 import { InvalidRequestError, ConflictError, NotFoundError } from '../domain/errors.js';
 import type { SecretCipher } from '../domain/secret-cipher.js';
-import { WEBHOOK_TEST_EVENT, type WebhookEvent } from '../domain/vocabulary.js';
-import type { WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
+import { WEBHOOK_TEST_EVENT, type DeliveryLogStatus, type WebhookEvent } from '../domain/vocabulary.js';
+import type { WebhookChanges, WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import type { DeliveryLogEntry, DeliveryLogKey, DeliveryLogRepository } from '../db/repositories/delivery-log.repository.js';
 import type { TargetGuard } from '../adapters/webhook-target.guard.js';
 import type { Static } from 'typebox';
-import type { DeliveryListBody, RedeliveryQueuedBody, WebhookBody, WebhookTestQueuedBody } from '../schemas/webhook.schema.js';
+import type {
+  DeliveryListBody,
+  RecoverQueuedBody,
+  RedeliveryQueuedBody,
+  SecretRotatedBody,
+  WebhookBody,
+  WebhookTestQueuedBody,
+} from '../schemas/webhook.schema.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 type WebhookView = Static<typeof WebhookBody>;
 type DeliveryList = Static<typeof DeliveryListBody>;
+type DeliveryItem = DeliveryList['items'][number];
 type TestQueued = Static<typeof WebhookTestQueuedBody>;
 type RedeliveryQueued = Static<typeof RedeliveryQueuedBody>;
+type SecretRotated = Static<typeof SecretRotatedBody>;
+type RecoverQueued = Static<typeof RecoverQueuedBody>;
 
 /** The partner's redeliver adds nothing to the repository's transaction (the operator's adds an audit entry). */
 const nothingElse = (): Promise<void> => Promise.resolve();
 
+const DEFAULT_LOG_LIMIT = 100;
+
 function toView(row: WebhookRow): WebhookView {
-  return { id: row.id, url: row.url, events: row.events, createdAt: row.created_at.toISOString() };
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events,
+    enabled: row.disabled_reason === null,
+    disabledReason: row.disabled_reason,
+    createdAt: row.created_at.toISOString(),
+  };
 }
+
+function toLogItem(e: DeliveryLogEntry): DeliveryItem {
+  return {
+    event: e.event,
+    eventId: e.event_id,
+    paymentId: e.payment_id,
+    deliveryId: e.delivery_id,
+    status: e.status,
+    statusCode: e.status_code,
+    durationMs: e.duration_ms,
+    error: e.error,
+    attempt: e.attempt,
+    nextRetryAt: e.next_retry_at ? e.next_retry_at.toISOString() : null,
+    createdAt: e.at.toISOString(),
+  };
+}
+
+/** The log's page cursor is its last entry's sort key; the query schema has checked its shape. */
+const cursorOf = (e: DeliveryLogEntry): string => `${e.at.getTime()}.${e.attempt}.${e.item_id}`;
+
+function keyOf(cursor: string): DeliveryLogKey {
+  const [ms = '', attempt = '', itemId = ''] = cursor.split('.');
+  return { at: new Date(Number(ms)), attempt: Number(attempt), itemId };
+}
+
+/** 32 random bytes, base64url: 43 characters, within the secret's 16 to 256. */
+const generateSecret = (): string => randomBytes(32).toString('base64url');
 
 export function createWebhookService(deps: {
   webhooks: WebhookRepository;
   deliveries: WebhookDeliveryRepository;
+  deliveryLog: DeliveryLogRepository;
   cipher: SecretCipher;
   guard: TargetGuard;
   /** Webhooks a partner may have at once; bounds what one partner's endpoints can cost delivery. */
   maxPerPartner: number;
+  /** How long a rotated-out secret still signs deliveries beside the new one. */
+  secretRotationGraceMs: number;
   /** A delivery was queued due now (a test or a redelivery): the delivery job should claim it at once. */
   onQueued?: () => void;
   now?: Clock;
@@ -54,6 +105,45 @@ export function createWebhookService(deps: {
 
     async list(partnerId: string): Promise<WebhookView[]> {
       return (await deps.webhooks.listForPartner(partnerId)).map(toView);
+    },
+
+    async get(partnerId: string, id: string): Promise<WebhookView> {
+      const row = await deps.webhooks.getForPartner(partnerId, id);
+      if (!row) throw new NotFoundError('Webhook');
+      return toView(row);
+    },
+
+    /** A new url passes the same checks as at registration; enabling a disabled webhook lets its pending deliveries go at once. */
+    async update(partnerId: string, id: string, changes: WebhookChanges): Promise<WebhookView> {
+      if (changes.url !== undefined) {
+        await requireOwned(partnerId, id);
+        const violations = await deps.guard.violations(changes.url);
+        if (violations.length > 0) throw new InvalidRequestError(violations);
+      }
+      const events = changes.events && [...new Set(changes.events)];
+      const row = await deps.webhooks.update(partnerId, id, { ...changes, events }, now());
+      if (!row) throw new NotFoundError('Webhook');
+      if (changes.enabled === true) deps.onQueued?.();
+      return toView(row);
+    },
+
+    /**
+     * Replaces the secret (the given one, or a generated one, shown only here); the one replaced
+     * keeps signing deliveries beside it for the grace period, and one replaced before it stops.
+     */
+    async rotateSecret(partnerId: string, id: string, secret: string | undefined): Promise<SecretRotated> {
+      const next = secret ?? generateSecret();
+      const previousSecretExpiresAt = new Date(now().getTime() + deps.secretRotationGraceMs);
+      if (!(await deps.webhooks.rotateSecret(partnerId, id, deps.cipher.encrypt(next), previousSecretExpiresAt))) throw new NotFoundError('Webhook');
+      return { id, secret: next, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() };
+    },
+
+    /** Queues, due now, every event of the webhook's types since `since` that it has neither received nor is about to. */
+    async recover(partnerId: string, id: string, since: string): Promise<RecoverQueued> {
+      const queued = await deps.deliveryLog.recover(partnerId, id, new Date(since), now());
+      if (queued === null) throw new NotFoundError('Webhook');
+      if (queued > 0) deps.onQueued?.();
+      return { queued };
     },
 
     async remove(partnerId: string, id: string): Promise<{ id: string; deleted: true }> {
@@ -92,22 +182,18 @@ export function createWebhookService(deps: {
       return { deliveryId: queued.id, status: 'pending' };
     },
 
-    async deliveries(partnerId: string, id: string, limit: number): Promise<DeliveryList> {
+    async deliveries(
+      partnerId: string,
+      id: string,
+      query: { status?: DeliveryLogStatus; paymentId?: string; cursor?: string; limit?: number },
+    ): Promise<DeliveryList> {
       await requireOwned(partnerId, id);
-      const rows = await deps.deliveries.listAttempts(id, limit);
-      return {
-        items: rows.map((r) => ({
-          event: r.event,
-          deliveryId: r.delivery_id,
-          status: r.succeeded ? 'succeeded' : 'failed',
-          statusCode: r.status_code,
-          durationMs: r.duration_ms,
-          error: r.error,
-          attempt: r.attempt,
-          nextRetryAt: r.next_retry_at ? r.next_retry_at.toISOString() : null,
-          createdAt: r.created_at.toISOString(),
-        })),
-      };
+      const limit = query.limit ?? DEFAULT_LOG_LIMIT;
+      // One entry more than the page tells whether another page follows.
+      const rows = await deps.deliveryLog.list(id, { status: query.status, paymentId: query.paymentId }, query.cursor ? keyOf(query.cursor) : null, limit + 1);
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      return { items: page.map(toLogItem), nextCursor: rows.length > limit && last ? cursorOf(last) : null };
     },
   };
 }

@@ -76,7 +76,7 @@ describe('webhook test deliveries and redelivery', () => {
     expect(verifyWebhook(req.body, typeof signature === 'string' ? signature : undefined, SECRET)).toBe(true);
     expect(verifyWebhook(req.body, typeof signature === 'string' ? signature : undefined, 'another-secret-0123456')).toBe(false);
     const body = JSON.parse(req.body) as Message;
-    expect(Object.keys(body).sort()).toEqual(['createdAt', 'data', 'deliveryId', 'event']);
+    expect(Object.keys(body).sort()).toEqual(['createdAt', 'data', 'deliveryId', 'event', 'eventId']);
     expect(body).toMatchObject({ event: 'webhook.test', deliveryId, data: { webhookId, message: 'test delivery' } });
     expect(Number.isNaN(Date.parse(String(body.data.sentAt)))).toBe(false);
 

@@ -12,6 +12,7 @@ import type { Config } from '../../src/config.js';
 import { testConfig } from '../helpers/test-config.js';
 import { createWebhookDeliveryJob } from '../../src/jobs/webhook-delivery.job.js';
 import { createWebhookDeliveryRepository } from '../../src/db/repositories/webhook-delivery.repository.js';
+import { createWebhookRepository } from '../../src/db/repositories/webhook.repository.js';
 import { createWebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookHttpClient } from '../../src/adapters/webhook-http.client.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
@@ -82,12 +83,12 @@ describe('webhook registration', () => {
     const res = await register(ctx, apiKey, { url: 'https://hooks.example.com/gov', secret: SECRET, events: ['payment.confirmed'] });
     expect(res.statusCode).toBe(201);
     const created = res.json<Record<string, unknown>>();
-    expect(Object.keys(created).sort()).toEqual(['createdAt', 'events', 'id', 'secret', 'url']);
+    expect(Object.keys(created).sort()).toEqual(['createdAt', 'disabledReason', 'enabled', 'events', 'id', 'secret', 'url']);
     expect(created).toMatchObject({ url: 'https://hooks.example.com/gov', secret: SECRET, events: ['payment.confirmed'] });
 
     const list = await ctx.api(apiKey, { method: 'GET', url: '/api/v1/webhooks' });
     expect(list.statusCode).toBe(200);
-    expect(list.json()).toEqual([{ id: created.id, url: created.url, events: ['payment.confirmed'], createdAt: created.createdAt }]);
+    expect(list.json()).toEqual([{ id: created.id, url: created.url, events: ['payment.confirmed'], enabled: true, disabledReason: null, createdAt: created.createdAt }]);
     expect(list.body).not.toContain(SECRET);
 
     const stored = await ctx.deps.db.selectFrom('webhooks').select('secret_ciphertext').where('id', '=', created.id as string).executeTakeFirstOrThrow();
@@ -181,7 +182,7 @@ describe('webhook delivery', () => {
     expect(submitted?.body).toMatchObject({ event: 'payment.submitted', data: { id: paymentId, invoiceId } });
     expect(confirmed?.body).toMatchObject({ event: 'payment.confirmed', data: { id: paymentId, amount } });
     for (const { req, body } of [submitted, confirmed].filter((x) => x !== undefined)) {
-      expect(Object.keys(body).sort()).toEqual(['createdAt', 'data', 'deliveryId', 'event']);
+      expect(Object.keys(body).sort()).toEqual(['createdAt', 'data', 'deliveryId', 'event', 'eventId']);
       expect(req.method).toBe('POST');
       expect(req.headers['content-type']).toBe('application/json');
       expect(req.headers['x-service-event']).toBe(body.event);
@@ -233,9 +234,14 @@ describe('webhook delivery', () => {
 
     await ctx.runJobs();
     let log = await attempts(ctx, apiKey, webhookId);
-    expect(log).toHaveLength(1);
-    expect(log[0]).toMatchObject({ attempt: 1, status: 'failed', statusCode: null });
-    expect(log[0]?.error).toMatch(/timeout/);
+    // The attempt made, and the retry it scheduled, pending.
+    expect(log.map((l) => [l.status, l.attempt])).toEqual([
+      ['pending', 2],
+      ['failed', 1],
+    ]);
+    expect(log[1]).toMatchObject({ attempt: 1, status: 'failed', statusCode: null });
+    expect(log[1]?.error).toMatch(/timeout/);
+    expect(log[0]?.createdAt).toBe(log[1]?.nextRetryAt);
 
     await deliverPass(ctx);
     expect(slow.received).toHaveLength(2);
@@ -295,6 +301,7 @@ describe('webhook delivery', () => {
       const deliveries = createWebhookDeliveryRepository(ctx.deps.db);
       const service = createWebhookDeliveryService({
         deliveries,
+        webhooks: createWebhookRepository(ctx.deps.db),
         cipher: createSecretCipher(ctx.config.webhookSecretKey),
         http: createWebhookHttpClient({ timeoutMs: 2000, allowPrivate: true }),
         retryScheduleMs: SCHEDULE,

@@ -15,7 +15,9 @@ import type {
 } from '../../src/schemas/payment.schema.js';
 import type {
   DeliveryListBody,
+  RecoverQueuedBody,
   RedeliveryQueuedBody,
+  SecretRotatedBody,
   WebhookBody,
   WebhookCreatedBody,
   WebhookDeletedBody,
@@ -36,6 +38,8 @@ describe('SDK types', () => {
     expectTypeOf<Sdk.WebhookEventName>().toEqualTypeOf<Vocabulary.WebhookEvent>();
     expectTypeOf<Sdk.WebhookDeliveryEventName>().toEqualTypeOf<Vocabulary.DeliveredEvent>();
     expectTypeOf<Sdk.DevicePlatform>().toEqualTypeOf<Vocabulary.Platform>();
+    expectTypeOf<Sdk.WebhookDisabledReason>().toEqualTypeOf<Vocabulary.WebhookDisabledReason>();
+    expectTypeOf<Sdk.WebhookDeliveryStatus>().toEqualTypeOf<Vocabulary.DeliveryLogStatus>();
   });
 
   it('read every response the schemas allow', () => {
@@ -56,5 +60,7 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof WebhookTestQueuedBody>>().toMatchTypeOf<Sdk.WebhookTestQueued>();
     expectTypeOf<Static<typeof RedeliveryQueuedBody>>().toMatchTypeOf<Sdk.WebhookRedeliveryQueued>();
     expectTypeOf<Static<typeof DeviceBody>>().toMatchTypeOf<Sdk.Device>();
+    expectTypeOf<Static<typeof SecretRotatedBody>>().toMatchTypeOf<Sdk.WebhookSecretRotated>();
+    expectTypeOf<Static<typeof RecoverQueuedBody>>().toMatchTypeOf<Sdk.WebhookRecoverQueued>();
   });
 });

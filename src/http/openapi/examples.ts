@@ -102,12 +102,28 @@ export const paymentList = {
 };
 
 export const createWebhook = { url: 'https://hooks.example.com/gov', secret: 'whsec_0123456789abcdef', events: ['payment.submitted', 'payment.confirmed'] };
-export const webhook = { id: WEBHOOK_ID, url: createWebhook.url, events: createWebhook.events, createdAt: '2026-11-25T08:58:54.531Z' };
+export const webhook = { id: WEBHOOK_ID, url: createWebhook.url, events: createWebhook.events, enabled: true, disabledReason: null, createdAt: '2026-11-25T08:58:54.531Z' };
+export const disabledWebhook = { ...webhook, enabled: false, disabledReason: 'failing' };
 
 export const deliveryList = {
   items: [
     {
-      event: 'webhook.test',
+      event: 'payment.confirmed',
+      eventId: EVENT_ID,
+      paymentId: PAYMENT_ID,
+      deliveryId: DELIVERY_ID,
+      status: 'pending',
+      statusCode: null,
+      durationMs: 0,
+      error: null,
+      attempt: 2,
+      nextRetryAt: '2026-11-25T08:59:59.612Z',
+      createdAt: '2026-11-25T08:59:59.612Z',
+    },
+    {
+      event: 'payment.confirmed',
+      eventId: EVENT_ID,
+      paymentId: PAYMENT_ID,
       deliveryId: DELIVERY_ID,
       status: 'failed',
       statusCode: 500,
@@ -118,6 +134,7 @@ export const deliveryList = {
       createdAt: '2026-11-25T08:59:54.612Z',
     },
   ],
+  nextCursor: null,
 };
 
 export const event = { id: EVENT_ID, type: 'payment.confirmed', createdAt: '2026-11-25T08:59:54.612Z', data: { id: PAYMENT_ID, amount: 12000.5 } };

@@ -164,8 +164,36 @@ const OPERATIONS: Record<string, OperationDoc> = {
   'delete /webhooks/{id}': {
     responses: { 200: { description: 'Deleted; its deliveries not yet sent are dropped.', examples: one({ id: ex.EXAMPLE_IDS.WEBHOOK_ID, deleted: true }) }, 404: webhookNotFound },
   },
+  'get /webhooks/{id}': {
+    responses: { 200: { description: 'The webhook, without its secret.', examples: { enabled: { value: ex.webhook }, failing: { summary: 'Disabled by the service', value: ex.disabledWebhook } } }, 404: webhookNotFound },
+  },
+  'patch /webhooks/{id}': {
+    request: { enable: { summary: 'Enable it again', value: { enabled: true } }, edit: { summary: 'Move it', value: { url: ex.createWebhook.url, events: ['payment.confirmed'] } } },
+    responses: {
+      200: { description: 'The webhook as changed.', examples: one(ex.webhook) },
+      400: { examples: one({ ...ex.errors[400], message: ['property secret should not exist'] }) },
+      404: webhookNotFound,
+    },
+  },
+  'post /webhooks/{id}/rotate-secret': {
+    request: { generated: { summary: 'A generated secret', value: {} }, chosen: { summary: 'Your own', value: { secret: 'whsec_fedcba9876543210' } } },
+    responses: {
+      200: {
+        description: 'The new secret, shown only here; the previous one signs beside it until `previousSecretExpiresAt`.',
+        examples: one({ id: ex.EXAMPLE_IDS.WEBHOOK_ID, secret: 'Zq3kV0cQ8bLwT1yX5nR7pA2sD4fG6hJ9kL0mN1oP2qR', previousSecretExpiresAt: '2026-11-26T08:58:54.531Z' }),
+      },
+      404: webhookNotFound,
+    },
+  },
+  'post /webhooks/{id}/recover': {
+    request: one({ since: '2026-11-25T00:00:00.000Z' }),
+    responses: {
+      202: { description: 'The missed events are queued, due now; each once, however often this is called.', examples: one({ queued: 3 }) },
+      404: webhookNotFound,
+    },
+  },
   'get /webhooks/{id}/deliveries': {
-    responses: { 200: { description: 'Recent delivery attempts of the webhook, newest first.', examples: one(ex.deliveryList) }, 404: webhookNotFound },
+    responses: { 200: { description: 'Delivery attempts and pending deliveries of the webhook, newest first.', examples: one(ex.deliveryList) }, 404: webhookNotFound },
   },
   'post /webhooks/{id}/test': {
     responses: {

@@ -1,5 +1,5 @@
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent } from '../../domain/vocabulary.js';
-import { deliveryBody, signBody } from '../../domain/webhook-message.js';
+import { deliveryBody, deliveryHeaders } from '../../domain/webhook-message.js';
 import { EXAMPLE_IDS, createWebhook } from './examples.js';
 
 /*
@@ -14,10 +14,14 @@ function eventSchema(event: string, description: string, data: object) {
   return {
     type: 'object',
     description,
-    required: ['event', 'deliveryId', 'createdAt', 'data'],
+    required: ['event', 'eventId', 'deliveryId', 'createdAt', 'data'],
     additionalProperties: false,
     properties: {
       event: { type: 'string', enum: [event] },
+      eventId: {
+        ...uuid,
+        description: 'The event id, as `webhook-id` and in `GET /events/{id}`: the same in every delivery of this event, to each of your webhooks, on every retry and redelivery.',
+      },
       deliveryId: { ...uuid, description: 'The delivery id, the same as `X-Service-Delivery`; the same on every retry of this delivery.' },
       createdAt: { ...dateTime, description: 'When the event happened (not when this attempt was sent).' },
       data,
@@ -47,15 +51,21 @@ export const WEBHOOK_COMPONENTS = {
   }),
 };
 
-const SIGNATURE = `Each delivery is signed: \`X-Service-Signature\` is the lowercase hex HMAC-SHA256 of the exact
-request body bytes, keyed with the webhook's secret (returned once, by \`POST /webhooks\`).
+const SIGNATURE = `Each delivery is signed twice, with the webhook's secret (returned by \`POST /webhooks\` and
+\`POST /webhooks/{id}/rotate-secret\`):
 
-To verify: compute \`hex(HMAC-SHA256(secret, rawBody))\` over the raw bytes **before** any JSON
-parsing (re-serialised JSON will not match) and compare it with the header in constant time
-(e.g. Node's \`crypto.timingSafeEqual\`); refuse the call when they differ. Only the body is signed:
-\`X-Service-Timestamp\` is not covered, so do not use it for replay protection; deduplicate by
-\`X-Service-Delivery\` (or payment \`id\` plus \`event\`) instead. Retries carry the byte-identical body
-and arrive up to about 28 hours after the event.
+- **Standard Webhooks** (recommended; replay-proof): \`webhook-signature\` is \`v1,\` and the base64
+  HMAC-SHA256 of \`{webhook-id}.{webhook-timestamp}.{raw body}\`, keyed with the UTF-8 bytes of the
+  secret. Recompute it, compare in constant time, and refuse a \`webhook-timestamp\` more than
+  5 minutes from your clock. During a secret rotation's grace period the header carries one
+  space-separated \`v1,\` signature per valid secret: accept the delivery when any matches. The
+  \`standardwebhooks\` npm package verifies it, given the secret's UTF-8 bytes in base64.
+- \`X-Service-Signature\`: the lowercase hex HMAC-SHA256 of the exact body bytes with the current
+  secret. It covers the body only, so it cannot tell a replay from a retry.
+
+Compute either over the raw bytes **before** any JSON parsing (re-serialised JSON will not match).
+Retries carry the byte-identical body and the same \`webhook-id\` (the event id), and arrive up to
+about 28 hours after the event; deduplicate by \`webhook-id\`.
 
 Answer any \`2xx\` within 5 seconds; anything else (another status, a timeout, a refused connection)
 is retried on the schedule (by default immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h).
@@ -64,11 +74,13 @@ Delivery is at least once.`;
 const header = (description: string, schema: object, example: string) => ({ description, required: true, schema, example });
 
 const CREATED_AT = '2026-11-25T08:58:54.108Z';
+const SENT_AT = new Date('2026-11-25T08:58:54.000Z');
 
 function delivery(event: DeliveredEvent, component: keyof typeof WEBHOOK_COMPONENTS, summary: string, data: Record<string, unknown>) {
-  const example = { event, deliveryId: EXAMPLE_IDS.DELIVERY_ID, createdAt: CREATED_AT, data };
-  // The real signature of the example body with the example secret of POST /webhooks.
-  const signature = signBody(createWebhook.secret, deliveryBody({ ...example, createdAt: new Date(CREATED_AT) }));
+  const example = { event, eventId: EXAMPLE_IDS.EVENT_ID, deliveryId: EXAMPLE_IDS.DELIVERY_ID, createdAt: CREATED_AT, data };
+  // The real signatures of the example body with the example secret of POST /webhooks, sent at SENT_AT.
+  const message = { ...example, createdAt: new Date(CREATED_AT) };
+  const signed = deliveryHeaders(message, deliveryBody(message), [createWebhook.secret], SENT_AT);
   return {
     post: {
       summary,
@@ -86,15 +98,34 @@ function delivery(event: DeliveredEvent, component: keyof typeof WEBHOOK_COMPONE
         {
           name: 'X-Service-Timestamp',
           in: 'header',
-          ...header('When this attempt was sent, Unix seconds (not covered by the signature)', { type: 'string', pattern: '^[0-9]+$' }, '1795597134'),
+          ...header('When this attempt was sent, Unix seconds (the same as webhook-timestamp)', { type: 'string', pattern: '^[0-9]+$' }, signed['x-service-timestamp'] ?? ''),
         },
         {
           name: 'X-Service-Signature',
           in: 'header',
           ...header(
-            "Lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the webhook's secret",
+            "Lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the webhook's current secret",
             { type: 'string', pattern: '^[0-9a-f]{64}$' },
-            signature,
+            signed['x-service-signature'] ?? '',
+          ),
+        },
+        {
+          name: 'webhook-id',
+          in: 'header',
+          ...header('The event id (eventId in the body): the same on every retry and redelivery, and in every webhook it is sent to', uuid, EXAMPLE_IDS.EVENT_ID),
+        },
+        {
+          name: 'webhook-timestamp',
+          in: 'header',
+          ...header('When this attempt was sent, Unix seconds; covered by webhook-signature', { type: 'string', pattern: '^[0-9]+$' }, signed['webhook-timestamp'] ?? ''),
+        },
+        {
+          name: 'webhook-signature',
+          in: 'header',
+          ...header(
+            'Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, one per valid secret (two during a rotation\'s grace period)',
+            { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)*$' },
+            signed['webhook-signature'] ?? '',
           ),
         },
       ],

@@ -4,7 +4,13 @@ import {
   CreateWebhookBody,
   DeliveryListBody,
   DeliveryListQuery,
+  RecoverBody,
+  RecoverQueuedBody,
   RedeliveryQueuedBody,
+  RotateSecretBody,
+  SecretRotatedBody,
+  UpdateWebhookBody,
+  WebhookBody,
   WebhookCreatedBody,
   WebhookDeletedBody,
   WebhookDeliveryParams,
@@ -34,6 +40,48 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     webhooks.list(request.partner.id),
   );
 
+  app.get(
+    '/webhooks/:id',
+    doc('One webhook of this partner, without its secret', {
+      params: IdParams,
+      response: { 200: WebhookBody, 404: ErrorBody, ...commonErrors },
+    }),
+    async (request) => webhooks.get(request.partner.id, request.params.id),
+  );
+
+  app.patch(
+    '/webhooks/:id',
+    doc('Change the url or events of a webhook, or disable and enable it', {
+      params: IdParams,
+      body: UpdateWebhookBody,
+      response: { 200: WebhookBody, 404: ErrorBody, ...commonErrors, ...bodyErrors },
+    }),
+    async (request) => webhooks.update(request.partner.id, request.params.id, request.body),
+  );
+
+  app.post(
+    '/webhooks/:id/rotate-secret',
+    doc('Replace the secret; the previous one keeps signing beside it for WEBHOOK_SECRET_ROTATION_GRACE_MS', {
+      params: IdParams,
+      body: RotateSecretBody,
+      response: { 200: SecretRotatedBody, 404: ErrorBody, ...commonErrors, ...bodyErrors },
+    }),
+    async (request) => webhooks.rotateSecret(request.partner.id, request.params.id, request.body.secret),
+  );
+
+  app.post(
+    '/webhooks/:id/recover',
+    doc('Send again every event since a time that this webhook has not received and is not about to', {
+      params: IdParams,
+      body: RecoverBody,
+      response: { 202: RecoverQueuedBody, 404: ErrorBody, ...commonErrors, ...bodyErrors },
+    }),
+    async (request, reply) => {
+      reply.code(202);
+      return webhooks.recover(request.partner.id, request.params.id, request.body.since);
+    },
+  );
+
   app.delete(
     '/webhooks/:id',
     doc('Delete a webhook; deliveries not yet sent are dropped', {
@@ -45,12 +93,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
 
   app.get(
     '/webhooks/:id/deliveries',
-    doc('Recent delivery attempts of a webhook, newest first', {
+    doc('Delivery attempts and pending deliveries of a webhook, newest first', {
       params: IdParams,
       querystring: DeliveryListQuery,
       response: { 200: DeliveryListBody, 404: ErrorBody, ...commonErrors },
     }),
-    async (request) => webhooks.deliveries(request.partner.id, request.params.id, request.query.limit ?? 100),
+    async (request) => webhooks.deliveries(request.partner.id, request.params.id, request.query),
   );
 
   app.post(

@@ -1,0 +1,118 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Db } from '../database.js';
+import type { DeliveredEvent, DeliveryLogStatus } from '../../domain/vocabulary.js';
+
+/** One entry of a webhook's delivery log: an attempt made, or the next attempt of a delivery still pending. */
+export interface DeliveryLogEntry {
+  item_id: string;
+  at: Date;
+  attempt: number;
+  event: DeliveredEvent;
+  event_id: string;
+  payment_id: string | null;
+  delivery_id: string;
+  status: DeliveryLogStatus;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  next_retry_at: Date | null;
+}
+
+/** Where the previous page ended: the sort key of its last entry. */
+export interface DeliveryLogKey {
+  at: Date;
+  attempt: number;
+  itemId: string;
+}
+
+export interface DeliveryLogFilter {
+  status?: DeliveryLogStatus;
+  paymentId?: string;
+}
+
+/**
+ * A webhook's delivery log and the partner's recovery of what it missed. The log merges the
+ * attempts made (succeeded or failed) with one `pending` entry per delivery still to be sent (its
+ * next attempt, at its due time), newest first by (time, attempt, id): each side is read through
+ * its webhook index and cut to the page before they are merged.
+ */
+export function createDeliveryLogRepository(db: Db) {
+  function attempts(webhookId: string, filter: DeliveryLogFilter, after: RawBuilder<boolean>, limit: number): RawBuilder<DeliveryLogEntry> {
+    const outcome = filter.status === 'succeeded' ? sql`AND a.succeeded` : filter.status === 'failed' ? sql`AND NOT a.succeeded` : sql``;
+    const payment = filter.paymentId ? sql`AND e.payment_id = ${filter.paymentId}::uuid` : sql``;
+    return sql<DeliveryLogEntry>`(
+      SELECT a.id AS item_id, a.created_at AS at, a.attempt, e.event, e.id AS event_id, e.payment_id, a.delivery_id,
+        CASE WHEN a.succeeded THEN 'succeeded' ELSE 'failed' END AS status,
+        a.status_code, a.duration_ms, a.error, a.next_retry_at
+      FROM webhook_attempts a
+      JOIN webhook_deliveries d ON d.id = a.delivery_id
+      JOIN events e ON e.id = d.event_id
+      WHERE a.webhook_id = ${webhookId}::uuid ${outcome} ${payment}
+        AND ${after}
+      ORDER BY a.created_at DESC, a.attempt DESC, a.id DESC
+      LIMIT ${limit}
+    )`;
+  }
+
+  function pending(webhookId: string, filter: DeliveryLogFilter, after: RawBuilder<boolean>, limit: number): RawBuilder<DeliveryLogEntry> {
+    const payment = filter.paymentId ? sql`AND e.payment_id = ${filter.paymentId}::uuid` : sql``;
+    return sql<DeliveryLogEntry>`(
+      SELECT d.id AS item_id, d.next_attempt_at AS at, d.attempts + 1 AS attempt, e.event, e.id AS event_id, e.payment_id, d.id AS delivery_id,
+        'pending' AS status, NULL::int AS status_code, 0 AS duration_ms, NULL::text AS error, d.next_attempt_at AS next_retry_at
+      FROM webhook_deliveries d
+      JOIN events e ON e.id = d.event_id
+      WHERE d.webhook_id = ${webhookId}::uuid AND d.status = 'pending' ${payment}
+        AND ${after}
+      ORDER BY d.next_attempt_at DESC, d.attempts DESC, d.id DESC
+      LIMIT ${limit}
+    )`;
+  }
+
+  return {
+    async list(webhookId: string, filter: DeliveryLogFilter, after: DeliveryLogKey | null, limit: number): Promise<DeliveryLogEntry[]> {
+      const before = (at: RawBuilder<unknown>, attempt: RawBuilder<unknown>, id: RawBuilder<unknown>) =>
+        after ? sql<boolean>`(${at}, ${attempt}, ${id}) < (${after.at}::timestamptz, ${after.attempt}::int, ${after.itemId}::uuid)` : sql<boolean>`true`;
+      const parts: RawBuilder<DeliveryLogEntry>[] = [];
+      if (filter.status !== 'pending') parts.push(attempts(webhookId, filter, before(sql`a.created_at`, sql`a.attempt`, sql`a.id`), limit));
+      if (!filter.status || filter.status === 'pending') parts.push(pending(webhookId, filter, before(sql`d.next_attempt_at`, sql`d.attempts + 1`, sql`d.id`), limit));
+      const { rows } = await sql<DeliveryLogEntry>`
+        SELECT * FROM (${sql.join(parts, sql` UNION ALL `)}) log
+        ORDER BY at DESC, attempt DESC, item_id DESC
+        LIMIT ${limit}`.execute(db);
+      return rows;
+    },
+
+    /**
+     * Queues, due at `at`, one delivery to the webhook of every event of its types since `since`
+     * that has neither been delivered to it nor is pending for it: a new delivery for an event
+     * that has none (it happened while the webhook was disabled, or before it was registered), the
+     * failed or canceled one sent again otherwise (its attempt count goes on). A delivery already
+     * pending is left alone, so however often this runs, each event is queued once. The webhook
+     * row is share-locked, so a concurrent delete either waits (and then cancels these) or wins
+     * (and nothing is queued). Returns how many were queued; null when the webhook is not the
+     * partner's.
+     */
+    async recover(partnerId: string, webhookId: string, since: Date, at: Date): Promise<number | null> {
+      const { rows } = await sql<{ queued: number | null }>`
+        WITH target AS (
+          SELECT id, partner_id, events FROM webhooks
+          WHERE id = ${webhookId}::uuid AND partner_id = ${partnerId}::uuid AND deleted_at IS NULL
+          FOR SHARE
+        ), queued AS (
+          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
+          SELECT t.id, e.id, 'pending', ${at}::timestamptz
+          FROM target t JOIN events e ON e.partner_id = t.partner_id AND t.events @> jsonb_build_array(e.event)
+          WHERE e.created_at >= ${since}::timestamptz
+          ON CONFLICT (webhook_id, event_id) DO UPDATE
+            SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, updated_at = EXCLUDED.next_attempt_at
+            WHERE webhook_deliveries.status IN ('failed', 'canceled')
+          RETURNING id
+        )
+        SELECT (SELECT count(*)::int FROM queued) AS queued FROM target`.execute(db);
+      const row = rows[0];
+      return row ? Number(row.queued) : null;
+    },
+  };
+}
+
+export type DeliveryLogRepository = ReturnType<typeof createDeliveryLogRepository>;

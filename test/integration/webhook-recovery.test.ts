@@ -1,0 +1,403 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import type { Static } from 'typebox';
+import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { receiverPool, type ReceivedRequest } from '../helpers/webhook-receiver.js';
+import { ownInvoice, payOk, type DeliveryAttempt, type Partner } from '../helpers/api.js';
+import { verifyWebhookRequest } from '../../sdk/src/webhook.js';
+import type { RecoverQueuedBody, SecretRotatedBody, WebhookBody } from '../../src/schemas/webhook.schema.js';
+import type { EventListBody } from '../../src/schemas/event.schema.js';
+
+type WebhookView = Static<typeof WebhookBody>;
+type Rotated = Static<typeof SecretRotatedBody>;
+type Recovered = Static<typeof RecoverQueuedBody>;
+
+const SECRET = 'whsec_recovery_0123456789';
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const UNKNOWN = '00000000-0000-4000-8000-000000000000';
+
+interface Body {
+  event: string;
+  eventId: string;
+  deliveryId: string;
+  data: { id: string };
+}
+
+const bodyOf = (r: ReceivedRequest) => JSON.parse(r.body) as Body;
+const flatHeaders = (r: ReceivedRequest) => Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]));
+/** The standardwebhooks package takes the key base64-encoded; ours is the secret's UTF-8 bytes. */
+const standard = (secret: string) => new StandardWebhook(Buffer.from(secret, 'utf8').toString('base64'));
+
+async function registerOk(ctx: TestContext, partner: Partner, url: string, events = ['payment.submitted']): Promise<string> {
+  const res = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url, secret: SECRET, events } });
+  expect(res.statusCode).toBe(201);
+  return res.json<{ id: string }>().id;
+}
+
+async function payments(ctx: TestContext, partner: Partner, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const invoice = await ownInvoice(ctx, partner, 'mof');
+    ids.push((await payOk(ctx, partner.apiKey, { invoiceId: invoice.id })).id);
+  }
+  return ids;
+}
+
+async function log(ctx: TestContext, partner: Partner, webhookId: string, query = ''): Promise<{ items: DeliveryAttempt[]; nextCursor: string | null }> {
+  const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/webhooks/${webhookId}/deliveries${query}` });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+async function recover(ctx: TestContext, partner: Partner, webhookId: string, since: Date): Promise<number> {
+  const res = await ctx.api(partner.apiKey, { method: 'POST', url: `/api/v1/webhooks/${webhookId}/recover`, payload: { since: since.toISOString() } });
+  expect(res.statusCode, res.body).toBe(202);
+  return res.json<Recovered>().queued;
+}
+
+async function patch(ctx: TestContext, partner: Partner, webhookId: string, payload: object) {
+  return ctx.api(partner.apiKey, { method: 'PATCH', url: `/api/v1/webhooks/${webhookId}`, payload });
+}
+
+async function getWebhook(ctx: TestContext, partner: Partner, webhookId: string): Promise<WebhookView> {
+  const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/webhooks/${webhookId}` });
+  expect(res.statusCode).toBe(200);
+  return res.json<WebhookView>();
+}
+
+async function rotate(ctx: TestContext, partner: Partner, webhookId: string, payload: object = {}): Promise<Rotated> {
+  const res = await ctx.api(partner.apiKey, { method: 'POST', url: `/api/v1/webhooks/${webhookId}/rotate-secret`, payload });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json<Rotated>();
+}
+
+describe('delivery log and recovery', () => {
+  let ctx: TestContext;
+  const receivers = receiverPool();
+  beforeAll(async () => {
+    // One attempt per delivery: a failure is final, so only recover sends it again.
+    ctx = await createTestContext({ config: { webhookRetryScheduleMs: [0] } });
+  });
+  afterAll(async () => {
+    await ctx.close();
+    await receivers.closeAll();
+  });
+
+  it('logs each attempt with its event and payment, filters by status and payment, and pages', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start(['fail', 'ok', 'fail']);
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    const [p1, p2, p3] = await payments(ctx, partner, 3);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(3);
+
+    const { items, nextCursor } = await log(ctx, partner, webhookId);
+    expect(nextCursor).toBeNull();
+    expect(new Set(items.map((i) => i.paymentId))).toEqual(new Set([p1, p2, p3]));
+    for (const item of items) {
+      const sent = receiver.received.map(bodyOf).find((b) => b.deliveryId === item.deliveryId);
+      expect(item.eventId).toBe(sent?.eventId);
+      expect(item.paymentId).toBe(sent?.data.id);
+    }
+    expect((await log(ctx, partner, webhookId, '?status=failed')).items.map((i) => i.status)).toEqual(['failed', 'failed']);
+    expect((await log(ctx, partner, webhookId, '?status=succeeded')).items).toHaveLength(1);
+    expect((await log(ctx, partner, webhookId, '?status=pending')).items).toEqual([]);
+    expect((await log(ctx, partner, webhookId, `?paymentId=${p2}`)).items.map((i) => i.paymentId)).toEqual([p2]);
+
+    const first = await log(ctx, partner, webhookId, '?limit=2');
+    expect(first.items).toEqual(items.slice(0, 2));
+    const second = await log(ctx, partner, webhookId, `?limit=2&cursor=${first.nextCursor}`);
+    expect(second.items).toEqual(items.slice(2));
+    expect(second.nextCursor).toBeNull();
+
+    for (const bad of ['?status=delivered', '?paymentId=x', '?cursor=AAAA', `?cursor=${UNKNOWN}`, '?limit=0']) {
+      expect((await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/webhooks/${webhookId}/deliveries${bad}` })).statusCode, bad).toBe(400);
+    }
+  });
+
+  it('recovers after the receiver was down: every missed event arrives once more, nothing twice', async () => {
+    const partner = await ctx.partner();
+    const since = new Date(Date.now() - 60_000);
+    const receiver = await receivers.start(['fail', 'fail', 'fail']);
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    const paid = await payments(ctx, partner, 4);
+    await ctx.runJobs();
+    // Three attempts failed (the receiver was down), the fourth got through.
+    expect(receiver.received).toHaveLength(4);
+    const missed = receiver.received.slice(0, 3).map(bodyOf);
+
+    expect(await recover(ctx, partner, webhookId, since)).toBe(3);
+    // Asked again while they are pending: nothing more is queued.
+    expect(await recover(ctx, partner, webhookId, since)).toBe(0);
+    expect((await log(ctx, partner, webhookId, '?status=pending')).items.map((i) => i.eventId).sort()).toEqual(missed.map((m) => m.eventId).sort());
+    await ctx.runJobs();
+    await ctx.runJobs();
+
+    const again = receiver.received.slice(4).map(bodyOf);
+    expect(again.map((b) => b.eventId).sort()).toEqual(missed.map((m) => m.eventId).sort());
+    // The same delivery and event ids as the missed attempts: a receiver deduplicates by them.
+    expect(again.map((b) => b.deliveryId).sort()).toEqual(missed.map((m) => m.deliveryId).sort());
+    const perPayment = receiver.received.map(bodyOf).reduce((n, b) => n.set(b.data.id, (n.get(b.data.id) ?? 0) + 1), new Map<string, number>());
+    expect([...perPayment.values()].sort()).toEqual([1, 2, 2, 2]);
+    expect(new Set(perPayment.keys())).toEqual(new Set(paid));
+
+    // Everything is delivered: a later recover queues nothing.
+    expect(await recover(ctx, partner, webhookId, since)).toBe(0);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(7);
+  });
+
+  it('recovers the events that happened while the webhook was disabled', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start();
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    const [before] = await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(1);
+
+    expect((await patch(ctx, partner, webhookId, { enabled: false })).json()).toMatchObject({ enabled: false, disabledReason: 'manual' });
+    const since = new Date(Date.now() - 1000);
+    const during = await payments(ctx, partner, 2);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(1);
+    // The events are there to be read, though nothing was sent.
+    const events = await ctx.api(partner.apiKey, { method: 'GET', url: '/api/v1/events' });
+    expect(events.json<Static<typeof EventListBody>>().items.map((e) => e.data.id).sort()).toEqual([before, ...during].sort());
+
+    expect((await patch(ctx, partner, webhookId, { enabled: true })).json()).toMatchObject({ enabled: true, disabledReason: null });
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(1);
+    expect(await recover(ctx, partner, webhookId, since)).toBe(2);
+    await ctx.runJobs();
+    expect(receiver.received.slice(1).map((r) => bodyOf(r).data.id).sort()).toEqual([...during].sort());
+  });
+
+  it("answers 404 for another partner's webhook on every route, and 400 for a malformed since", async () => {
+    const owner = await ctx.partner();
+    const other = await ctx.partner();
+    const webhookId = await registerOk(ctx, owner, (await receivers.start()).url);
+    const routes = [
+      { method: 'GET' as const, url: `/api/v1/webhooks/${webhookId}` },
+      { method: 'PATCH' as const, url: `/api/v1/webhooks/${webhookId}`, payload: { enabled: false } },
+      { method: 'PATCH' as const, url: `/api/v1/webhooks/${webhookId}`, payload: { url: 'https://example.com/hook' } },
+      { method: 'POST' as const, url: `/api/v1/webhooks/${webhookId}/rotate-secret`, payload: {} },
+      { method: 'POST' as const, url: `/api/v1/webhooks/${webhookId}/recover`, payload: { since: new Date().toISOString() } },
+      { method: 'GET' as const, url: `/api/v1/webhooks/${webhookId}/deliveries` },
+      { method: 'POST' as const, url: `/api/v1/webhooks/${webhookId}/test` },
+      { method: 'DELETE' as const, url: `/api/v1/webhooks/${webhookId}` },
+    ];
+    for (const route of routes) expect((await ctx.api(other.apiKey, route)).statusCode, `${route.method} ${route.url}`).toBe(404);
+    expect(await getWebhook(ctx, owner, webhookId)).toMatchObject({ enabled: true, disabledReason: null });
+    for (const since of ['yesterday', '2026-02-30T00:00:00Z', '']) {
+      const res = await ctx.api(owner.apiKey, { method: 'POST', url: `/api/v1/webhooks/${webhookId}/recover`, payload: { since } });
+      expect(res.statusCode, since).toBe(400);
+    }
+  });
+});
+
+describe('Standard Webhooks signatures and secret rotation', () => {
+  let ctx: TestContext;
+  const receivers = receiverPool();
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(async () => {
+    await ctx.close();
+    await receivers.closeAll();
+  });
+
+  it('signs id, timestamp and body: the standardwebhooks package verifies a real delivery, and refuses it 6 minutes old', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start();
+    await registerOk(ctx, partner, receiver.url);
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    const [fresh] = receiver.received;
+    if (!fresh) throw new Error('nothing was delivered');
+    const headers = flatHeaders(fresh);
+    expect(headers['webhook-id']).toBe(bodyOf(fresh).eventId);
+    expect(headers['webhook-timestamp']).toBe(headers['x-service-timestamp']);
+    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(standard(SECRET).verify(fresh.body, headers)).toMatchObject({ eventId: headers['webhook-id'] });
+    expect(verifyWebhookRequest(fresh.body, fresh.headers, SECRET)).toBe(true);
+    expect(() => standard('another-secret-0123456789').verify(fresh.body, headers)).toThrow();
+    expect(verifyWebhookRequest(`${fresh.body} `, fresh.headers, SECRET)).toBe(false);
+
+    // A delivery sent 6 minutes ago, as a captured one replayed now would be.
+    ctx.advance(-6 * 60_000);
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    ctx.advance(6 * 60_000);
+    const stale = receiver.received[1];
+    if (!stale) throw new Error('nothing was delivered');
+    expect(() => standard(SECRET).verify(stale.body, flatHeaders(stale))).toThrow(/timestamp/i);
+    expect(verifyWebhookRequest(stale.body, stale.headers, SECRET)).toBe(false);
+    // Its signature itself is right: only its age refuses it.
+    expect(verifyWebhookRequest(stale.body, stale.headers, SECRET, { toleranceSeconds: 420 })).toBe(true);
+  });
+
+  it('signs with both secrets during the rotation grace and with the new one after it', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start();
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    const rotated = await rotate(ctx, partner, webhookId);
+    expect(rotated.id).toBe(webhookId);
+    expect(rotated.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(Date.parse(rotated.previousSecretExpiresAt) - ctx.now().getTime()).toBeGreaterThan(DAY - 60_000);
+
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    const during = receiver.received[0];
+    if (!during) throw new Error('nothing was delivered');
+    expect(flatHeaders(during)['webhook-signature']?.split(' ')).toHaveLength(2);
+    // A receiver still on the old secret and one already on the new both accept it.
+    expect(standard(SECRET).verify(during.body, flatHeaders(during))).toBeTruthy();
+    expect(standard(rotated.secret).verify(during.body, flatHeaders(during))).toBeTruthy();
+    expect(verifyWebhookRequest(during.body, during.headers, [rotated.secret, SECRET])).toBe(true);
+    // X-Service-Signature is the new secret's.
+    expect(verifyWebhookRequest(during.body, during.headers, SECRET)).toBe(false);
+
+    ctx.advance(DAY + 60_000);
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    const after = receiver.received[1];
+    if (!after) throw new Error('nothing was delivered');
+    const now = () => ctx.now();
+    expect(flatHeaders(after)['webhook-signature']?.split(' ')).toHaveLength(1);
+    expect(verifyWebhookRequest(after.body, after.headers, rotated.secret, { now })).toBe(true);
+    expect(verifyWebhookRequest(after.body, { ...after.headers, 'x-service-signature': undefined }, SECRET, { now })).toBe(false);
+  });
+
+  it('keeps only the secret a second rotation replaces, and takes a secret of the partner\'s choosing', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start();
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    await rotate(ctx, partner, webhookId);
+    const chosen = 'partner-chosen-secret-0123456789';
+    expect((await rotate(ctx, partner, webhookId, { secret: chosen })).secret).toBe(chosen);
+    const second = await rotate(ctx, partner, webhookId);
+
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    const [delivery] = receiver.received;
+    if (!delivery) throw new Error('nothing was delivered');
+    const now = () => ctx.now();
+    expect(flatHeaders(delivery)['webhook-signature']?.split(' ')).toHaveLength(2);
+    expect(verifyWebhookRequest(delivery.body, delivery.headers, [second.secret, chosen], { now })).toBe(true);
+    const standardOnly = { ...delivery.headers, 'x-service-signature': undefined };
+    expect(verifyWebhookRequest(delivery.body, standardOnly, chosen, { now })).toBe(true);
+    expect(verifyWebhookRequest(delivery.body, standardOnly, SECRET, { now })).toBe(false);
+
+    for (const payload of [{ secret: 'short' }, { secret: 7 }, { extra: true }]) {
+      const res = await ctx.api(partner.apiKey, { method: 'POST', url: `/api/v1/webhooks/${webhookId}/rotate-secret`, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+  });
+});
+
+describe('webhook endpoints that manage themselves', () => {
+  let ctx: TestContext;
+  const receivers = receiverPool();
+  beforeAll(async () => {
+    // A retry a day: every attempt of a dead receiver fails, a day apart, for a week.
+    ctx = await createTestContext({ config: { webhookRetryScheduleMs: [0, DAY, DAY, DAY, DAY, DAY, DAY, DAY] } });
+  });
+  afterAll(async () => {
+    await ctx.close();
+    await receivers.closeAll();
+  });
+
+  it('reads and edits a webhook with the rules of registration', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start();
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    const view = await getWebhook(ctx, partner, webhookId);
+    expect(view).toEqual({ id: webhookId, url: receiver.url, events: ['payment.submitted'], enabled: true, disabledReason: null, createdAt: expect.any(String) });
+    const listed = await ctx.api(partner.apiKey, { method: 'GET', url: '/api/v1/webhooks' });
+    expect(listed.json()).toEqual([view]);
+
+    const other = await receivers.start();
+    const edited = await patch(ctx, partner, webhookId, { url: other.url, events: ['payment.confirmed', 'payment.submitted'] });
+    expect(edited.statusCode).toBe(200);
+    expect(edited.json()).toEqual({ ...view, url: other.url, events: ['payment.confirmed', 'payment.submitted'] });
+    expect(await getWebhook(ctx, partner, webhookId)).toEqual(edited.json());
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(0);
+    expect(other.received).toHaveLength(1);
+
+    for (const payload of [
+      {},
+      { url: 'ftp://example.com/hook' },
+      { url: 'https://user:pass@example.com/hook' },
+      { events: [] },
+      { events: ['payment.failed'] },
+      { enabled: 'no' },
+      { secret: 'whsec_0123456789abcdef' },
+    ]) {
+      const res = await patch(ctx, partner, webhookId, payload);
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    expect(await getWebhook(ctx, partner, webhookId)).toEqual(edited.json());
+    expect((await patch(ctx, partner, UNKNOWN, { enabled: false })).statusCode).toBe(404);
+  });
+
+  it('disables a webhook whose every attempt failed for 5 days, stops its deliveries, and resumes them when enabled again', async () => {
+    const partner = await ctx.partner();
+    const since = new Date(Date.now() - 60_000);
+    const receiver = await receivers.start(Array.from({ length: 6 }, () => 'fail' as const));
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(1);
+
+    // Four more days of failed retries: failing, but not yet for 5 days.
+    for (let day = 1; day <= 4; day++) {
+      ctx.advance(DAY);
+      await ctx.runJobs();
+    }
+    expect(receiver.received).toHaveLength(5);
+    expect(await getWebhook(ctx, partner, webhookId)).toMatchObject({ enabled: true, disabledReason: null });
+
+    ctx.advance(DAY);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(6);
+    expect(await getWebhook(ctx, partner, webhookId)).toMatchObject({ enabled: false, disabledReason: 'failing' });
+    const listed = await ctx.api(partner.apiKey, { method: 'GET', url: '/api/v1/webhooks' });
+    expect(listed.json()).toEqual([expect.objectContaining({ id: webhookId, enabled: false, disabledReason: 'failing' })]);
+    const metrics = await ctx.admin.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toMatch(/webhooks_disabled\{reason="failing"\} [1-9]/);
+
+    // Its pending retry is not sent, and a new event queues nothing for it (it is in GET /events).
+    await payments(ctx, partner, 1);
+    ctx.advance(DAY);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(6);
+    expect((await log(ctx, partner, webhookId, '?status=pending')).items).toHaveLength(1);
+
+    // Enabled again (the receiver is back): the pending retry goes, and recover brings the missed event.
+    const enabled = await patch(ctx, partner, webhookId, { enabled: true });
+    expect(enabled.json()).toMatchObject({ enabled: true, disabledReason: null });
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(7);
+    expect(await recover(ctx, partner, webhookId, since)).toBe(1);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(8);
+    expect(new Set(receiver.received.map((r) => bodyOf(r).eventId)).size).toBe(2);
+    expect(await getWebhook(ctx, partner, webhookId)).toMatchObject({ enabled: true, disabledReason: null });
+  });
+
+  it('never disables a webhook whose attempts still succeed now and then', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start(['fail', 'fail', 'fail', 'ok', 'fail', 'fail', 'fail']);
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    for (let day = 0; day < 7; day++) {
+      await payments(ctx, partner, 1);
+      await ctx.runJobs();
+      ctx.advance(DAY);
+    }
+    expect(receiver.received.length).toBeGreaterThan(7);
+    expect(await getWebhook(ctx, partner, webhookId)).toMatchObject({ enabled: true, disabledReason: null });
+  });
+});
