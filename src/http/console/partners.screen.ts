@@ -48,118 +48,127 @@ function keyNotice() {
   return { show, hide };
 }
 
-export function createPartnersScreen(ctx: ConsoleContext): PartnersScreen {
-  const { api, errors, notify, partners, nav } = ctx;
-  const key = keyNotice();
-  const path = (p: Partner, tail = '') => `/admin/partners/${encodeURIComponent(p.id)}${tail}`;
+type KeyNotice = ReturnType<typeof keyNotice>;
 
-  function replace(tr: HTMLTableRowElement, updated: Partner): void {
-    const merged = { ...partners.get(updated.id), ...updated };
-    partners.remember(partners.all().map((p) => (p.id === merged.id ? merged : p)));
-    const next = partnerRow(merged);
-    next.classList.add('flash');
-    tr.replaceWith(next);
-  }
+/** What a partner row needs: the console, and the key notice a rotation fills. */
+interface RowKit {
+  ctx: ConsoleContext;
+  key: KeyNotice;
+}
 
-  function qrSelect(p: Partner, tr: HTMLTableRowElement): HTMLSelectElement {
-    const select = el('select', { class: 'qr-select', 'aria-label': `QR standard of ${p.name}` },
-      ...QR_STANDARDS.map((v) => el('option', { value: v, text: v, selected: v === p.qrStandard })));
-    select.addEventListener('change', async () => {
-      select.disabled = true;
+const partnerPath = (p: Partner, tail = '') => `/admin/partners/${encodeURIComponent(p.id)}${tail}`;
+
+function replaceRow(kit: RowKit, tr: HTMLTableRowElement, updated: Partner): void {
+  const { partners } = kit.ctx;
+  const merged = { ...partners.get(updated.id), ...updated };
+  partners.remember(partners.all().map((p) => (p.id === merged.id ? merged : p)));
+  const next = partnerRow(kit, merged);
+  next.classList.add('flash');
+  tr.replaceWith(next);
+}
+
+function qrSelect(kit: RowKit, p: Partner, tr: HTMLTableRowElement): HTMLSelectElement {
+  const select = el('select', { class: 'qr-select', 'aria-label': `QR standard of ${p.name}` },
+    ...QR_STANDARDS.map((v) => el('option', { value: v, text: v, selected: v === p.qrStandard })));
+  select.addEventListener('change', async () => {
+    select.disabled = true;
+    try {
+      const updated = await kit.ctx.api.data<Partner>('PATCH', partnerPath(p), { qrStandard: select.value });
+      replaceRow(kit, tr, updated);
+      kit.ctx.notify(`${p.name}: QR standard is now ${updated.qrStandard}`);
+    } catch (err) {
+      select.value = p.qrStandard;
+      select.disabled = false;
+      kit.ctx.errors.show(err, `Changing the QR standard of ${p.name}`);
+    }
+  });
+  return select;
+}
+
+function activeToggle(kit: RowKit, p: Partner, tr: HTMLTableRowElement): HTMLButtonElement {
+  const toggle = el('button', { type: 'button', class: `small toggle-active ${p.active ? 'danger' : 'secondary'}`, text: p.active ? 'Deactivate' : 'Activate' });
+  const setActive = () =>
+    busy(toggle, p.active ? 'Deactivating…' : 'Activating…', async () => {
       try {
-        const updated = await api.data<Partner>('PATCH', path(p), { qrStandard: select.value });
-        replace(tr, updated);
-        notify(`${p.name}: QR standard is now ${updated.qrStandard}`);
+        const updated = await kit.ctx.api.data<Partner>('PATCH', partnerPath(p), { active: !p.active });
+        replaceRow(kit, tr, updated);
+        kit.ctx.notify(`${p.name} is now ${updated.active ? 'active' : 'inactive'}`);
       } catch (err) {
-        select.value = p.qrStandard;
-        select.disabled = false;
-        errors.show(err, `Changing the QR standard of ${p.name}`);
+        kit.ctx.errors.show(err, `Changing ${p.name}`);
       }
     });
-    return select;
-  }
+  // Only deactivating cuts a partner off: activating needs no second click.
+  if (p.active) return twoStep(toggle, 'Confirm deactivate', () => void setActive());
+  toggle.addEventListener('click', () => void setActive());
+  return toggle;
+}
 
-  function activeToggle(p: Partner, tr: HTMLTableRowElement): HTMLButtonElement {
-    const toggle = el('button', { type: 'button', class: `small toggle-active ${p.active ? 'danger' : 'secondary'}`, text: p.active ? 'Deactivate' : 'Activate' });
-    const setActive = () =>
-      busy(toggle, p.active ? 'Deactivating…' : 'Activating…', async () => {
-        try {
-          const updated = await api.data<Partner>('PATCH', path(p), { active: !p.active });
-          replace(tr, updated);
-          notify(`${p.name} is now ${updated.active ? 'active' : 'inactive'}`);
-        } catch (err) {
-          errors.show(err, `Changing ${p.name}`);
-        }
-      });
-    if (p.active) return twoStep(toggle, 'Confirm deactivate', () => void setActive());
-    toggle.addEventListener('click', () => void setActive());
-    return toggle;
-  }
+function rotateButton(kit: RowKit, p: Partner): HTMLButtonElement {
+  const rotate = el('button', { type: 'button', class: 'small secondary rotate-key', text: 'Rotate key' });
+  return twoStep(rotate, 'Confirm rotate', () =>
+    void busy(rotate, 'Rotating…', async () => {
+      try {
+        const r = await kit.ctx.api.data<Static<typeof RotatedKeyBody>>('POST', partnerPath(p, '/keys'));
+        kit.key.show(`New API key for ${p.name}`, `the partner's previous keys stop working at ${formatLocalTime(r.previousKeysExpireAt)}.`, r.apiKey);
+      } catch (err) {
+        kit.ctx.errors.show(err, `Rotating the key of ${p.name}`);
+      }
+    }),
+  );
+}
 
-  function rotateButton(p: Partner): HTMLButtonElement {
-    const rotate = el('button', { type: 'button', class: 'small secondary rotate-key', text: 'Rotate key' });
-    return twoStep(rotate, 'Confirm rotate', () =>
-      void busy(rotate, 'Rotating…', async () => {
-        try {
-          const r = await api.data<Static<typeof RotatedKeyBody>>('POST', path(p, '/keys'));
-          key.show(`New API key for ${p.name}`, `the partner's previous keys stop working at ${formatLocalTime(r.previousKeysExpireAt)}.`, r.apiKey);
-        } catch (err) {
-          errors.show(err, `Rotating the key of ${p.name}`);
-        }
-      }),
-    );
-  }
+function partnerRow(kit: RowKit, p: Partner): HTMLTableRowElement {
+  const { nav } = kit.ctx;
+  const tr = el('tr', { class: `partner-row${p.active ? '' : ' inactive'}`, dataset: { id: p.id, active: p.active, qrStandard: p.qrStandard } });
+  const goPayments = el('button', { type: 'button', class: 'small secondary show-payments', text: 'Payments', onclick: () => nav.paymentsOf(p.id) });
+  const goDeliveries = el('button', { type: 'button', class: 'small secondary show-deliveries', text: 'Deliveries', onclick: () => nav.deliveriesOf(p.id) });
+  tr.append(
+    el('td', {}, el('strong', { class: 'partner-name', text: p.name })),
+    el('td', { class: 'nowrap' }, el('span', { class: 'id', text: p.id })),
+    el('td', {}, qrSelect(kit, p, tr)),
+    el('td', {}, badge(p.environment)),
+    el('td', {}, badge(p.active ? 'active' : 'inactive')),
+    timeCell(p.createdAt),
+    el('td', { class: 'actions' }, goPayments, goDeliveries, rotateButton(kit, p), activeToggle(kit, p, tr)),
+  );
+  return tr;
+}
 
-  function partnerRow(p: Partner): HTMLTableRowElement {
-    const tr = el('tr', { class: `partner-row${p.active ? '' : ' inactive'}`, dataset: { id: p.id, active: p.active, qrStandard: p.qrStandard } });
-    const goPayments = el('button', { type: 'button', class: 'small secondary show-payments', text: 'Payments', onclick: () => nav.paymentsOf(p.id) });
-    const goDeliveries = el('button', { type: 'button', class: 'small secondary show-deliveries', text: 'Deliveries', onclick: () => nav.deliveriesOf(p.id) });
-    tr.append(
-      el('td', {}, el('strong', { class: 'partner-name', text: p.name })),
-      el('td', { class: 'nowrap' }, el('span', { class: 'id', text: p.id })),
-      el('td', {}, qrSelect(p, tr)),
-      el('td', {}, badge(p.environment)),
-      el('td', {}, badge(p.active ? 'active' : 'inactive')),
-      timeCell(p.createdAt),
-      el('td', { class: 'actions' }, goPayments, goDeliveries, rotateButton(p), activeToggle(p, tr)),
-    );
-    return tr;
+async function createPartner(kit: RowKit, list: { load(): Promise<void> }, name: string): Promise<void> {
+  const { api, errors } = kit.ctx;
+  try {
+    const body = { name, qrStandard: byId<HTMLSelectElement>('partner-qr').value, environment: byId<HTMLSelectElement>('partner-env').value };
+    const created = await api.data<Static<typeof CreatedPartnerBody>>('POST', '/admin/partners', body);
+    errors.clear();
+    byId<HTMLFormElement>('partner-form').reset();
+    kit.key.show(`API key for ${created.name}`, `new ${created.environment} partner ${created.id}.`, created.apiKey);
+    await list.load();
+    document.querySelector(`#partners-table tr[data-id="${CSS.escape(created.id)}"]`)?.classList.add('flash');
+  } catch (err) {
+    errors.show(err, 'Creating a partner');
   }
+}
 
+export function createPartnersScreen(ctx: ConsoleContext): PartnersScreen {
+  const kit: RowKit = { ctx, key: keyNotice() };
   const list = createList<Partner>({
     table: byId<HTMLTableElement>('partners-table'),
     count: byId('partners-count'),
     noun: 'partners',
     empty: 'No partners yet. Create the first one above.',
     load: async () => {
-      const items = await api.data<Partner[]>('GET', '/admin/partners');
-      partners.remember(items);
+      const items = await ctx.api.data<Partner[]>('GET', '/admin/partners');
+      ctx.partners.remember(items);
       return { items };
     },
-    row: partnerRow,
-  }, errors);
+    row: (p) => partnerRow(kit, p),
+  }, ctx.errors);
   byId('partners-refresh').addEventListener('click', () => void list.load());
-
-  async function create(name: string): Promise<void> {
-    try {
-      const body = { name, qrStandard: byId<HTMLSelectElement>('partner-qr').value, environment: byId<HTMLSelectElement>('partner-env').value };
-      const created = await api.data<Static<typeof CreatedPartnerBody>>('POST', '/admin/partners', body);
-      errors.clear();
-      byId<HTMLFormElement>('partner-form').reset();
-      key.show(`API key for ${created.name}`, `new ${created.environment} partner ${created.id}.`, created.apiKey);
-      await list.load();
-      document.querySelector(`#partners-table tr[data-id="${CSS.escape(created.id)}"]`)?.classList.add('flash');
-    } catch (err) {
-      errors.show(err, 'Creating a partner');
-    }
-  }
-
   byId('partner-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const name = byId<HTMLInputElement>('partner-name').value.trim();
-    if (!name) return errors.show(new Error('give the partner a name'), 'Creating a partner');
-    void busy(byId<HTMLButtonElement>('partner-create'), 'Creating…', () => create(name));
+    if (!name) return ctx.errors.show(new Error('give the partner a name'), 'Creating a partner');
+    void busy(byId<HTMLButtonElement>('partner-create'), 'Creating…', () => createPartner(kit, list, name));
   });
-
-  return { load: () => list.load(), hideKey: key.hide };
+  return { load: () => list.load(), hideKey: kit.key.hide };
 }

@@ -14,6 +14,13 @@ export interface InvoiceList {
   refreshAfter(payment: Pick<PaymentBody, 'status' | 'invoiceId' | 'invoiceIds'>): Promise<void>;
 }
 
+interface Results {
+  selected: InvoiceBody | null;
+  /** The invoices on screen, by id, as last read: a payment's outcome updates its rows. */
+  shown: Map<string, InvoiceBody>;
+  rows: HTMLTableSectionElement;
+}
+
 const money = (n: number) => formatTugrik(n, false);
 
 function payerText(inv: InvoiceBody): string {
@@ -21,83 +28,79 @@ function payerText(inv: InvoiceBody): string {
   return parts.filter(Boolean).join(' · ');
 }
 
-export function createInvoiceList(api: ApiClient, errors: ErrorBox): InvoiceList {
-  let selected: InvoiceBody | null = null;
-  /** The invoices on screen, by id, as last read: a payment's outcome updates its rows. */
-  const shown = new Map<string, InvoiceBody>();
-  const rows = byId<HTMLTableSectionElement>('invoice-rows');
+function invoiceRow(results: Results, inv: InvoiceBody): HTMLTableRowElement {
+  const payable = isPayable(inv.status);
+  const classes = [payable ? '' : 'unpayable', results.selected?.id === inv.id ? 'selected' : ''].join(' ').trim();
+  const tr = el('tr', { 'data-invoice-id': inv.id, class: classes, title: payable ? 'Select to pay' : `A ${inv.status} invoice cannot be paid` },
+    el('td', {}, el('div', { text: inv.description }), el('div', { class: 'sub', text: payerText(inv) })),
+    el('td', { text: inv.payee.name || '—' }),
+    el('td', { class: 'due', text: formatFinanceDay(inv.dueDate), title: inv.dueDate ? `due ${formatLocalTime(inv.dueDate, false)} (your time)` : '' }),
+    el('td', {}, el('span', { class: `badge ${inv.status}`, 'data-status': inv.status, text: inv.status })),
+    el('td', { class: 'num', text: money(inv.amount) }));
+  if (payable) tr.addEventListener('click', () => select(results, inv));
+  return tr;
+}
 
-  function invoiceRow(inv: InvoiceBody): HTMLTableRowElement {
-    const payable = isPayable(inv.status);
-    const classes = [payable ? '' : 'unpayable', selected?.id === inv.id ? 'selected' : ''].join(' ').trim();
-    const tr = el('tr', { 'data-invoice-id': inv.id, class: classes, title: payable ? 'Select to pay' : `A ${inv.status} invoice cannot be paid` },
-      el('td', {}, el('div', { text: inv.description }), el('div', { class: 'sub', text: payerText(inv) })),
-      el('td', { text: inv.payee.name || '—' }),
-      el('td', { class: 'due', text: formatFinanceDay(inv.dueDate), title: inv.dueDate ? `due ${formatLocalTime(inv.dueDate, false)} (your time)` : '' }),
-      el('td', {}, el('span', { class: `badge ${inv.status}`, 'data-status': inv.status, text: inv.status })),
-      el('td', { class: 'num', text: money(inv.amount) }));
-    if (payable) tr.addEventListener('click', () => select(inv));
-    return tr;
+function render(results: Results, invoices: InvoiceBody[], total: number): void {
+  results.rows.replaceChildren();
+  results.shown.clear();
+  byId('results').classList.toggle('hidden', invoices.length === 0);
+  byId('no-results').classList.toggle('hidden', invoices.length !== 0);
+  for (const inv of invoices) {
+    results.shown.set(inv.id, inv);
+    results.rows.append(invoiceRow(results, inv));
   }
+  byId('result-count').textContent = `${invoices.length} invoice${invoices.length === 1 ? '' : 's'}`;
+  byId('result-total').textContent = money(total);
+}
 
-  function render(invoices: InvoiceBody[], total: number): void {
-    rows.replaceChildren();
-    shown.clear();
-    byId('results').classList.toggle('hidden', invoices.length === 0);
-    byId('no-results').classList.toggle('hidden', invoices.length !== 0);
-    for (const inv of invoices) {
-      shown.set(inv.id, inv);
-      rows.append(invoiceRow(inv));
-    }
-    byId('result-count').textContent = `${invoices.length} invoice${invoices.length === 1 ? '' : 's'}`;
-    byId('result-total').textContent = money(total);
+function renderSelection(inv: InvoiceBody): void {
+  byId('sel-desc').textContent = inv.description;
+  byId('sel-id').textContent = inv.id;
+  byId('sel-payer').textContent = inv.payer ? `${inv.payer.name} (${inv.payer.register})` : '—';
+  byId('sel-amount').textContent = money(inv.amount);
+  byId('sel-due').textContent = formatFinanceDay(inv.dueDate);
+  byId('sel-status').replaceChildren(el('span', { class: `badge ${inv.status}`, text: inv.status }));
+  byId<HTMLInputElement>('pay-amount').placeholder = String(inv.amount);
+  byId<HTMLButtonElement>('pay-btn').disabled = !isPayable(inv.status);
+}
+
+function select(results: Results, inv: InvoiceBody): void {
+  results.selected = inv;
+  for (const row of results.rows.rows) row.classList.toggle('selected', row.dataset.invoiceId === inv.id);
+  byId('no-selection').classList.add('hidden');
+  byId('selection').classList.remove('hidden');
+  byId<HTMLInputElement>('pay-amount').value = '';
+  renderSelection(inv);
+}
+
+/** A newer reading of an invoice: its row, and the selection when it is the selected one. */
+function update(results: Results, inv: InvoiceBody): void {
+  if (results.shown.has(inv.id)) {
+    results.shown.set(inv.id, inv);
+    [...results.rows.rows].find((row) => row.dataset.invoiceId === inv.id)?.replaceWith(invoiceRow(results, inv));
   }
-
-  function renderSelection(inv: InvoiceBody): void {
-    byId('sel-desc').textContent = inv.description;
-    byId('sel-id').textContent = inv.id;
-    byId('sel-payer').textContent = inv.payer ? `${inv.payer.name} (${inv.payer.register})` : '—';
-    byId('sel-amount').textContent = money(inv.amount);
-    byId('sel-due').textContent = formatFinanceDay(inv.dueDate);
-    byId('sel-status').replaceChildren(el('span', { class: `badge ${inv.status}`, text: inv.status }));
-    byId<HTMLInputElement>('pay-amount').placeholder = String(inv.amount);
-    byId<HTMLButtonElement>('pay-btn').disabled = !isPayable(inv.status);
-  }
-
-  function select(inv: InvoiceBody): void {
-    selected = inv;
-    for (const row of rows.rows) row.classList.toggle('selected', row.dataset.invoiceId === inv.id);
-    byId('no-selection').classList.add('hidden');
-    byId('selection').classList.remove('hidden');
-    byId<HTMLInputElement>('pay-amount').value = '';
+  if (results.selected?.id === inv.id) {
+    results.selected = inv;
     renderSelection(inv);
   }
+}
 
-  /** A newer reading of an invoice: its row, and the selection when it is the selected one. */
-  function update(inv: InvoiceBody): void {
-    if (shown.has(inv.id)) {
-      shown.set(inv.id, inv);
-      [...rows.rows].find((row) => row.dataset.invoiceId === inv.id)?.replaceWith(invoiceRow(inv));
-    }
-    if (selected?.id === inv.id) {
-      selected = inv;
-      renderSelection(inv);
-    }
+async function search(results: Results, api: ApiClient, errors: ErrorBox, query: string): Promise<void> {
+  const button = byId<HTMLButtonElement>('search-btn');
+  button.disabled = true;
+  try {
+    const { data } = await api.request<InvoiceListBody>('GET', `/invoices?${query}`);
+    render(results, data.invoices, data.total);
+  } catch (err) {
+    errors.show(err, 'Search');
+  } finally {
+    button.disabled = false;
   }
+}
 
-  async function search(kind: string, value: string): Promise<void> {
-    const button = byId<HTMLButtonElement>('search-btn');
-    button.disabled = true;
-    try {
-      const { data } = await api.request<InvoiceListBody>('GET', `/invoices?${kind}=${encodeURIComponent(value)}`);
-      render(data.invoices, data.total);
-    } catch (err) {
-      errors.show(err, 'Search');
-    } finally {
-      button.disabled = false;
-    }
-  }
-
+export function createInvoiceList(api: ApiClient, errors: ErrorBox): InvoiceList {
+  const results: Results = { selected: null, shown: new Map(), rows: byId<HTMLTableSectionElement>('invoice-rows') };
   const kindInput = byId<HTMLSelectElement>('search-kind');
   const valueInput = byId<HTMLInputElement>('search-value');
   kindInput.addEventListener('change', () => {
@@ -108,20 +111,21 @@ export function createInvoiceList(api: ApiClient, errors: ErrorBox): InvoiceList
     const value = valueInput.value.trim();
     if (!value) return errors.show(new Error('enter a value to search for'), 'Search');
     errors.clear();
-    void search(kindInput.value, value);
+    void search(results, api, errors, `${kindInput.value}=${encodeURIComponent(value)}`);
   });
 
   return {
-    selected: () => selected,
+    selected: () => results.selected,
     async refreshAfter(payment) {
       const ids = payment.invoiceIds.length > 0 ? payment.invoiceIds : [payment.invoiceId];
       for (const id of ids) {
-        const known = shown.get(id) ?? (selected?.id === id ? selected : null);
+        const known = results.shown.get(id) ?? (results.selected?.id === id ? results.selected : null);
         if (!known) continue;
         try {
-          update((await api.request<InvoiceBody>('GET', `/invoices/${id}`)).data);
+          update(results, (await api.request<InvoiceBody>('GET', `/invoices/${id}`)).data);
         } catch {
-          update({ ...known, status: impliedInvoiceStatus(known, payment.status, new Date()) });
+          // Without the read (e.g. a 429), what the payment's outcome implies.
+          update(results, { ...known, status: impliedInvoiceStatus(known, payment.status, new Date()) });
         }
       }
     },
