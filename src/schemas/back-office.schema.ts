@@ -10,7 +10,9 @@ import {
   PAYMENT_STATUSES,
   RECONCILIATION_STATUSES,
   SOURCES,
+  WEBHOOK_DISABLED_REASONS,
   type PaymentStatus,
+  type WebhookDisabledReason,
 } from '../domain/vocabulary.js';
 
 const FinanceDay = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, Mongolian time (UTC+8)' });
@@ -140,6 +142,11 @@ export const AdminDeliveryBody = Type.Object({
   nextAttemptAt: IsoDateTime,
   deliveredAt: NullableTime,
   createdAt: IsoDateTime,
+  webhookDisabledReason: Type.Unsafe<WebhookDisabledReason | null>({
+    type: ['string', 'null'],
+    enum: [...WEBHOOK_DISABLED_REASONS, null],
+    description: 'Why the webhook is disabled (its pending deliveries wait): manual (by the partner) or failing (every attempt failed for WEBHOOK_DISABLE_AFTER_MS); null while enabled',
+  }),
 });
 export type AdminDeliveryView = Static<typeof AdminDeliveryBody>;
 export const AdminDeliveryListBody = Type.Object({ items: Type.Array(AdminDeliveryBody), nextCursor: Nullable(Type.String()) });

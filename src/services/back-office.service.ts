@@ -98,6 +98,7 @@ function deliveryView(r: DeliveryLogRow): AdminDeliveryView {
     nextAttemptAt: new Date(r.next_attempt_at).toISOString(),
     deliveredAt: iso(r.delivered_at),
     createdAt: new Date(r.created_at).toISOString(),
+    webhookDisabledReason: r.webhook_disabled_reason,
   };
 }
 

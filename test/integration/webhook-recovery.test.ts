@@ -368,6 +368,8 @@ describe('webhook endpoints that manage themselves', () => {
     expect(listed.json()).toEqual([expect.objectContaining({ id: webhookId, enabled: false, disabledReason: 'failing' })]);
     const metrics = await ctx.admin.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toMatch(/webhooks_disabled\{reason="failing"\} [1-9]/);
+    const operator = await ctx.admin.inject({ method: 'GET', url: `/admin/deliveries?partnerId=${partner.id}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` } });
+    expect(operator.json<{ items: unknown[] }>().items).toEqual([expect.objectContaining({ status: 'pending', webhookDisabledReason: 'failing' })]);
 
     // Its pending retry is not sent, and a new event queues nothing for it (it is in GET /events).
     await payments(ctx, partner, 1);

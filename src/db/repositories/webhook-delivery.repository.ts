@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db.types.js';
 import type { Db } from '../database.js';
 import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
-import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus } from '../../domain/vocabulary.js';
+import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus, type WebhookDisabledReason } from '../../domain/vocabulary.js';
 import type { AlsoInTransaction } from '../in-transaction.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
@@ -83,6 +83,8 @@ export interface DeliveryLogRow {
   next_attempt_at: Date;
   delivered_at: Date | null;
   created_at: Date;
+  /** Why its webhook is disabled (its pending deliveries wait); null while enabled. */
+  webhook_disabled_reason: WebhookDisabledReason | null;
 }
 
 interface ClaimedRow {
@@ -143,6 +145,7 @@ export function createWebhookDeliveryRepository(db: Db) {
       .select([
         'd.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'e.event', 'd.event_id', 'd.status', 'd.attempts',
         'last.status_code as last_status_code', 'last.error as last_error', 'd.next_attempt_at', 'd.delivered_at', 'd.created_at',
+        'w.disabled_reason as webhook_disabled_reason',
       ]);
 
   return {

@@ -17,6 +17,14 @@ function lastResult(d: AdminDeliveryView): HTMLTableCellElement {
   return el('td', {}, last, d.lastError ? el('div', { class: 'sub text-bad', text: d.lastError }) : null, !last && !d.lastError ? el('span', { class: 'sub', text: '—' }) : null);
 }
 
+/** The webhook's url, and whether it is disabled: its pending deliveries wait until the partner enables it. */
+function urlCell(d: AdminDeliveryView): HTMLTableCellElement {
+  const disabled = d.webhookDisabledReason
+    ? el('div', { class: 'sub' }, badge(`webhook disabled: ${d.webhookDisabledReason}`, d.webhookDisabledReason === 'failing' ? 'failed' : 'inactive'))
+    : null;
+  return el('td', { class: 'url' }, d.url, disabled);
+}
+
 export function createDeliveriesScreen(ctx: ConsoleContext): DeliveriesScreen {
   const { api, errors, notify, partners } = ctx;
   const partnerInput = byId<HTMLInputElement>('del-partnerId');
@@ -43,7 +51,7 @@ export function createDeliveriesScreen(ctx: ConsoleContext): DeliveriesScreen {
       timeCell(d.createdAt),
       partners.cell(d.partnerId),
       el('td', { class: 'mono nowrap' }, d.event, el('div', { class: 'sub', title: d.eventId, text: `event ${shortId(d.eventId)}` })),
-      el('td', { class: 'url', text: d.url }),
+      urlCell(d),
       el('td', {}, badge(d.status, d.status === 'pending' ? 'pending-delivery' : d.status)),
       el('td', { class: 'num', text: String(d.attempts) }),
       lastResult(d),
