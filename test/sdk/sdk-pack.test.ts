@@ -37,7 +37,7 @@ async function sh(file: string, args: string[], cwd: string, env: NodeJS.Process
 /** A partner's program: imports the SDK by name, searches, pays, polls, and checks a signature. */
 const ESM_SCRIPT = `
 import { createHmac } from 'node:crypto';
-import { BadRequestError, SDK_VERSION, createClient, parseWebhook, verifyWebhook } from '${PACKAGE}';
+import { BadRequestError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
 
 const api = createClient({ baseUrl: process.env.GPC_BASE_URL, apiKey: process.env.GPC_API_KEY, retryBaseMs: 10 });
 const { invoices, total } = await api.invoices.search({ ttd: process.env.GPC_TTD });
@@ -52,9 +52,30 @@ for (const deadline = Date.now() + 20_000; payment.status === 'submitted' && Dat
 const paidInvoice = await api.invoices.get(invoice.id);
 const badRequest = await api.invoices.get('not-a-uuid').catch((e) => e);
 
+// Catching up: every event of the payment, page after page, then a webhook registered after them recovers them.
+const events = [];
+for await (const event of api.events.iterate({ paymentId: payment.id, limit: 1 })) events.push(event);
+const oneEvent = await api.events.get(events[0].id);
+const hook = await api.webhooks.create({ url: 'http://127.0.0.1:9/hook', secret: 'whsec_pack_hook_0123', events: ['payment.submitted', 'payment.confirmed'] });
+const paused = await api.webhooks.update(hook.id, { enabled: false });
+const recovered = await api.webhooks.recover(hook.id, new Date(Date.now() - 3_600_000).toISOString());
+const again = await api.webhooks.recover(hook.id, new Date(Date.now() - 3_600_000).toISOString());
+const pending = await api.webhooks.deliveries(hook.id, { status: 'pending', paymentId: payment.id });
+const rotated = await api.webhooks.rotateSecret(hook.id);
+const fetched = await api.webhooks.get(hook.id);
+await api.webhooks.delete(hook.id);
+
 const secret = 'whsec_pack_test';
-const body = JSON.stringify({ event: 'payment.confirmed', deliveryId: 'd-1', createdAt: new Date().toISOString(), data: { id: payment.id, amount: payment.amount } });
+const body = JSON.stringify({ event: 'payment.confirmed', eventId: events[0].id, deliveryId: 'd-1', createdAt: new Date().toISOString(), data: { id: payment.id, amount: payment.amount } });
 const signature = createHmac('sha256', secret).update(body).digest('hex');
+const sentAt = String(Math.floor(Date.now() / 1000));
+const standardHeaders = (at) => ({
+  'webhook-id': events[0].id,
+  'webhook-timestamp': at,
+  'webhook-signature': 'v1,' + createHmac('sha256', secret).update(events[0].id + '.' + at + '.' + body).digest('base64'),
+  'x-service-signature': signature,
+});
+const staleAt = String(Number(sentAt) - 360);
 
 console.log(JSON.stringify({
   resolved: import.meta.resolve('${PACKAGE}'),
@@ -71,14 +92,20 @@ console.log(JSON.stringify({
     tampered: verifyWebhook(body.replace('d-1', 'd-2'), signature, secret),
     wrongSecret: verifyWebhook(body, signature, 'another'),
     parsed: parseWebhook(body, signature, secret).event,
+    standard: verifyWebhookRequest(body, standardHeaders(sentAt), secret),
+    standardStale: verifyWebhookRequest(body, standardHeaders(staleAt), secret),
+    standardParsed: parseWebhookRequest(body, standardHeaders(sentAt), [secret]).eventId === events[0].id,
   },
+  events: events.map((e) => e.type),
+  oneEvent: oneEvent.id === events[0].id,
+  hook: { paused: [paused.enabled, paused.disabledReason], recovered: recovered.queued, again: again.queued, pending: pending.items.map((i) => [i.status, i.paymentId === payment.id]), rotated: rotated.secret.length, fetched: fetched.enabled },
 }));
 `;
 
 /** A TypeScript partner: type-checks against the shipped declarations only (nothing from sdk/src). */
 const TS_CONSUMER = `
-import { BadRequestError, SDK_VERSION, createClient, parseWebhook, verifyWebhook } from '${PACKAGE}';
-import type { Invoice, InvoiceSearch, Payment, PaymentChannelClient, WebhookMessage } from '${PACKAGE}';
+import { BadRequestError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
+import type { Invoice, InvoiceSearch, Payment, PaymentChannelClient, Webhook, WebhookMessage, WebhookRecoverQueued } from '${PACKAGE}';
 
 const api: PaymentChannelClient = createClient({ baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'gpk_sandbox_x', retries: 1 });
 
@@ -97,6 +124,24 @@ export function onDelivery(body: Buffer, signature: string | undefined): string 
 }
 
 export const messagesOf = (err: unknown): string[] => (err instanceof BadRequestError ? err.messages : []);
+
+export async function confirmedSince(from: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const event of api.events.iterate({ type: 'payment.confirmed', from })) {
+    if (event.type === 'payment.confirmed') ids.push(event.data.id);
+  }
+  return ids;
+}
+
+export function onStandardDelivery(body: Buffer, headers: Record<string, string | string[] | undefined>): string {
+  return verifyWebhookRequest(body, headers, ['new-secret', 'old-secret'], { toleranceSeconds: 300 }) ? parseWebhookRequest(body, headers, 'new-secret').eventId : '';
+}
+
+export async function catchUp(webhookId: string, since: string): Promise<number> {
+  const hook: Webhook = await api.webhooks.update(webhookId, { enabled: true });
+  const { queued }: WebhookRecoverQueued = await api.webhooks.recover(hook.id, since);
+  return queued;
+}
 export const version: string = SDK_VERSION;
 
 // The declarations are real types, not \`any\`: these must be rejected.
@@ -104,6 +149,8 @@ export const version: string = SDK_VERSION;
 export const twoFilters: InvoiceSearch = { ttd: '1', vehicle: '2' };
 // @ts-expect-error an invoice status is a string union
 export const statusAsNumber: number = ({} as Invoice).status;
+// @ts-expect-error the delivery log's statuses are pending, succeeded and failed
+export const delivered = api.webhooks.deliveries('w', { status: 'delivered' });
 `;
 
 describe('SDK package: npm pack, install into a scratch project, use it', () => {
@@ -170,7 +217,10 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
       payment: { id: string; status: string; paidAt: string | null };
       invoiceStatus: string;
       badRequest: { isBadRequest: boolean; status: number; messages: number };
-      webhook: { valid: boolean; tampered: boolean; wrongSecret: boolean; parsed: string };
+      webhook: { valid: boolean; tampered: boolean; wrongSecret: boolean; parsed: string; standard: boolean; standardStale: boolean; standardParsed: boolean };
+      events: string[];
+      oneEvent: boolean;
+      hook: { paused: unknown[]; recovered: number; again: number; pending: unknown[][]; rotated: number; fetched: boolean };
     };
 
     // Resolved from the scratch project's node_modules, i.e. the installed tarball's dist/.
@@ -185,7 +235,21 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
     expect(out.invoiceStatus).toBe('paid');
     expect(out.badRequest).toMatchObject({ isBadRequest: true, status: 400 });
     expect(out.badRequest.messages).toBeGreaterThan(0);
-    expect(out.webhook).toEqual({ valid: true, tampered: false, wrongSecret: false, parsed: 'payment.confirmed' });
+    expect(out.webhook).toEqual({ valid: true, tampered: false, wrongSecret: false, parsed: 'payment.confirmed', standard: true, standardStale: false, standardParsed: true });
+    // Paged one by one, newest first: the confirmation, then the submission.
+    expect(out.events).toEqual(['payment.confirmed', 'payment.submitted']);
+    expect(out.oneEvent).toBe(true);
+    expect(out.hook).toEqual({
+      paused: [false, 'manual'],
+      recovered: 2,
+      again: 0,
+      pending: [
+        ['pending', true],
+        ['pending', true],
+      ],
+      rotated: 43,
+      fetched: false,
+    });
   }, 120_000);
 
   it('type-checks a TypeScript consumer against the shipped declarations (NodeNext)', async () => {
