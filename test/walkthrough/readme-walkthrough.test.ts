@@ -217,6 +217,8 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`README walk-through against a started
     // The optional webhook step: the receiver got the signed test delivery.
     expect(run.stdout).toMatch(/webhook received: \{"event":"webhook\.test"/);
     expect(firstIndex((a) => a.event === 'webhook.test' && a.status === 'succeeded')).toBeGreaterThanOrEqual(0);
+    // The payment's events, newest first, from the events API.
+    expect(answers).toContainEqual({ events: ['payment.confirmed', 'payment.submitted'] });
 
     // And the service's own record of the payment, through the admin API.
     const res = await fetch(`http://127.0.0.1:${adminPort}/admin/payments/${paymentId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
