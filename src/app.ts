@@ -16,6 +16,7 @@ import { shortLinkRoutes } from './http/routes/short-link.routes.js';
 import type { AppServices } from './deps.js';
 import type { Metrics } from './adapters/metrics.js';
 import { registerHttpMetrics } from './http/plugins/metrics.plugin.js';
+import { registerRequestActivity, type RequestActivity } from './http/plugins/request-activity.plugin.js';
 
 export interface AppOptions {
   logger: FastifyBaseLogger;
@@ -27,6 +28,8 @@ export interface AppOptions {
   openApiServers?: OpenApiServer[];
   /** The proxies whose X-Forwarded-For names the client (TRUST_PROXY), for the per-address limits. */
   trustProxy?: string | null;
+  /** Counts the requests being served (on the embedded database, which serves them first). */
+  requestActivity?: RequestActivity;
 }
 
 export const API_PREFIX = '/api/v1';
@@ -39,6 +42,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
   });
+  if (opts.requestActivity) registerRequestActivity(app, opts.requestActivity);
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   await registerOpenApi(app, API_PREFIX, opts.openApiServers);
   // The QR landing page (qrpay.shortUrl): at the root like QPay's short link, no key, read-only.

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { createDatabase, migrateToLatest, pingDatabase, type Db } from './db/database.js';
 import { createDatabaseOutage, type DatabaseOutage } from './db/database-outage.monitor.js';
 import { createWorkPriority } from './db/work-priority.js';
+import type { RequestActivity } from './http/plugins/request-activity.plugin.js';
 import { createPartnerRepository } from './db/repositories/partner.repository.js';
 import { createInvoiceRepository } from './db/repositories/invoice.repository.js';
 import { createPartnerService, type PartnerService } from './services/partner.service.js';
@@ -109,6 +110,8 @@ export interface Deps {
   /** Background jobs (confirmation poller, webhook delivery, retention sweep); tests run their passes directly. */
   jobs: Job[];
   startJobs(): RunningJobs;
+  /** On the embedded database: the partner API tells it which requests are being served, so background work waits for the time between them. */
+  requestActivity?: RequestActivity;
   close(): Promise<void>;
 }
 
@@ -392,6 +395,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     dbOutage,
     jobs,
     startJobs: () => startJobs(jobs, logger, { outage: dbOutage, ping: isDbReady }, priority),
+    requestActivity: priority,
     async close() {
       await upstream.close();
       await rateLimiters.close();

@@ -46,6 +46,7 @@ async function buildListeners(config: Config, deps: Deps, logger: Logger): Promi
     metrics: deps.metrics,
     openApiServers: openApiServers(config, API_PREFIX),
     trustProxy: config.trustProxy,
+    requestActivity: deps.requestActivity,
   });
   const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics });
   return [

@@ -13,11 +13,12 @@ interface Waiter {
 }
 
 /**
- * A driver over one connection (embedded PGlite) that hands the connection to a waiting request
- * before any waiting background work: on one connection every job query queues beside the
- * requests, and a partner's payment should not wait behind a batch of confirmation checks.
- * Background work that has had no turn for `maxBackgroundWaitMs` goes next, once, so it always
- * progresses.
+ * A driver over one connection (embedded PGlite, whose statements run on the event loop) that
+ * serves requests first: a waiting request gets the connection before any waiting background
+ * work, and background work gets it only while no request is being served at all, since a
+ * request between two of its statements (waiting for a ministry, say) would otherwise find its
+ * next statement queued behind a batch of confirmation checks. Background work that has had no
+ * turn for `maxBackgroundWaitMs` goes next anyway, once, so it always progresses.
  * Savepoints are left out, as the embedded driver has none.
  */
 export class RequestsFirstDriver implements Driver {
@@ -27,6 +28,8 @@ export class RequestsFirstDriver implements Driver {
   private readonly now: () => number;
   /** When background work last had the connection: it is due a turn once per `maxBackgroundWaitMs`. */
   private lastBackgroundTurn: number;
+  private overdueTimer: NodeJS.Timeout | null = null;
+  private watchingIdle = false;
 
   constructor(
     private readonly inner: Driver,
@@ -42,35 +45,64 @@ export class RequestsFirstDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    if (this.busy) {
-      const queue = this.priority.isBackground() ? this.background : this.requests;
-      // The releaser hands the turn over with `busy` still set, so nobody slips in between.
-      await new Promise<void>((wake) => queue.push({ wake, since: this.now() }));
+    const isBackground = this.priority.isBackground();
+    if (this.busy || (isBackground && !this.backgroundMayGo())) {
+      const queue = isBackground ? this.background : this.requests;
+      // Whoever hands the turn over sets `busy` first, so nobody slips in between.
+      const turn = new Promise<void>((wake) => queue.push({ wake, since: this.now() }));
+      if (isBackground && !this.busy) this.waitForIdle();
+      await turn;
+    } else {
+      this.busy = true;
     }
-    this.busy = true;
+    if (isBackground) this.lastBackgroundTurn = this.now();
     return this.inner.acquireConnection();
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
     await this.inner.releaseConnection(connection);
-    const next = this.nextTurn();
-    if (next) next.wake();
-    else this.busy = false;
+    this.busy = false;
+    this.handOver();
+  }
+
+  /** Background work may take a free connection while no request is in flight, or once it is overdue a turn. */
+  private backgroundMayGo(): boolean {
+    return this.priority.requestsInFlight() === 0 || this.now() - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
   }
 
   /**
-   * A waiting request, unless background work has had no turn for `maxBackgroundWaitMs`: then one
-   * background turn, and requests again. Under steady requests background work still gets a turn
-   * per interval, and its backlog never takes a run of turns from the requests.
+   * Gives a free connection to the next waiter: a waiting request, unless background work is
+   * overdue a turn; background work when it may go. Under steady requests background work still
+   * gets a turn per interval, and its backlog never takes a run of turns from the requests.
    */
-  private nextTurn(): Waiter | undefined {
-    const now = this.now();
-    const backgroundDue = this.background.length > 0 && now - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
-    if (!backgroundDue && this.requests.length > 0) return this.requests.shift();
-    const next = this.background.shift();
-    if (!next) return this.requests.shift();
-    this.lastBackgroundTurn = now;
-    return next;
+  private handOver(): void {
+    if (this.busy) return;
+    const overdue = this.background.length > 0 && this.now() - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
+    const next = !overdue && this.requests.length > 0 ? this.requests.shift() : this.background.length > 0 && this.backgroundMayGo() ? this.background.shift() : this.requests.shift();
+    if (next) {
+      this.busy = true;
+      next.wake();
+    } else if (this.background.length > 0) {
+      this.waitForIdle();
+    }
+  }
+
+  /** Background work waits for a free connection: hand it over once no request is in flight, or once it is overdue. */
+  private waitForIdle(): void {
+    if (!this.watchingIdle) {
+      this.watchingIdle = true;
+      this.priority.whenIdle(() => {
+        this.watchingIdle = false;
+        this.handOver();
+      });
+    }
+    if (this.overdueTimer) return;
+    const left = Math.max(0, this.opts.maxBackgroundWaitMs - (this.now() - this.lastBackgroundTurn));
+    this.overdueTimer = setTimeout(() => {
+      this.overdueTimer = null;
+      this.handOver();
+    }, left);
+    this.overdueTimer.unref();
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
@@ -86,6 +118,7 @@ export class RequestsFirstDriver implements Driver {
   }
 
   destroy(): Promise<void> {
+    if (this.overdueTimer) clearTimeout(this.overdueTimer);
     return this.inner.destroy();
   }
 }

@@ -83,6 +83,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     metrics: deps.metrics,
     openApiServers: openApiServers(config, API_PREFIX),
     trustProxy: config.trustProxy,
+    requestActivity: deps.requestActivity,
   });
   // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
   const contract = attachContract(app);

@@ -78,3 +78,39 @@ describe('requests first on one connection', () => {
     expect(most).toBe(1);
   });
 });
+
+describe('background work between requests', () => {
+  it('waits while a request is being served, even with the connection free, and goes once none is', async () => {
+    const priority = createWorkPriority();
+    const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 60_000 });
+    const order: string[] = [];
+    const use = user(driver, order);
+    const done = priority.requestStarted();
+    const job = priority.background(() => use('job'));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(order).toEqual([]);
+    await use('request');
+    expect(order).toEqual(['request']);
+    done();
+    await job;
+    expect(order).toEqual(['request', 'job']);
+  });
+
+  it('takes a turn anyway once it has waited maxBackgroundWaitMs behind requests that never end', async () => {
+    const priority = createWorkPriority();
+    const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 20 });
+    const order: string[] = [];
+    priority.requestStarted();
+    await priority.background(() => user(driver, order)('job'));
+    expect(order).toEqual(['job']);
+  });
+
+  it('counts a request once however often it ends', () => {
+    const priority = createWorkPriority();
+    const done = priority.requestStarted();
+    priority.requestStarted();
+    done();
+    done();
+    expect(priority.requestsInFlight()).toBe(1);
+  });
+});
