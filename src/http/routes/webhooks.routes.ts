@@ -61,11 +61,17 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
 
   app.post(
     '/webhooks/:id/rotate-secret',
-    doc('Replace the secret; the previous one keeps signing beside it for WEBHOOK_SECRET_ROTATION_GRACE_MS', {
-      params: IdParams,
-      body: RotateSecretBody,
-      response: { 200: SecretRotatedBody, 404: ErrorBody, ...commonErrors, ...bodyErrors },
-    }),
+    {
+      ...doc('Replace the secret; the previous one keeps signing beside it for WEBHOOK_SECRET_ROTATION_GRACE_MS', {
+        params: IdParams,
+        body: RotateSecretBody,
+        response: { 200: SecretRotatedBody, 404: ErrorBody, ...commonErrors, ...bodyErrors },
+      }),
+      // Every field is optional, so no body at all means the same as `{}`: a generated secret.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
     async (request) => webhooks.rotateSecret(request.partner.id, request.params.id, request.body.secret),
   );
 
