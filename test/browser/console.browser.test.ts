@@ -278,6 +278,11 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await page.locator(`#deliveries-table tr.delivery-row[data-id="${deliveryId}"][data-status="delivered"][data-attempts="2"]`).waitFor();
     await expectLocalTimes(page);
     await screenshot(page, 'deliveries');
+    // A disabled webhook's state shows beside its url.
+    const hookId = hook.json<{ id: string }>().id;
+    expect((await ctx.api(partner.apiKey, { method: 'PATCH', url: `/api/v1/webhooks/${hookId}`, payload: { enabled: false } })).statusCode).toBe(200);
+    await page.click('#deliveries-search');
+    await expect.poll(() => delivery.textContent()).toContain('webhook disabled: manual');
 
     // Audit: both actions, by operator admin, naming what they acted on.
     await page.click('#tab-audit');
