@@ -46,8 +46,8 @@ function registeredRoutes(): string[] {
     stack.length = depth;
     const path = stack.join('') + (match[1] as string);
     stack.push(match[1] as string);
-    // HTML pages (the docs and the sandbox page) are not API operations.
-    if (!path.startsWith('/api/v1/') || path.includes('/docs') || path.endsWith('openapi.json') || path === '/api/v1/sandbox') continue;
+    // HTML pages (the docs and the sandbox page, with its script) are not API operations.
+    if (!path.startsWith('/api/v1/') || path.includes('/docs') || path.endsWith('openapi.json') || path === '/api/v1/sandbox' || path === '/api/v1/sandbox/sandbox.js') continue;
     for (const method of (match[2] as string).split(', ')) {
       if (method !== 'HEAD') out.push(`${method.toLowerCase()} ${documentPath(path)}`);
     }
