@@ -126,6 +126,8 @@ export interface DepsOptions {
   rateLimitClock?: () => number;
   /** Put before the rate limiters' Redis keys: a test that moves their clock keeps its own counts. */
   rateLimitNamespace?: string;
+  /** An in-memory PGlite starts from this image of a database (tests: one migrated image per run). */
+  databaseImage?: Blob;
 }
 
 export function createLogger(config: Config): PinoLogger {
@@ -156,6 +158,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     priority,
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    image: opts.databaseImage,
     schema: opts.dbSchema,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     onConnectionError: (err) => {

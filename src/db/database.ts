@@ -46,6 +46,8 @@ export interface DatabaseOptions {
   onConnectionError?: (err: Error) => void;
   /** On embedded PGlite (one connection), requests are served before waiting background work. */
   priority?: WorkPriority;
+  /** An in-memory PGlite starts from this data directory image (PGlite's dumpDataDir) instead of an empty cluster. */
+  image?: Blob;
 }
 
 /** Background work waiting this long for the embedded connection takes the next turn anyway. */
@@ -92,10 +94,10 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
   return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer()) });
 }
 
-async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined): Promise<Dialect> {
+async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined): Promise<Dialect> {
   const inMemory = dataDir === 'memory://' || dataDir === '';
   if (!inMemory) mkdirSync(dataDir, { recursive: true });
-  const client = await PGlite.create(inMemory ? undefined : dataDir);
+  const client = inMemory ? await PGlite.create(image ? { loadDataDir: image } : undefined) : await PGlite.create(dataDir);
   const dialect = new PGliteDialect(client);
   return priority ? requestsFirst(dialect, priority, { maxBackgroundWaitMs: BACKGROUND_MAX_WAIT_MS }) : dialect;
 }
@@ -117,7 +119,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
     dialect = createPgDialect(opts.databaseUrl, opts);
   } else {
-    dialect = await createPgliteDialect(opts.dataDir, opts.priority);
+    dialect = await createPgliteDialect(opts.dataDir, opts.priority, opts.image);
   }
   return new Kysely<Database>({ dialect });
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse, InjectOptions } from 'fas
 import pg from 'pg';
 import type { Config } from '../../src/config.js';
 import { testConfig } from './test-config.js';
+import { databaseImage } from './database-image.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
 import { API_PREFIX, buildApp } from '../../src/app.js';
 import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
@@ -74,7 +75,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const urls = Object.fromEntries(SOURCES.map((s) => [s, opts.ministryUrl ?? simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, databaseImage: await databaseImage() });
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
