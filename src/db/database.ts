@@ -25,6 +25,7 @@ import * as m014 from './migrations/014-partner-cancel-intents.migration.js';
 import * as m015 from './migrations/015-reconciliation-lease-token.migration.js';
 import * as m016 from './migrations/016-webhook-slow-lane.migration.js';
 import * as m017 from './migrations/017-partner-events.migration.js';
+import * as m018 from './migrations/018-status-checks.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -71,6 +72,7 @@ const migrations: Record<string, Migration> = {
   '015-reconciliation-lease-token': m015,
   '016-webhook-slow-lane': m016,
   '017-partner-events': m017,
+  '018-status-checks': m018,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -75,7 +75,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const urls = Object.fromEntries(SOURCES.map((s) => [s, opts.ministryUrl ?? simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, databaseImage: await databaseImage() });
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, databaseImage: config.databaseUrl ? undefined : await databaseImage() });
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
