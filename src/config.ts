@@ -66,7 +66,7 @@ const ConfigSchema = Type.Object({
   webhookSecretKey: Type.String({ minLength: 16 }),
   /**
    * Delay before each attempt: the first entry is the initial delivery, the rest are retries.
-   * DESIGN.md: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then failed.
+   * By default: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then failed.
    */
   webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 0 }), {
     minItems: 1,

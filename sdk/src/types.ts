@@ -1,5 +1,6 @@
 /**
- * Response and request shapes of the payment channel API, written by hand from SPEC.md.
+ * Response and request shapes of the payment channel API, written by hand from its partner
+ * contract (checked against the service's schemas by the service's own tests).
  * Amounts are tugrik as plain numbers; dates are ISO 8601 strings.
  */
 
@@ -90,7 +91,8 @@ export interface PaymentCreated {
   invoiceId: string;
   /** Every invoice the payment covers; may hold more than one. */
   invoiceIds: string[];
-  qrpay?: QrPay;
+  /** The QR and bank links: on every 201, the idempotent replay included. */
+  qrpay: QrPay;
   /** `'idempotent'` marks a replayed cached response. */
   message?: string;
 }

@@ -44,7 +44,7 @@ function fieldName(err: ErrorObject, context: string): string {
   return context === 'body' ? 'body' : (PART_LABEL[context] ?? context);
 }
 
-/** One human-readable message per violation, in the style partners see in SPEC.md's 400 body. */
+/** One human-readable message per violation, in the style of the 400 body the partner guide shows. */
 export function describeValidationError(err: ErrorObject, context: string): string {
   const label = PART_LABEL[context] ?? 'property';
   const field = fieldName(err, context);

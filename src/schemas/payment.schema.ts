@@ -46,7 +46,7 @@ export const PaymentCreatedBody = Type.Object({
   amount: Type.Number(),
   invoiceId: Uuid,
   invoiceIds: Type.Array(Uuid),
-  qrpay: Type.Optional(QrPayBody),
+  qrpay: QrPayBody,
   message: Type.Optional(Type.String({ description: '"idempotent" on a replayed response' })),
 });
 export type PaymentCreatedBody = Static<typeof PaymentCreatedBody>;

@@ -47,6 +47,9 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof InvoiceListBody>>().toMatchTypeOf<Sdk.InvoiceList>();
     expectTypeOf<Static<typeof QrPayBody>>().toMatchTypeOf<Sdk.QrPay>();
     expectTypeOf<Static<typeof PaymentCreatedBody>>().toMatchTypeOf<Sdk.PaymentCreated>();
+    // Every 201 carries the QR: a strict consumer reads payment.qrpay.qrText without a guard.
+    expectTypeOf<Sdk.PaymentCreated['qrpay']>().toEqualTypeOf<Sdk.QrPay>();
+    expectTypeOf<Static<typeof PaymentCreatedBody>['qrpay']>().not.toBeNullable();
     expectTypeOf<Static<typeof PaymentFailedBody>>().toMatchTypeOf<Sdk.PaymentFailedBody>();
     expectTypeOf<Static<typeof PaymentBody>>().toMatchTypeOf<Sdk.Payment>();
     expectTypeOf<Static<typeof CancelBody>>().toMatchTypeOf<Sdk.PaymentCanceled>();
