@@ -124,6 +124,8 @@ export interface RoleSettings {
   simulatorUrl: string;
   databaseUrl: string;
   extra?: Record<string, string>;
+  /** Settings of one role's processes only, on top of `extra`. */
+  roleExtra?: Partial<Record<ServiceRole, Record<string, string>>>;
 }
 
 /**
@@ -138,7 +140,7 @@ export async function startRoles(roles: ServiceRole[], s: RoleSettings): Promise
   try {
     for (const role of roles) {
       const [port, adminPort] = [await freePort(), await freePort()];
-      const env = apiEnv({ port, adminPort, adminToken: s.adminToken, simulatorUrl: s.simulatorUrl, databaseUrl: s.databaseUrl, extra: { PROCESS_ROLE: role, ...s.extra } });
+      const env = apiEnv({ port, adminPort, adminToken: s.adminToken, simulatorUrl: s.simulatorUrl, databaseUrl: s.databaseUrl, extra: { PROCESS_ROLE: role, ...s.extra, ...s.roleExtra?.[role] } });
       const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
       procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));
       if (role === 'worker') continue;

@@ -23,6 +23,14 @@ const PARTNERS = 8;
 const SLOW_SOURCE: Source = 'etax';
 const SLOW_STATUS_MS = 1500;
 const ADMIN_TOKEN = 'bench-lifecycle-admin-token';
+const SLOW_PHASE = `${SLOW_SOURCE} status checks take ${SLOW_STATUS_MS} ms`;
+/** CONFIRM_CONCURRENCY_MAX_PER_SOURCE of the split layout's worker, as compose.yaml sets it. */
+const WORKER_MAX_PER_SOURCE = 64;
+
+/** From now on the slow system answers status checks after SLOW_STATUS_MS. */
+async function slowDown(simUrl: string): Promise<void> {
+  await json(`${simUrl}/__control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: SLOW_SOURCE, mode: 'slow', delayMs: SLOW_STATUS_MS, operation: 'status' }) });
+}
 
 export interface LifecycleRow {
   phase: string;
@@ -318,7 +326,9 @@ export async function lifecycleBench(s: Settings): Promise<LifecycleResult | nul
   const extra = { ...UNLIMITED_RATES, MINISTRY_TIMEOUT_MS: '5000' };
   let procs: Proc[] = [];
   try {
-    const started = await startRoles(roles, { ...s, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra });
+    // The worker gets the cap compose.yaml gives it: it serves no partner, so its checks take no request's CPU.
+    const roleExtra = { worker: { CONFIRM_CONCURRENCY_MAX_PER_SOURCE: String(WORKER_MAX_PER_SOURCE) } };
+    const started = await startRoles(roles, { ...s, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra, roleExtra });
     procs = started.procs;
     const { apis, adminUrl } = started;
     const partners = await setUpPartners(apis[0] as string, adminUrl, hook.url);
@@ -327,14 +337,17 @@ export async function lifecycleBench(s: Settings): Promise<LifecycleResult | nul
     const { confirmPollMs, webhookPollMs } = loadConfig({});
     if (layout.worker) {
       const rate = s.rate ?? 1;
-      const rows = await steadyPhase(ctx, 'split', `${layout.apis} api + 1 worker`, rate, s.durationS);
+      const name = `${layout.apis} api + 1 worker`;
+      const rows = await steadyPhase(ctx, 'split', name, rate, s.durationS);
+      await slowDown(simUrl);
+      rows.push(...(await steadyPhase(ctx, 'split-slow', `${name}, ${SLOW_PHASE}`, rate, s.durationS)));
       return { peak: 0, transactionsPerPayment: 0, rate, durationS: s.durationS, confirmPollMs, webhookPollMs, rows };
     }
     const { peak, transactionsPerPayment } = await measurePeak(ctx);
     const rate = s.rate ?? Math.max(1, Math.floor(peak / 2));
     const rows = await steadyPhase(ctx, 'steady', 'all systems answering', rate, s.durationS);
-    await json(`${simUrl}/__control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: SLOW_SOURCE, mode: 'slow', delayMs: SLOW_STATUS_MS, operation: 'status' }) });
-    rows.push(...(await steadyPhase(ctx, 'slow', `${SLOW_SOURCE} status checks take ${SLOW_STATUS_MS} ms`, rate, s.durationS)));
+    await slowDown(simUrl);
+    rows.push(...(await steadyPhase(ctx, 'slow', SLOW_PHASE, rate, s.durationS)));
     return { peak, transactionsPerPayment, rate, durationS: s.durationS, confirmPollMs, webhookPollMs, rows };
   } finally {
     for (const p of procs.reverse()) await p.stop();
@@ -360,7 +373,7 @@ export function lifecycleTable(r: LifecycleResult, payPeak: number | null): stri
 /** The split layout's steady phase, at the single process's steady rate. */
 export function splitLifecycleTable(r: LifecycleResult): string {
   return [
-    `Lifecycle with PROCESS_ROLE split: 2 \`api\` processes (payments round robin) and 1 \`worker\`, at ${r.rate} payments/s for ${r.durationS} s, the same rate as the steady phase above:`,
+    `Lifecycle with PROCESS_ROLE split: 2 \`api\` processes (payments round robin) and 1 \`worker\` (CONFIRM_CONCURRENCY_MAX_PER_SOURCE=${WORKER_MAX_PER_SOURCE}, as compose.yaml runs it), at ${r.rate} payments/s for ${r.durationS} s each phase, the same rate as the steady phase above:`,
     '',
     '| phase | system | payments | approval -> confirmed p50 / p99 ms | approval -> webhook p50 / p99 ms | missing |',
     '|---|---|---|---|---|---|',
