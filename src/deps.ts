@@ -266,7 +266,6 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   });
   const deliveryService = createWebhookDeliveryService({
     deliveries: deliveryRepo,
-    webhooks: webhookRepo,
     cipher,
     http: webhookHttp,
     retryScheduleMs: config.webhookRetryScheduleMs,

@@ -3,7 +3,6 @@ import { deliveryBody, deliveryHeaders, type DeliveryMessage } from '../domain/w
 import { backoffDelayMs, listBackoff } from '../domain/backoff.js';
 import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookHttpClient } from '../adapters/webhook-http.client.js';
-import type { WebhookRepository } from '../db/repositories/webhook.repository.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
@@ -13,8 +12,6 @@ export type DeliveryResult = 'delivered' | 'retry' | 'failed';
 /** Sends one claimed delivery and records what happened; never throws for a receiver's fault. */
 export function createWebhookDeliveryService(deps: {
   deliveries: WebhookDeliveryRepository;
-  /** The signing keys of each attempt. */
-  webhooks: Pick<WebhookRepository, 'signingKeys'>;
   cipher: SecretCipher;
   http: WebhookHttpClient;
   retryScheduleMs: readonly number[];
@@ -34,25 +31,22 @@ export function createWebhookDeliveryService(deps: {
   }
 
   /**
-   * The event id and the secrets that sign this attempt, the current one first: read now, not at
-   * the claim, so a rotation applies from the next attempt, and a rotated-out secret stops
-   * signing when its grace ends.
+   * The secrets that sign this attempt, the current one first, as the claim read them just
+   * before it: a rotation applies from the next attempt, and a rotated-out secret stops signing
+   * when its grace ends.
    */
-  async function signing(claim: ClaimedDelivery): Promise<{ eventId: string; secrets: [string, ...string[]] }> {
-    const keys = await deps.webhooks.signingKeys(claim.id);
-    if (!keys) throw new Error('the claimed delivery has no row');
-    const secrets: [string, ...string[]] = [deps.cipher.decrypt(keys.secretCiphertext)];
-    if (keys.previousSecretCiphertext && keys.previousSecretExpiresAt && keys.previousSecretExpiresAt > now()) {
-      secrets.push(deps.cipher.decrypt(keys.previousSecretCiphertext));
+  function secretsOf(claim: ClaimedDelivery): [string, ...string[]] {
+    const secrets: [string, ...string[]] = [deps.cipher.decrypt(claim.secretCiphertext)];
+    if (claim.previousSecretCiphertext && claim.previousSecretExpiresAt && claim.previousSecretExpiresAt > now()) {
+      secrets.push(deps.cipher.decrypt(claim.previousSecretCiphertext));
     }
-    return { eventId: keys.eventId, secrets };
+    return secrets;
   }
 
   async function send(claim: ClaimedDelivery): Promise<AttemptOutcome> {
-    const { eventId, secrets } = await signing(claim);
-    const message: DeliveryMessage = { event: claim.event, eventId, deliveryId: claim.id, createdAt: claim.eventCreatedAt, data: claim.data };
+    const message: DeliveryMessage = { event: claim.event, eventId: claim.eventId, deliveryId: claim.id, createdAt: claim.eventCreatedAt, data: claim.data };
     const body = deliveryBody(message);
-    const headers = deliveryHeaders(message, body, secrets, now());
+    const headers = deliveryHeaders(message, body, secretsOf(claim), now());
     const result = await deps.http.post(claim.url, body, headers);
     if (result.ok) return { succeeded: true, statusCode: result.statusCode, durationMs: result.durationMs };
     return failure(claim, result.statusCode, result.durationMs, result.error);

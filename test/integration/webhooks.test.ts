@@ -12,7 +12,6 @@ import type { Config } from '../../src/config.js';
 import { testConfig } from '../helpers/test-config.js';
 import { createWebhookDeliveryJob } from '../../src/jobs/webhook-delivery.job.js';
 import { createWebhookDeliveryRepository } from '../../src/db/repositories/webhook-delivery.repository.js';
-import { createWebhookRepository } from '../../src/db/repositories/webhook.repository.js';
 import { createWebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookHttpClient } from '../../src/adapters/webhook-http.client.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
@@ -301,7 +300,6 @@ describe('webhook delivery', () => {
       const deliveries = createWebhookDeliveryRepository(ctx.deps.db);
       const service = createWebhookDeliveryService({
         deliveries,
-        webhooks: createWebhookRepository(ctx.deps.db),
         cipher: createSecretCipher(ctx.config.webhookSecretKey),
         http: createWebhookHttpClient({ timeoutMs: 2000, allowPrivate: true }),
         retryScheduleMs: SCHEDULE,

@@ -14,6 +14,10 @@ export interface ClaimedDelivery {
   attempt: number;
   url: string;
   secretCiphertext: string;
+  /** The secret a rotation replaced, while its grace lasts: attempts are signed with both. */
+  previousSecretCiphertext: string | null;
+  previousSecretExpiresAt: Date | null;
+  eventId: string;
   event: DeliveredEvent;
   data: Record<string, unknown>;
   eventCreatedAt: Date;
@@ -93,6 +97,9 @@ interface ClaimedRow {
   partner_id: string;
   url: string;
   secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: Date | null;
+  event_id: string;
   event: string;
   payload: Record<string, unknown>;
   created_at: Date;
@@ -127,7 +134,8 @@ function dueDeliveries(now: Date, limits: ClaimLimits): LeasedWorkSpec {
     )`,
     alsoSet: sql`updated_at = ${now}::timestamptz`,
     returning: sql`t.id, t.webhook_id, t.event_id`,
-    select: sql`SELECT c.id, c.webhook_id, c.lease_token, w.partner_id, w.url, w.secret_ciphertext, e.event, e.payload, e.created_at
+    select: sql`SELECT c.id, c.webhook_id, c.event_id, c.lease_token, w.partner_id, w.url, w.secret_ciphertext,
+        w.previous_secret_ciphertext, w.previous_secret_expires_at, e.event, e.payload, e.created_at
       FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN events e ON e.id = c.event_id`,
   };
 }
@@ -171,6 +179,9 @@ export function createWebhookDeliveryRepository(db: Db) {
         attempt: r.lease_token,
         url: r.url,
         secretCiphertext: r.secret_ciphertext,
+        previousSecretCiphertext: r.previous_secret_ciphertext,
+        previousSecretExpiresAt: r.previous_secret_expires_at,
+        eventId: r.event_id,
         event: r.event as DeliveredEvent,
         data: r.payload,
         eventCreatedAt: r.created_at,

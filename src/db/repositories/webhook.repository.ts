@@ -14,14 +14,6 @@ export interface WebhookChanges {
   enabled?: boolean;
 }
 
-/** The keys an attempt of a delivery is signed with: the current secret and, during a rotation's grace, the previous one. */
-export interface SigningKeys {
-  eventId: string;
-  secretCiphertext: string;
-  previousSecretCiphertext: string | null;
-  previousSecretExpiresAt: Date | null;
-}
-
 /** A webhook the service disabled because every attempt failed for too long. */
 export interface DisabledWebhook {
   id: string;
@@ -123,24 +115,6 @@ export function createWebhookRepository(db: Db) {
         .returning('id')
         .executeTakeFirst();
       return row !== undefined;
-    },
-
-    /** Read when an attempt is signed, so a rotation applies from the next attempt on. */
-    async signingKeys(deliveryId: string): Promise<SigningKeys | undefined> {
-      const row = await db
-        .selectFrom('webhook_deliveries as d')
-        .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-        .select(['d.event_id', 'w.secret_ciphertext', 'w.previous_secret_ciphertext', 'w.previous_secret_expires_at'])
-        .where('d.id', '=', deliveryId)
-        .executeTakeFirst();
-      return (
-        row && {
-          eventId: row.event_id,
-          secretCiphertext: row.secret_ciphertext,
-          previousSecretCiphertext: row.previous_secret_ciphertext,
-          previousSecretExpiresAt: row.previous_secret_expires_at,
-        }
-      );
     },
 
     /**
