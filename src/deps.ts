@@ -115,6 +115,19 @@ export interface Deps {
   close(): Promise<void>;
 }
 
+/** Runs every close, in order, even when one fails; then fails with all that did. */
+async function closeAll(steps: (() => Promise<unknown>)[]): Promise<void> {
+  const failures: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length > 0) throw new AggregateError(failures, 'closing the dependencies failed');
+}
+
 export interface DepsOptions {
   /** Resolved upstream base URLs (the built-in simulator's when the config leaves them unset). */
   ministryUrls: Record<Source, string>;
@@ -385,6 +398,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       now: opts.now,
     }),
   ];
+  const running = new Set<RunningJobs>();
   return {
     config,
     logger,
@@ -396,14 +410,16 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     isDbReady,
     dbOutage,
     jobs,
-    startJobs: () => startJobs(jobs, logger, { outage: dbOutage, ping: isDbReady }, priority),
+    startJobs() {
+      const started = startJobs(jobs, logger, { outage: dbOutage, ping: isDbReady }, priority);
+      running.add(started);
+      return started;
+    },
     requestActivity: priority,
     async close() {
-      await upstream.close();
-      await rateLimiters.close();
-      await invoiceCacheBus?.close();
-      await webhookHttp.close();
-      await db.destroy();
+      // Jobs first: a pass in flight still uses the database and the clients closed after them.
+      await Promise.allSettled([...running].map((r) => r.stop()));
+      await closeAll([() => upstream.close(), () => rateLimiters.close(), async () => invoiceCacheBus?.close(), () => webhookHttp.close(), () => db.destroy()]);
     },
   };
 }

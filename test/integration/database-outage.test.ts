@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { capturingLogger } from '../helpers/log-capture.js';
 import { testConfig } from '../helpers/test-config.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { getPayment, partnerWithInvoice, partnerWithPayment, pay } from '../helpers/api.js';
@@ -13,22 +12,6 @@ import type { RunningJobs } from '../../src/jobs/job-runner.js';
  * other suites use goes on.
  */
 const { databaseUrl } = testConfig();
-
-interface LogLine {
-  level: number;
-  msg: string;
-}
-
-function capturingLogger() {
-  const lines: LogLine[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, sink), lines };
-}
 
 describe.skipIf(!databaseUrl)('database outage', () => {
   let proxy: TcpProxy;
