@@ -65,9 +65,14 @@ export class RequestsFirstDriver implements Driver {
     this.handOver();
   }
 
+  /** Background work has had no turn for `maxBackgroundWaitMs`: it goes next, whatever else waits. */
+  private backgroundOverdue(): boolean {
+    return this.now() - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
+  }
+
   /** Background work may take a free connection while no request is in flight, or once it is overdue a turn. */
   private backgroundMayGo(): boolean {
-    return this.priority.requestsInFlight() === 0 || this.now() - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
+    return this.priority.requestsInFlight() === 0 || this.backgroundOverdue();
   }
 
   /**
@@ -77,8 +82,8 @@ export class RequestsFirstDriver implements Driver {
    */
   private handOver(): void {
     if (this.busy) return;
-    const overdue = this.background.length > 0 && this.now() - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
-    const next = !overdue && this.requests.length > 0 ? this.requests.shift() : this.background.length > 0 && this.backgroundMayGo() ? this.background.shift() : this.requests.shift();
+    const backgroundFirst = this.background.length > 0 && (this.requests.length === 0 ? this.backgroundMayGo() : this.backgroundOverdue());
+    const next = backgroundFirst ? this.background.shift() : this.requests.shift();
     if (next) {
       this.busy = true;
       next.wake();
