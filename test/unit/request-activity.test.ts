@@ -23,4 +23,21 @@ describe('requests being served', () => {
     expect(priority.requestsInFlight()).toBe(0);
     await app.close();
   });
+
+  it('counts requests over a real connection until their response closes', async () => {
+    const priority = createWorkPriority();
+    const app = Fastify();
+    registerRequestActivity(app, priority);
+    let during = 0;
+    app.get('/ok', async () => {
+      during = priority.requestsInFlight();
+      return { ok: true };
+    });
+    const origin = await app.listen({ port: 0, host: '127.0.0.1' });
+    expect((await fetch(`${origin}/ok`)).status).toBe(200);
+    await new Promise<void>((resolve) => priority.whenIdle(resolve));
+    expect(during).toBe(1);
+    expect(priority.requestsInFlight()).toBe(0);
+    await app.close();
+  });
 });

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
 /** Told when a request begins; what it returns is called once the request is over. */
 export interface RequestActivity {
@@ -6,25 +6,13 @@ export interface RequestActivity {
 }
 
 /**
- * Counts the requests being served, from their first hook until their answer is sent or their
- * client gone (whichever comes first; the count's own guard makes the second a no-op), so
+ * Counts the requests being served, from their first hook until their response closes (sent,
+ * failed or its client gone: Node emits `close` on every one, injected ones included), so
  * background work on the embedded database can wait for the time between them.
  */
 export function registerRequestActivity(app: FastifyInstance, activity: RequestActivity): void {
-  const ends = new WeakMap<FastifyRequest, () => void>();
-  const end = (req: FastifyRequest) => ends.get(req)?.();
-  app.addHook('onRequest', (req, reply, done) => {
-    const ended = activity.requestStarted();
-    ends.set(req, ended);
-    reply.raw.once('close', ended);
-    done();
-  });
-  app.addHook('onResponse', (req, _reply, done) => {
-    end(req);
-    done();
-  });
-  app.addHook('onRequestAbort', (req, done) => {
-    end(req);
+  app.addHook('onRequest', (_req, reply, done) => {
+    reply.raw.once('close', activity.requestStarted());
     done();
   });
 }
