@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import type { Static } from 'typebox';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
@@ -201,13 +201,13 @@ describe('delivery log and recovery', () => {
 describe('Standard Webhooks signatures and secret rotation', () => {
   let ctx: TestContext;
   const receivers = receiverPool();
-  beforeAll(async () => {
+  // A context per test: the rotation test moves the service's clock a day on, and the
+  // standardwebhooks package checks a delivery's timestamp against the real one.
+  beforeEach(async () => {
     ctx = await createTestContext();
   });
-  afterAll(async () => {
-    await ctx.close();
-    await receivers.closeAll();
-  });
+  afterEach(() => ctx.close());
+  afterAll(() => receivers.closeAll());
 
   it('signs id, timestamp and body: the standardwebhooks package verifies a real delivery, and refuses it 6 minutes old', async () => {
     const partner = await ctx.partner();
