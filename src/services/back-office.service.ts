@@ -15,7 +15,7 @@ import type {
   ReconciliationRunView,
 } from '../schemas/back-office.schema.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
-import type { Trx } from '../db/in-transaction.js';
+import type { UnitOfWork } from '../db/unit-of-work.js';
 
 export interface BackOfficeDeps {
   payments: PaymentSearchRepository;
@@ -132,9 +132,9 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
   const now = deps.now ?? systemClock;
 
   /** The audit entry of an operator's action, to write in the action's own transaction. */
-  function audit(operator: string, action: AuditAction, targetType: string, targetId: string, before: object | null, after: object | null): (trx: Trx) => Promise<void> {
+  function audit(operator: string, action: AuditAction, targetType: string, targetId: string, before: object | null, after: object | null): (uow: UnitOfWork) => Promise<void> {
     const entry = { operator, action, targetType, targetId, before: before as Record<string, unknown> | null, after: after as Record<string, unknown> | null };
-    return (trx) => deps.audit.record({ ...entry, at: now() }, trx);
+    return (uow) => deps.audit.record({ ...entry, at: now() }, uow);
   }
 
   return {

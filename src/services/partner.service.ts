@@ -3,7 +3,7 @@ import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/e
 import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnvironment, keyPrefix } from '../domain/api-key.js';
 import type { KeyEnvironment } from '../domain/vocabulary.js';
 import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
-import type { AlsoInTransaction } from '../db/in-transaction.js';
+import type { AlsoInTransaction } from '../db/unit-of-work.js';
 
 export type Partner = PartnerRow;
 import type { AppEnv, QrStandard } from '../domain/vocabulary.js';

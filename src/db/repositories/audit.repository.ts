@@ -1,6 +1,7 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
-import type { AuditLogTable, Database } from '../db.types.js';
+import type { AuditLogTable } from '../db.types.js';
+import { trxOf, type UnitOfWork } from '../unit-of-work.js';
 import type { AuditAction } from '../../domain/vocabulary.js';
 
 export type AuditRow = Selectable<AuditLogTable>;
@@ -20,8 +21,8 @@ const json = (value: Record<string, unknown> | null) => (value === null ? 'null'
 export function createAuditRepository(db: Db) {
   return {
     /** In the caller's transaction when it gives one: the action and its entry commit together. */
-    async record(entry: AuditEntry, executor: Kysely<Database> = db): Promise<void> {
-      await executor
+    async record(entry: AuditEntry, uow?: UnitOfWork): Promise<void> {
+      await (uow ? trxOf(uow) : db)
         .insertInto('audit_log')
         .values({
           operator: entry.operator,

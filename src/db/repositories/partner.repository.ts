@@ -2,7 +2,7 @@ import type { Db } from '../database.js';
 import type { PartnersTable } from '../db.types.js';
 import type { KeyEnvironment, QrStandard } from '../../domain/vocabulary.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
-import type { AlsoInTransaction } from '../in-transaction.js';
+import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
 
 export interface PartnerRow {
   id: string;
@@ -56,7 +56,7 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
           .values({ partner_id: row.id, key_hash: key.hash, key_prefix: key.prefix, environment: input.environment })
           .execute();
         const partner = toPartner(row);
-        await also?.(trx, partner);
+        await also?.(asUnitOfWork(trx), partner);
         return partner;
       });
     },
@@ -90,7 +90,7 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
         .executeTakeFirst();
         if (!row) return null;
         const partner = toPartner(row);
-        await also?.(trx, partner);
+        await also?.(asUnitOfWork(trx), partner);
         return partner;
       });
     },
@@ -114,7 +114,7 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
           .insertInto('api_keys')
           .values({ partner_id: partnerId, key_hash: key.hash, key_prefix: key.prefix, environment })
           .execute();
-        await also?.(trx, partnerId);
+        await also?.(asUnitOfWork(trx), partnerId);
       });
     },
 

@@ -4,7 +4,7 @@ import type { Database, DiscrepanciesTable, PaymentsTable, ReconciliationRunsTab
 import { SOURCES, type DiscrepancyKind, type DiscrepancyStatus, type ReconciliationStatus, type Source } from '../../domain/vocabulary.js';
 import { claimLeased, lanesOf, type ClaimWindow, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUuid } from '../../domain/uuid.js';
-import type { AlsoInTransaction } from '../in-transaction.js';
+import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
 
 export type RunRow = Selectable<ReconciliationRunsTable>;
 export type DiscrepancyRow = Selectable<DiscrepanciesTable>;
@@ -283,7 +283,7 @@ export function createReconciliationRepository(db: Db) {
           .where('id', '=', id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        await also(trx, { before, after });
+        await also(asUnitOfWork(trx), { before, after });
         return after;
       });
     },

@@ -3,7 +3,7 @@ import type { Database } from '../db.types.js';
 import type { Db } from '../database.js';
 import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus, type WebhookDisabledReason } from '../../domain/vocabulary.js';
-import type { AlsoInTransaction } from '../in-transaction.js';
+import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
 export interface ClaimedDelivery {
@@ -289,7 +289,7 @@ export function createWebhookDeliveryRepository(db: Db) {
         if (!live) return 'deleted' as const;
         await trx.updateTable('webhook_deliveries').set({ status: 'pending', next_attempt_at: at, updated_at: at }).where('id', '=', id).execute();
         const after = await logRows(trx).where('d.id', '=', id).executeTakeFirstOrThrow();
-        await also(trx, { before, after });
+        await also(asUnitOfWork(trx), { before, after });
         return after;
       });
     },
