@@ -270,6 +270,11 @@ export function loadConfig(env: Env = process.env): Config {
   return config;
 }
 
+/** The sandbox helpers (the sandbox page's simulator approve) exist everywhere but production. */
+export function sandboxEnabled(appEnv: AppEnv): boolean {
+  return appEnv !== 'production';
+}
+
 export interface CliConfig {
   adminUrl: string;
   adminToken: string;

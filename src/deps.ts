@@ -1,6 +1,6 @@
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { redactDbError } from './http/db-error.redactor.js';
-import type { Config } from './config.js';
+import { sandboxEnabled, type Config } from './config.js';
 import { createDatabase, migrateToLatest, pingDatabase, type Db } from './db/database.js';
 import { createDatabaseOutage, type DatabaseOutage } from './db/database-outage.monitor.js';
 import { createWorkPriority } from './db/work-priority.js';
@@ -34,7 +34,10 @@ import { createShortLinkRepository } from './db/repositories/short-link.reposito
 import { createQrService } from './services/qr.service.js';
 import { createSimulatorControlClient } from './adapters/simulator-control.client.js';
 import { loadQrConfig } from './adapters/qr-config.loader.js';
-import { createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js';
+import { confirmationLeaseMs, createPaymentConfirmationJob } from './jobs/payment-confirmation.job.js';
+import { confirmationCheckSchedule } from './domain/check-schedule.js';
+import { clockTimeMinutes } from './domain/finance-day.js';
+import { webhookTargetPolicy } from './domain/webhook-target.js';
 import { createAdaptiveLimit, type AdaptiveLimit } from './domain/adaptive-limit.js';
 import { createWebhookDeliveryJob } from './jobs/webhook-delivery.job.js';
 import { createRetentionSweepJob } from './jobs/retention-sweep.job.js';
@@ -71,9 +74,6 @@ import { createReconciliationJob } from './jobs/reconciliation.job.js';
 import { createPushDeliveryRepository } from './db/repositories/push-delivery.repository.js';
 import { createPushDeliveryService } from './services/push-delivery.service.js';
 import { createPushDeliveryJob } from './jobs/push-delivery.job.js';
-
-/** Checks of a new payment that keep CONFIRM_POLL_MS apart before the wait starts doubling. */
-const CONFIRM_FAST_CHECKS = 10;
 
 export interface AppServices {
   partners: PartnerService;
@@ -202,7 +202,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const paymentStore = invalidatingPayments(paymentRepo, invoiceCache);
   const events = createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   const cancellationRepo = createMinistryCancellationRepository(db);
-  const checkSchedule = { intervalMs: config.confirmPollMs, fastChecks: CONFIRM_FAST_CHECKS, maxDelayMs: config.confirmBackoffMaxMs };
+  const checkSchedule = confirmationCheckSchedule(config.confirmPollMs, config.confirmBackoffMaxMs);
   const onStaleLease: StaleLeaseReport = (work, id) => {
     metrics.staleLeaseWrites.inc({ work });
     logger.warn({ work, id }, 'a holder that lost its lease tried to write; nothing was changed (another instance has the work)');
@@ -271,7 +271,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     deliveries: deliveryRepo,
     deliveryLog: createDeliveryLogRepository(db),
     cipher,
-    guard: createTargetGuard({ allowHttp: config.appEnv === 'local', allowPrivate: config.webhookAllowPrivate }),
+    guard: createTargetGuard(webhookTargetPolicy(config.appEnv, config.webhookAllowPrivate)),
     maxPerPartner: config.webhookMaxPerPartner,
     secretRotationGraceMs: config.webhookSecretRotationGraceMs,
     onQueued: nudgeWebhooks,
@@ -310,7 +310,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     shortLinkLimiter: rateLimiters.shortLinks,
     shortLinks: createShortLinkService({ links: createShortLinkRepository(db), qr }),
   };
-  if (config.appEnv !== 'production') {
+  if (sandboxEnabled(config.appEnv)) {
     services.sandbox = createSandboxService({
       payments: paymentStore,
       invoices: invoiceStore,
@@ -339,13 +339,12 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     background: priority?.background,
     now: opts.now,
   });
-  const [atHours = 0, atMinutes = 0] = config.reconciliation.at.split(':').map(Number);
   const reconciliation = createReconciliationService({
     reconciliations: reconciliationRepo,
     ministries,
     resolver,
     audit: auditRepo,
-    settings: { scheduleAtMinutes: atHours * 60 + atMinutes, retryMs: config.reconciliation.retryMs, leaseMs: config.reconciliation.leaseMs, waitMs: config.reconciliation.waitMs },
+    settings: { scheduleAtMinutes: clockTimeMinutes(config.reconciliation.at), retryMs: config.reconciliation.retryMs, leaseMs: config.reconciliation.leaseMs, waitMs: config.reconciliation.waitMs },
     log: logger,
     now: opts.now,
     onConfirmed: nudgeWebhooks,
@@ -374,8 +373,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       limits: confirmLimits,
       maxPerSource: config.confirmConcurrencyMaxPerSource,
       onLimit: (source, limit) => metrics.ministryConcurrencyLimit.set({ source }, limit),
-      // A check is a status call, perhaps a submit or a cancel, and a write or two.
-      leaseMs: 3 * config.ministryTimeoutMs + config.confirmPollMs,
+      leaseMs: confirmationLeaseMs(config.ministryTimeoutMs, config.confirmPollMs),
       log: logger,
       outage: dbOutage,
       onStaleLease,

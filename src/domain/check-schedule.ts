@@ -10,6 +10,14 @@ export interface CheckSchedule {
   maxDelayMs: number;
 }
 
+/** Checks of a new payment that keep CONFIRM_POLL_MS apart before the wait starts doubling. */
+const CONFIRM_FAST_CHECKS = 10;
+
+/** The schedule of a payment's confirmation checks and of an owed ministry cancellation's retries. */
+export function confirmationCheckSchedule(intervalMs: number, maxDelayMs: number): CheckSchedule {
+  return { intervalMs, fastChecks: CONFIRM_FAST_CHECKS, maxDelayMs };
+}
+
 /** Flat at first, then doubling, capped: the waits between checks, for as long as checks go on. */
 export function checkBackoff(schedule: CheckSchedule): Backoff {
   return doublingBackoff({ intervalMs: schedule.intervalMs, fastTries: schedule.fastChecks, maxDelayMs: schedule.maxDelayMs });

@@ -25,6 +25,12 @@ export function previousFinanceDay(at: Date): string {
   return financeDayOf(new Date(at.getTime() - DAY_MS));
 }
 
+/** Minutes after midnight of a time of day written HH:MM (RECONCILE_AT), to compare with minutesIntoFinanceDay. */
+export function clockTimeMinutes(hhmm: string): number {
+  const [hours = 0, minutes = 0] = hhmm.split(':').map(Number);
+  return hours * 60 + minutes;
+}
+
 /** Minutes since midnight of the finance day `at` falls on. */
 export function minutesIntoFinanceDay(at: Date): number {
   const local = new Date(at.getTime() + OFFSET_MS);

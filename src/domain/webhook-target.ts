@@ -1,10 +1,16 @@
 import ipaddr from 'ipaddr.js';
+import type { AppEnv } from './vocabulary.js';
 
 export interface TargetPolicy {
   /** Plain http is accepted only in local development. */
   allowHttp: boolean;
   /** Loopback, private, link-local and reserved addresses are accepted only when this is set. */
   allowPrivate: boolean;
+}
+
+/** The rule for partners' webhook URLs in a deployment: plain http only in local development. */
+export function webhookTargetPolicy(appEnv: AppEnv, allowPrivate: boolean): TargetPolicy {
+  return { allowHttp: appEnv === 'local', allowPrivate };
 }
 
 /** ::/96, the deprecated IPv4-compatible block: some stacks still route ::7f00:1 to 127.0.0.1. */

@@ -42,6 +42,11 @@ export interface PaymentConfirmationJobDeps {
   elapsed?: () => number;
 }
 
+/** A check is a status call, perhaps a submit or a cancel, and a write or two. */
+export function confirmationLeaseMs(ministryTimeoutMs: number, pollMs: number): number {
+  return 3 * ministryTimeoutMs + pollMs;
+}
+
 /** One call's worth of work in a ministry system's slot: an owed cancellation or a payment's check. */
 type MinistryWork =
   | { kind: 'cancellation'; row: Leased<MinistryCancellationRow>; inFlight: number }
