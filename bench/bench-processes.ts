@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { createServer } from 'node:net';
 import pg from 'pg';
 
@@ -117,6 +118,13 @@ export function apiEnv(opts: { port: number; adminPort: number; adminToken: stri
 
 export type ServiceRole = 'all' | 'api' | 'worker';
 
+/**
+ * CPU priority (nice) of a `worker` process that shares the host with `api` processes: the
+ * partner's requests go first and the background work takes the time between them, as
+ * compose.yaml's `cpu_shares` gives it. An `all` process cannot split its one event loop so.
+ */
+export const WORKER_NICE = 10;
+
 export interface RoleSettings {
   apiEntry: string;
   apiNodeFlags: string[];
@@ -142,8 +150,12 @@ export async function startRoles(roles: ServiceRole[], s: RoleSettings): Promise
       const [port, adminPort] = [await freePort(), await freePort()];
       const env = apiEnv({ port, adminPort, adminToken: s.adminToken, simulatorUrl: s.simulatorUrl, databaseUrl: s.databaseUrl, extra: { PROCESS_ROLE: role, ...s.extra, ...s.roleExtra?.[role] } });
       const ready = role === 'worker' ? `http://127.0.0.1:${adminPort}/health/ready` : `http://127.0.0.1:${port}/api/v1/health/ready`;
-      procs.push(await startProcess([s.apiEntry], env, ready, s.apiNodeFlags));
-      if (role === 'worker') continue;
+      const proc = await startProcess([s.apiEntry], env, ready, s.apiNodeFlags);
+      procs.push(proc);
+      if (role === 'worker') {
+        if (proc.child.pid !== undefined) setPriority(proc.child.pid, WORKER_NICE);
+        continue;
+      }
       apis.push(`http://127.0.0.1:${port}/api/v1`);
       adminUrl ||= `http://127.0.0.1:${adminPort}`;
     }

@@ -3,7 +3,8 @@
  * partner. A backlog of unresolved payments (the simulator never approves, so each wants a status
  * check every CONFIRM_POLL_MS) keeps the confirmation job busy, and `POST /payments` is then
  * measured at half the rate the single `all` process reached while building that backlog: once
- * with one `all` process, once with one `api` and one `worker` on the same PostgreSQL. Part of
+ * with one `all` process, once with one `api` and one `worker` (at WORKER_NICE) on the same
+ * PostgreSQL. Part of
  * `npm run bench` (`--endpoints=roles` runs it alone).
  */
 import { writeFileSync } from 'node:fs';
@@ -16,6 +17,8 @@ const PARTNERS = 8;
 const CONCURRENCY = 32;
 const ADMIN_TOKEN = 'bench-roles-admin-token';
 const SOURCES = ['mof', 'etax', 'police'] as const;
+/** Seconds of the paced phase at least: its p99 rests on a thousand or more requests, not a handful. */
+const MIN_PACED_S = 20;
 
 export interface RolesRow {
   layout: string;
@@ -100,6 +103,7 @@ export async function rolesBench(s: RolesSettings): Promise<RolesRow[] | null> {
   const fixtures = join(tmpdir(), `roles-fixtures-${process.pid}.json`);
   writeFileSync(fixtures, JSON.stringify({ invoices: invoicesOf(-1, 0, 1) }));
   const rows: RolesRow[] = [];
+  const durationS = Math.max(s.durationS, MIN_PACED_S);
   let rate = 0;
   for (const [n, layout] of LAYOUTS.entries()) {
     const db = await freshDatabase(s.pgUrl, 'bench_roles');
@@ -111,7 +115,7 @@ export async function rolesBench(s: RolesSettings): Promise<RolesRow[] | null> {
     const { procs, apis, adminUrl } = await startRoles(layout.roles, { ...s, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra: UNLIMITED_RATES });
     const api = apis[0] as string;
     try {
-      const perPartner = Math.ceil(s.backlog / PARTNERS) + Math.ceil((Math.max(rate, 400) * s.durationS) / PARTNERS) + 1;
+      const perPartner = Math.ceil(s.backlog / PARTNERS) + Math.ceil((Math.max(rate, 400) * durationS) / PARTNERS) + 1;
       const invoices = await plantInvoices(api, adminUrl, simUrl, n, perPartner);
       let cursor = 0;
       const next = () => {
@@ -122,7 +126,7 @@ export async function rolesBench(s: RolesSettings): Promise<RolesRow[] | null> {
       const backlogRate = await payFlatOut(api, next, s.backlog);
       // Half the single process's own rate, the same for every layout.
       if (rate === 0) rate = Math.max(1, Math.floor(backlogRate / 2));
-      const half = await pacedLoad(new URL(api).origin, rate, s.durationS, () => {
+      const half = await pacedLoad(new URL(api).origin, rate, durationS, () => {
         const o = next();
         return { method: 'POST', path: '/api/v1/payments', headers: { 'x-api-key': o.key, 'content-type': 'application/json' }, body: JSON.stringify({ invoiceId: o.id }) };
       });
