@@ -1,5 +1,6 @@
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentRepository, Trx } from '../db/repositories/payment.repository.js';
+import type { PaymentRepository } from '../db/repositories/payment.repository.js';
+import type { UnitOfWork } from '../db/unit-of-work.js';
 import type { InvoiceCache } from './invoice-cache.js';
 
 /**
@@ -17,10 +18,10 @@ export function invalidatingInvoices(repo: InvoiceRepository, cache: InvoiceCach
   };
   return {
     ...repo,
-    async upsert(invoices, trx) {
-      if (trx) {
+    async upsert(invoices, uow) {
+      if (uow) {
         // Inside a caller's transaction the rows are not committed yet: only forget them.
-        const rows = await repo.upsert(invoices, trx);
+        const rows = await repo.upsert(invoices, uow);
         cache.forget(rows.map((r) => r.id));
         return rows;
       }
@@ -33,9 +34,9 @@ export function invalidatingInvoices(repo: InvoiceRepository, cache: InvoiceCach
       const mark = cache.mark();
       return marked(await repo.findStored(filter, sources), mark);
     },
-    async recordAccess(partnerId, invoices, trx) {
-      await repo.recordAccess(partnerId, invoices, trx);
-      if (trx) return;
+    async recordAccess(partnerId, invoices, uow) {
+      await repo.recordAccess(partnerId, invoices, uow);
+      if (uow) return;
       for (const invoice of invoices) {
         const mark = readAt.get(invoice);
         // Only rows this decoration read carry a mark, so the cast names what they are.
@@ -64,22 +65,22 @@ export function readThroughInvoices(repo: InvoiceRepository, cache: InvoiceCache
 export function invalidatingPayments(repo: PaymentRepository, cache: InvoiceCache): PaymentRepository {
   // Invoices changed inside each open transaction; forgetting before the commit would let a read
   // in between cache the old row again.
-  const changed = new WeakMap<Trx, string[]>();
+  const changed = new WeakMap<UnitOfWork, string[]>();
   return {
     ...repo,
     async transaction(fn) {
       const ids: string[] = [];
-      const result = await repo.transaction((trx) => {
-        changed.set(trx, ids);
-        return fn(trx);
+      const result = await repo.transaction((uow) => {
+        changed.set(uow, ids);
+        return fn(uow);
       });
       cache.forget(ids);
       return result;
     },
-    async releaseInvoices(trx, paymentId, invoiceEvent) {
-      const released = await repo.releaseInvoices(trx, paymentId, invoiceEvent);
+    async releaseInvoices(uow, paymentId, invoiceEvent) {
+      const released = await repo.releaseInvoices(uow, paymentId, invoiceEvent);
       if (!invoiceEvent) return released;
-      const pending = changed.get(trx);
+      const pending = changed.get(uow);
       // A transaction not opened through this decoration: forget now rather than never.
       if (pending) pending.push(...released);
       else cache.forget(released);

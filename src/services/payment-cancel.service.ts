@@ -14,12 +14,12 @@ import type { Source } from '../domain/vocabulary.js';
 export function createPartnerCancelFinisher(deps: Pick<PaymentCancelDeps, 'payments' | 'cancellations' | 'now'>) {
   const now = deps.now ?? systemClock;
   return async function finish(paymentId: string): Promise<void> {
-    await deps.payments.transaction(async (trx) => {
+    await deps.payments.transaction(async (uow) => {
       const at = now();
-      const row = await deps.payments.move(trx, paymentId, 'partner_canceled', at, { cause: 'partner_request', detail: { ministry: 'canceled' } }, { canceledAt: at });
+      const row = await deps.payments.move(uow, paymentId, 'partner_canceled', at, { cause: 'partner_request', detail: { ministry: 'canceled' } }, { canceledAt: at });
       // Only invoices this payment had paid reopen; the invoice table's guard leaves the rest.
-      if (row) await deps.payments.releaseInvoices(trx, paymentId, 'payment_canceled');
-      await deps.cancellations.markDone(paymentId, at, trx);
+      if (row) await deps.payments.releaseInvoices(uow, paymentId, 'payment_canceled');
+      await deps.cancellations.markDone(paymentId, at, uow);
     });
   };
 }
@@ -51,9 +51,9 @@ export function createPaymentCancelService(deps: PaymentCancelDeps) {
       if (!payment) throw new NotFoundError('Payment');
       const invoice = await deps.invoices.findById(payment.invoice_id);
       if (!invoice) throw new NotFoundError('Invoice');
-      const recorded = await deps.payments.transaction(async (trx) => {
-        if (!(await deps.payments.lockFor(trx, id, 'partner_canceled'))) return false;
-        await deps.cancellations.addPartnerIntent(trx, { paymentId: id, source: payment.source, refNum: invoice.ref_num, dueAt: new Date(now().getTime() + deps.graceMs) });
+      const recorded = await deps.payments.transaction(async (uow) => {
+        if (!(await deps.payments.lockFor(uow, id, 'partner_canceled'))) return false;
+        await deps.cancellations.addPartnerIntent(uow, { paymentId: id, source: payment.source, refNum: invoice.ref_num, dueAt: new Date(now().getTime() + deps.graceMs) });
         return true;
       });
       if (!recorded) {

@@ -69,9 +69,9 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
   async function end(payment: PaymentRow, event: PaymentEvent, why: PaymentChange): Promise<void> {
     const at = now();
     const reason = MINISTRY_ENDED[event];
-    await deps.payments.transaction(async (trx) => {
-      const moved = await deps.payments.move(trx, payment.id, event, at, why, reason ? { failureReason: reason } : { canceledAt: at });
-      if (moved) await deps.payments.releaseInvoices(trx, payment.id, null);
+    await deps.payments.transaction(async (uow) => {
+      const moved = await deps.payments.move(uow, payment.id, event, at, why, reason ? { failureReason: reason } : { canceledAt: at });
+      if (moved) await deps.payments.releaseInvoices(uow, payment.id, null);
     });
   }
 

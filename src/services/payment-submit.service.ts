@@ -1,5 +1,6 @@
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentDetail, PaymentRepository, PaymentRow, Trx } from '../db/repositories/payment.repository.js';
+import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { UnitOfWork } from '../db/unit-of-work.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentChange, PaymentEvent } from '../domain/payment-transitions.js';
@@ -55,31 +56,31 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
   }
 
   async function refuse(payment: PaymentRow, event: PaymentEvent, reason: string, why: PaymentChange): Promise<void> {
-    await deps.payments.transaction(async (trx) => {
-      const moved = await deps.payments.move(trx, payment.id, event, now(), why, { failureReason: reason });
-      if (moved) await deps.payments.releaseInvoices(trx, payment.id, null);
+    await deps.payments.transaction(async (uow) => {
+      const moved = await deps.payments.move(uow, payment.id, event, now(), why, { failureReason: reason });
+      if (moved) await deps.payments.releaseInvoices(uow, payment.id, null);
     });
   }
 
   /** Holds every linked invoice, or none and gives the reason to refuse the payment. */
-  async function holdOrRefuse(trx: Trx, paymentId: string, linked: string[]): Promise<string | null> {
-    return (await deps.payments.holdLinked(trx, paymentId, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
+  async function holdOrRefuse(uow: UnitOfWork, paymentId: string, linked: string[]): Promise<string | null> {
+    return (await deps.payments.holdLinked(uow, paymentId, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
   }
 
   /** Accepted with linked invoices: all of them are held in one transaction, or the payment is refused. */
   async function acceptWithLinked(payment: PaymentRow, invoice: InvoiceRow, linked: string[] | null, why: PaymentChange): Promise<PaymentDetail | null> {
     const at = now();
-    const outcome = await deps.payments.transaction(async (trx) => {
-      if (!(await deps.payments.lockFor(trx, payment.id, 'ministry_accepted'))) return 'moved' as const;
-      const refusal = linked === null ? LINKED_INVOICE_UNKNOWN : await holdOrRefuse(trx, payment.id, linked);
+    const outcome = await deps.payments.transaction(async (uow) => {
+      if (!(await deps.payments.lockFor(uow, payment.id, 'ministry_accepted'))) return 'moved' as const;
+      const refusal = linked === null ? LINKED_INVOICE_UNKNOWN : await holdOrRefuse(uow, payment.id, linked);
       if (refusal) {
-        await deps.payments.move(trx, payment.id, 'linked_invoice_taken', at, why, { failureReason: refusal });
-        await deps.payments.releaseInvoices(trx, payment.id, null);
-        await deps.cancellations.add(trx, { paymentId: payment.id, source: payment.source, refNum: invoice.ref_num, reason: refusal, dueAt: at });
+        await deps.payments.move(uow, payment.id, 'linked_invoice_taken', at, why, { failureReason: refusal });
+        await deps.payments.releaseInvoices(uow, payment.id, null);
+        await deps.cancellations.add(uow, { paymentId: payment.id, source: payment.source, refNum: invoice.ref_num, reason: refusal, dueAt: at });
         return 'refused' as const;
       }
-      await deps.payments.move(trx, payment.id, 'ministry_accepted', at, why, { nextCheckAt: at });
-      await deps.events.append(trx, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
+      await deps.payments.move(uow, payment.id, 'ministry_accepted', at, why, { nextCheckAt: at });
+      await deps.events.append(uow, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
       return 'submitted' as const;
     });
     if (outcome === 'refused') {

@@ -4,6 +4,7 @@ import { partnerWithPayment } from '../helpers/api.js';
 import { createPaymentRepository } from '../../src/db/repositories/payment.repository.js';
 import { createMinistryCancellationRepository } from '../../src/db/repositories/ministry-cancellation.repository.js';
 import { createReconciliationRepository, type DiscrepancyWrite } from '../../src/db/repositories/reconciliation.repository.js';
+import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 
 /*
  * A holder that stalls past its lease (a long GC pause, a frozen VM) and wakes after another
@@ -40,7 +41,7 @@ describe('a stale holder can do no harm', () => {
   it('ministry cancellation: a late failure does not overwrite the newer attempt', async () => {
     const { payment, invoice } = await partnerWithPayment(ctx, 'etax');
     const cancellations = createMinistryCancellationRepository(ctx.deps.db);
-    await ctx.deps.db.transaction().execute((trx) => cancellations.add(trx, { paymentId: payment.id, source: 'etax', refNum: invoice.refNum, reason: 'test', dueAt: ctx.now() }));
+    await unitOfWorkRunner(ctx.deps.db)((uow) => cancellations.add(uow, { paymentId: payment.id, source: 'etax', refNum: invoice.refNum, reason: 'test', dueAt: ctx.now() }));
     const first = (await cancellations.claimDue(later(1), later(LEASE_MS), { etax: 100 })).find((r) => r.payment_id === payment.id);
     ctx.advance(LEASE_MS + 1);
     const secondLease = later(LEASE_MS);

@@ -1,7 +1,8 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
-import type { Database, InvoicesTable } from '../db.types.js';
+import type { InvoicesTable } from '../db.types.js';
+import { trxOf, type UnitOfWork } from '../unit-of-work.js';
 import type { InvoiceFilter, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
 import type { Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
@@ -30,7 +31,7 @@ function toValues(inv: UpstreamInvoice) {
 }
 
 /** Inserts or refreshes ministry invoices; (source, ref_num) keeps each one's UUID stable. */
-async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[], at: Date): Promise<InvoiceRow[]> {
+async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<InvoiceRow[]> {
   if (invoices.length === 0) return [];
   const rows = await db
     .insertInto('invoices')
@@ -63,6 +64,8 @@ async function upsert(db: Kysely<Database>, invoices: UpstreamInvoice[], at: Dat
 }
 
 export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
+  /** The caller's transaction when it gives one, else a statement of its own. */
+  const on = (uow: UnitOfWork | undefined): Db => (uow ? trxOf(uow) : db);
   // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
   const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
     db
@@ -74,13 +77,13 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
   );
 
   return {
-    upsert: (invoices: UpstreamInvoice[], trx: Kysely<Database> = db) => upsert(trx, dedupe(invoices), now()),
+    upsert: (invoices: UpstreamInvoice[], uow?: UnitOfWork) => upsert(on(uow), dedupe(invoices), now()),
 
     /** Grants the partner access to the invoices it has just been shown. */
-    async recordAccess(partnerId: string, invoices: readonly { id: string }[], trx: Kysely<Database> = db): Promise<void> {
+    async recordAccess(partnerId: string, invoices: readonly { id: string }[], uow?: UnitOfWork): Promise<void> {
       if (invoices.length === 0) return;
       const invoiceIds = invoices.map((i) => i.id);
-      await trx
+      await on(uow)
         .insertInto('partner_invoices')
         .values([...new Set(invoiceIds)].map((invoice_id) => ({ partner_id: partnerId, invoice_id })))
         .onConflict((oc) => oc.columns(['partner_id', 'invoice_id']).doUpdateSet({ last_seen_at: now() }))
@@ -93,13 +96,13 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
       return rows[0] ?? null;
     },
 
-    async findById(id: string, trx: Kysely<Database> = db): Promise<InvoiceRow | null> {
-      return (await trx.selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
+    async findById(id: string, uow?: UnitOfWork): Promise<InvoiceRow | null> {
+      return (await on(uow).selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
     },
 
-    async findByRefs(refs: { source: Source; refNum: string }[], trx: Kysely<Database> = db): Promise<InvoiceRow[]> {
+    async findByRefs(refs: { source: Source; refNum: string }[], uow?: UnitOfWork): Promise<InvoiceRow[]> {
       if (refs.length === 0) return [];
-      return trx
+      return on(uow)
         .selectFrom('invoices')
         .selectAll()
         .where((eb) => eb.or(refs.map((r) => eb.and([eb('source', '=', r.source), eb('ref_num', '=', r.refNum)]))))

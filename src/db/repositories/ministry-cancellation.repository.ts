@@ -1,7 +1,8 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
-import type { Database, MinistryCancellationsTable } from '../db.types.js';
+import type { MinistryCancellationsTable } from '../db.types.js';
+import { trxOf, type UnitOfWork } from '../unit-of-work.js';
 import type { Source } from '../../domain/vocabulary.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
@@ -25,8 +26,8 @@ const dueCancellations = (free: Partial<Record<string, number>>): LeasedWorkSpec
 export function createMinistryCancellationRepository(db: Db) {
   return {
     /** Written in the transaction that refuses the payment, so the refusal never exists without it. */
-    async add(trx: Kysely<Database>, input: { paymentId: string; source: Source; refNum: string; reason: string; dueAt: Date }): Promise<void> {
-      await trx
+    async add(uow: UnitOfWork, input: { paymentId: string; source: Source; refNum: string; reason: string; dueAt: Date }): Promise<void> {
+      await trxOf(uow)
         .insertInto('ministry_cancellations')
         .values({ payment_id: input.paymentId, source: input.source, ref_num: input.refNum, reason: input.reason, next_attempt_at: input.dueAt })
         .onConflict((oc) => oc.column('payment_id').doNothing())
@@ -37,8 +38,8 @@ export function createMinistryCancellationRepository(db: Db) {
      * The partner's cancel, recorded before the ministry is asked, in the transaction that found
      * the payment cancelable. Due only after `dueAt`, so the job leaves the request its own try.
      */
-    async addPartnerIntent(trx: Kysely<Database>, input: { paymentId: string; source: Source; refNum: string; dueAt: Date }): Promise<void> {
-      await trx
+    async addPartnerIntent(uow: UnitOfWork, input: { paymentId: string; source: Source; refNum: string; dueAt: Date }): Promise<void> {
+      await trxOf(uow)
         .insertInto('ministry_cancellations')
         .values({ payment_id: input.paymentId, source: input.source, ref_num: input.refNum, reason: 'canceled by the partner', kind: 'partner', next_attempt_at: input.dueAt })
         .onConflict((oc) => oc.column('payment_id').doNothing())
@@ -50,8 +51,8 @@ export function createMinistryCancellationRepository(db: Db) {
       return claimLeased(db, dueCancellations(limits), { now, leaseUntil, batch: totalFree(limits) });
     },
 
-    async markDone(paymentId: string, at: Date, trx: Kysely<Database> = db): Promise<void> {
-      await trx.updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
+    async markDone(paymentId: string, at: Date, uow?: UnitOfWork): Promise<void> {
+      await (uow ? trxOf(uow) : db).updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
     },
 
     /**

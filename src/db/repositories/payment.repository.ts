@@ -1,8 +1,9 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
-import type { Database, PaymentsTable } from '../db.types.js';
+import type { PaymentsTable } from '../db.types.js';
+import { trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../unit-of-work.js';
 import type { Source } from '../../domain/vocabulary.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentChange, type PaymentEvent } from '../../domain/payment-transitions.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
@@ -11,7 +12,6 @@ import type { OutboxWrite } from './event.repository.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
-export type Trx = Transaction<Database>;
 
 /** A payment claimed for a check, with its invoice's refNum (the ministry is asked by it) and its lease token (its check count). */
 export type ClaimedPayment = Leased<PaymentRow & { ref_num: string }>;
@@ -104,7 +104,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
   const detailById = compileOnce((slot: SlotFn<'id'>) => selectDetail().where('id', '=', slot<string>('id')));
 
   return {
-    transaction: <T>(fn: (trx: Trx) => Promise<T>) => db.transaction().execute(fn),
+    transaction: unitOfWorkRunner(db),
 
     /**
      * Inserts a pending payment holding its invoice, with the QR payload it keeps for life, and ties
@@ -192,8 +192,8 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
     },
 
     /** Locks the payment for a move by `event`; false when it is not in a state the event leaves from. */
-    async lockFor(trx: Trx, id: string, event: PaymentEvent): Promise<boolean> {
-      const row = await trx.selectFrom('payments').select('id').where('id', '=', id).where('status', 'in', paymentMove(event).from).forUpdate().executeTakeFirst();
+    async lockFor(uow: UnitOfWork, id: string, event: PaymentEvent): Promise<boolean> {
+      const row = await trxOf(uow).selectFrom('payments').select('id').where('id', '=', id).where('status', 'in', paymentMove(event).from).forUpdate().executeTakeFirst();
       return row !== undefined;
     },
 
@@ -203,8 +203,9 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * the same invoices waits for this one. `taken` when another payment holds one of them
      * or one is already paid; then nothing is held.
      */
-    async holdLinked(trx: Trx, paymentId: string, linkedInvoiceIds: string[]): Promise<'held' | 'taken'> {
+    async holdLinked(uow: UnitOfWork, paymentId: string, linkedInvoiceIds: string[]): Promise<'held' | 'taken'> {
       if (linkedInvoiceIds.length === 0) return 'held';
+      const trx = trxOf(uow);
       // NO KEY UPDATE: it waits for a confirmation marking these invoices paid, but not for a new
       // payment's foreign-key check on them (KEY SHARE), which would deadlock against our insert
       // waiting on that payment's hold.
@@ -220,7 +221,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * event from (compare-and-set); null when it is not, e.g. another actor moved it first.
      */
     async move(
-      trx: Kysely<Database>,
+      uow: UnitOfWork,
       id: string,
       event: PaymentEvent,
       at: Date,
@@ -228,7 +229,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       extra: { failureReason?: string; paidAt?: Date; canceledAt?: Date; nextCheckAt?: Date | null } = {},
     ): Promise<PaymentRow | null> {
       const { from, to } = paymentMove(event);
-      const row = await trx
+      const row = await trxOf(uow)
         .updateTable('payments')
         .set({
           status: to,
@@ -253,7 +254,8 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
      * by it (from the states the invoice table allows), and a canceled part-payment is owed again.
      * Returns the ids of the invoices it released or changed.
      */
-    async releaseInvoices(trx: Trx, paymentId: string, invoiceEvent: InvoiceEvent | null): Promise<string[]> {
+    async releaseInvoices(uow: UnitOfWork, paymentId: string, invoiceEvent: InvoiceEvent | null): Promise<string[]> {
+      const trx = trxOf(uow);
       const held = await trx
         .updateTable('payment_invoices')
         .set({ active: false })
@@ -275,8 +277,8 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       return rows[0] ?? null;
     },
 
-    async findById(id: string, trx: Kysely<Database> = db): Promise<PaymentDetail | null> {
-      const { rows } = await trx.executeQuery(detailById({ id }));
+    async findById(id: string, uow?: UnitOfWork): Promise<PaymentDetail | null> {
+      const { rows } = await (uow ? trxOf(uow) : db).executeQuery(detailById({ id }));
       return rows[0] ?? null;
     },
 
