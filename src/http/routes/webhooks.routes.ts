@@ -2,28 +2,29 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorBody, IdParams, bodyErrors, commonErrors } from '../../schemas/common.schema.js';
 import {
   CreateWebhookBody,
-  DeliveryListBody,
-  DeliveryListQuery,
-  RecoverBody,
-  RecoverQueuedBody,
-  RedeliveryQueuedBody,
   RotateSecretBody,
   SecretRotatedBody,
   UpdateWebhookBody,
   WebhookBody,
   WebhookCreatedBody,
   WebhookDeletedBody,
-  WebhookDeliveryParams,
   WebhookLimitBody,
   WebhookListBody,
-  WebhookTestQueuedBody,
 } from '../../schemas/webhook.schema.js';
 import type { WebhookService } from '../../services/webhook.service.js';
 import { documented } from './route-doc.helper.js';
+import { registerWebhookDeliveryRoutes, type TypeboxApp } from './webhook-deliveries.routes.js';
 
 const doc = documented('Webhooks');
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
+  registerWebhookEndpointRoutes(app, webhooks);
+  registerSecretRotationRoute(app, webhooks);
+  registerWebhookDeliveryRoutes(app, webhooks);
+};
+
+/** Registering, reading, changing and deleting a partner's webhooks. */
+function registerWebhookEndpointRoutes(app: TypeboxApp, webhooks: WebhookService): void {
   app.post(
     '/webhooks',
     doc('Register a webhook; the response is the only one that shows the secret', {
@@ -59,6 +60,17 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     async (request) => webhooks.update(request.partner.id, request.params.id, request.body),
   );
 
+  app.delete(
+    '/webhooks/:id',
+    doc('Delete a webhook; deliveries not yet sent are dropped', {
+      params: IdParams,
+      response: { 200: WebhookDeletedBody, 404: ErrorBody, ...commonErrors },
+    }),
+    async (request) => webhooks.remove(request.partner.id, request.params.id),
+  );
+}
+
+function registerSecretRotationRoute(app: TypeboxApp, webhooks: WebhookService): void {
   app.post(
     '/webhooks/:id/rotate-secret',
     {
@@ -74,60 +86,4 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     },
     async (request) => webhooks.rotateSecret(request.partner.id, request.params.id, request.body.secret),
   );
-
-  app.post(
-    '/webhooks/:id/recover',
-    doc('Send again every event since a time that this webhook has not received and is not about to', {
-      params: IdParams,
-      body: RecoverBody,
-      response: { 202: RecoverQueuedBody, 404: ErrorBody, ...commonErrors, ...bodyErrors },
-    }),
-    async (request, reply) => {
-      reply.code(202);
-      return webhooks.recover(request.partner.id, request.params.id, request.body.since);
-    },
-  );
-
-  app.delete(
-    '/webhooks/:id',
-    doc('Delete a webhook; deliveries not yet sent are dropped', {
-      params: IdParams,
-      response: { 200: WebhookDeletedBody, 404: ErrorBody, ...commonErrors },
-    }),
-    async (request) => webhooks.remove(request.partner.id, request.params.id),
-  );
-
-  app.get(
-    '/webhooks/:id/deliveries',
-    doc('Delivery attempts and pending deliveries of a webhook, newest first', {
-      params: IdParams,
-      querystring: DeliveryListQuery,
-      response: { 200: DeliveryListBody, 404: ErrorBody, ...commonErrors },
-    }),
-    async (request) => webhooks.deliveries(request.partner.id, request.params.id, request.query),
-  );
-
-  app.post(
-    '/webhooks/:id/test',
-    doc('Send a signed webhook.test delivery to this webhook only, whatever events it subscribed to', {
-      params: IdParams,
-      response: { 202: WebhookTestQueuedBody, 404: ErrorBody, ...commonErrors },
-    }),
-    async (request, reply) => {
-      reply.code(202);
-      return webhooks.sendTest(request.partner.id, request.params.id);
-    },
-  );
-
-  app.post(
-    '/webhooks/:id/deliveries/:deliveryId/redeliver',
-    doc('Queue one more attempt of a delivery of this webhook (delivered, failed or pending), due now', {
-      params: WebhookDeliveryParams,
-      response: { 202: RedeliveryQueuedBody, 404: ErrorBody, ...commonErrors },
-    }),
-    async (request, reply) => {
-      reply.code(202);
-      return webhooks.redeliver(request.partner.id, request.params.id, request.params.deliveryId);
-    },
-  );
-};
+}
