@@ -1,21 +1,17 @@
 import { ConflictError, NotFoundError } from '../domain/errors.js';
-import { amountToNumber } from '../domain/money.js';
 import { financeDayBounds, isFinanceDay } from '../domain/finance-day.js';
 import type { DeliveryStatus, DiscrepancyStatus, AuditAction } from '../domain/vocabulary.js';
-import type { PaymentListRow, PaymentSearch, PaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
-import type { DeliveryLogRow, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
-import type { DiscrepancyRow, ReconciliationRepository, RunRow } from '../db/repositories/reconciliation.repository.js';
-import type { AuditRepository, AuditRow } from '../db/repositories/audit.repository.js';
-import type {
-  AdminDeliveryView,
-  AdminPaymentDetailView,
-  AdminPaymentView,
-  AuditEntryView,
-  DiscrepancyView,
-  ReconciliationRunView,
-} from '../schemas/back-office.schema.js';
+import type { PaymentSearch, PaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
+import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import type { ReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
+import type { AuditRepository } from '../db/repositories/audit.repository.js';
+import type { AdminDeliveryView, AdminPaymentDetailView, DiscrepancyView } from '../schemas/back-office.schema.js';
+import { auditView, deliveryProgress, deliveryView, paymentView, timelineEntryView } from './back-office.view.js';
+import { discrepancyView, runView } from './reconciliation.view.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
+
+export { runView } from './reconciliation.view.js';
 
 export interface BackOfficeDeps {
   payments: PaymentSearchRepository;
@@ -28,92 +24,6 @@ export interface BackOfficeDeps {
 }
 
 const PAGE = 50;
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
-const num = (amount: string | null) => (amount === null ? null : amountToNumber(amount));
-
-function paymentView(r: PaymentListRow): AdminPaymentView {
-  return {
-    id: r.id,
-    partnerId: r.partner_id,
-    invoiceId: r.invoice_id,
-    refNum: r.ref_num,
-    source: r.source,
-    amount: amountToNumber(r.amount),
-    status: r.status,
-    failureReason: r.failure_reason,
-    createdAt: new Date(r.created_at).toISOString(),
-    updatedAt: new Date(r.updated_at).toISOString(),
-    submittedAt: iso(r.submitted_at),
-    paidAt: iso(r.paid_at),
-    canceledAt: iso(r.canceled_at),
-  };
-}
-
-export function runView(r: RunRow): ReconciliationRunView {
-  return {
-    id: r.id,
-    financeDay: r.finance_day,
-    status: r.status,
-    matched: r.matched,
-    autoConfirmed: r.auto_confirmed,
-    discrepancies: r.discrepancies,
-    operator: r.operator,
-    startedAt: new Date(r.started_at).toISOString(),
-    finishedAt: iso(r.finished_at),
-    sources: r.sources,
-  };
-}
-
-function discrepancyView(r: DiscrepancyRow): DiscrepancyView {
-  return {
-    id: r.id,
-    kind: r.kind,
-    financeDay: r.finance_day,
-    source: r.source,
-    refNum: r.ref_num,
-    paymentId: r.payment_id,
-    partnerId: r.partner_id,
-    localAmount: num(r.local_amount),
-    ministryAmount: num(r.ministry_amount),
-    status: r.status,
-    createdAt: new Date(r.created_at).toISOString(),
-    resolvedAt: iso(r.resolved_at),
-    resolvedBy: r.resolved_by,
-    note: r.note,
-  };
-}
-
-function deliveryView(r: DeliveryLogRow): AdminDeliveryView {
-  return {
-    id: r.id,
-    webhookId: r.webhook_id,
-    partnerId: r.partner_id,
-    url: r.url,
-    event: r.event,
-    eventId: r.event_id,
-    status: r.status,
-    attempts: r.attempts,
-    lastStatusCode: r.last_status_code,
-    lastError: r.last_error,
-    nextAttemptAt: new Date(r.next_attempt_at).toISOString(),
-    deliveredAt: iso(r.delivered_at),
-    createdAt: new Date(r.created_at).toISOString(),
-    webhookDisabledReason: r.webhook_disabled_reason,
-  };
-}
-
-function auditView(r: AuditRow): AuditEntryView {
-  return {
-    id: String(r.id),
-    operator: r.operator,
-    action: r.action,
-    targetType: r.target_type,
-    targetId: r.target_id,
-    before: r.before,
-    after: r.after,
-    createdAt: new Date(r.created_at).toISOString(),
-  };
-}
 
 /** A search bound: a time as given, or a finance day's start (`from`) or end (`to`). */
 function instant(text: string | undefined, side: 'from' | 'to'): Date | undefined {
@@ -149,11 +59,7 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
       const row = await deps.payments.find(id);
       if (!row) throw new NotFoundError('Payment');
       const history = await deps.payments.timeline(id);
-      return {
-        ...paymentView(row),
-        invoiceIds: row.invoiceIds,
-        timeline: history.map((h) => ({ at: new Date(h.at).toISOString(), from: h.from_status, to: h.to_status, event: h.event, cause: h.cause, detail: h.detail })),
-      };
+      return { ...paymentView(row), invoiceIds: row.invoiceIds, timeline: history.map(timelineEntryView) };
     },
 
     async runs(financeDay: string | undefined) {
@@ -179,7 +85,7 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
 
     async redeliver(id: string, operator: string): Promise<AdminDeliveryView> {
       const queued = await deps.deliveries.redeliver(id, now(), (trx, { before, after }) =>
-        audit(operator, 'delivery.redeliver', 'delivery', id, { status: before.status, attempts: before.attempts }, { status: after.status, attempts: after.attempts })(trx),
+        audit(operator, 'delivery.redeliver', 'delivery', id, deliveryProgress(before), deliveryProgress(after))(trx),
       );
       if (queued === 'missing') throw new NotFoundError('Delivery');
       if (queued === 'deleted') throw new ConflictError('The webhook of this delivery is deleted');

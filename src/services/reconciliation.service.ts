@@ -9,6 +9,7 @@ import type { AuditRepository } from '../db/repositories/audit.repository.js';
 import type { PaymentResolver } from './payment-resolution.service.js';
 import type { Logger } from '../domain/logger.port.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
+import { runTotals } from './reconciliation.view.js';
 
 export interface ReconciliationSettings {
   /** Time of the Mongolian day (minutes after midnight) from which the previous day is reconciled. */
@@ -208,7 +209,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
         targetType: 'reconciliation',
         targetId: run.id,
         before: null,
-        after: { financeDay, status: run.status, matched: run.matched, autoConfirmed: run.auto_confirmed, discrepancies: run.discrepancies },
+        after: runTotals(run),
         at: now(),
       });
       return run;

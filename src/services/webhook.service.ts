@@ -2,24 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { InvalidRequestError, ConflictError, NotFoundError } from '../domain/errors.js';
 import type { SecretCipher } from '../domain/secret-cipher.js';
 import { WEBHOOK_TEST_EVENT, type DeliveryLogStatus, type WebhookEvent } from '../domain/vocabulary.js';
-import type { WebhookChanges, WebhookRepository, WebhookRow } from '../db/repositories/webhook.repository.js';
+import type { WebhookChanges, WebhookRepository } from '../db/repositories/webhook.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { DeliveryLogEntry, DeliveryLogKey, DeliveryLogRepository } from '../db/repositories/delivery-log.repository.js';
 import type { TargetGuard } from '../adapters/webhook-target.guard.js';
 import type { Static } from 'typebox';
-import type {
-  DeliveryListBody,
-  RecoverQueuedBody,
-  RedeliveryQueuedBody,
-  SecretRotatedBody,
-  WebhookBody,
-  WebhookTestQueuedBody,
-} from '../schemas/webhook.schema.js';
+import type { DeliveryListBody, RecoverQueuedBody, RedeliveryQueuedBody, SecretRotatedBody, WebhookTestQueuedBody } from '../schemas/webhook.schema.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
+import { deliveryLogItem, webhookView, type WebhookView } from './webhook.view.js';
 
-type WebhookView = Static<typeof WebhookBody>;
 type DeliveryList = Static<typeof DeliveryListBody>;
-type DeliveryItem = DeliveryList['items'][number];
 type TestQueued = Static<typeof WebhookTestQueuedBody>;
 type RedeliveryQueued = Static<typeof RedeliveryQueuedBody>;
 type SecretRotated = Static<typeof SecretRotatedBody>;
@@ -29,33 +21,6 @@ type RecoverQueued = Static<typeof RecoverQueuedBody>;
 const nothingElse = (): Promise<void> => Promise.resolve();
 
 const DEFAULT_LOG_LIMIT = 100;
-
-function toView(row: WebhookRow): WebhookView {
-  return {
-    id: row.id,
-    url: row.url,
-    events: row.events,
-    enabled: row.disabled_reason === null,
-    disabledReason: row.disabled_reason,
-    createdAt: row.created_at.toISOString(),
-  };
-}
-
-function toLogItem(e: DeliveryLogEntry): DeliveryItem {
-  return {
-    event: e.event,
-    eventId: e.event_id,
-    paymentId: e.payment_id,
-    deliveryId: e.delivery_id,
-    status: e.status,
-    statusCode: e.status_code,
-    durationMs: e.duration_ms,
-    error: e.error,
-    attempt: e.attempt,
-    nextRetryAt: e.next_retry_at ? e.next_retry_at.toISOString() : null,
-    createdAt: e.at.toISOString(),
-  };
-}
 
 /** The log's page cursor is its last entry's sort key; the query schema has checked its shape. */
 const cursorOf = (e: DeliveryLogEntry): string => `${e.at.getTime()}.${e.attempt}.${e.item_id}`;
@@ -100,17 +65,17 @@ export function createWebhookService(deps: {
       if (!row) {
         throw new ConflictError(`A partner may have at most ${deps.maxPerPartner} webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another`);
       }
-      return { ...toView(row), secret: input.secret };
+      return { ...webhookView(row), secret: input.secret };
     },
 
     async list(partnerId: string): Promise<WebhookView[]> {
-      return (await deps.webhooks.listForPartner(partnerId)).map(toView);
+      return (await deps.webhooks.listForPartner(partnerId)).map(webhookView);
     },
 
     async get(partnerId: string, id: string): Promise<WebhookView> {
       const row = await deps.webhooks.getForPartner(partnerId, id);
       if (!row) throw new NotFoundError('Webhook');
-      return toView(row);
+      return webhookView(row);
     },
 
     /** A new url passes the same checks as at registration; enabling a disabled webhook lets its pending deliveries go at once. */
@@ -124,7 +89,7 @@ export function createWebhookService(deps: {
       const row = await deps.webhooks.update(partnerId, id, { ...changes, events }, now());
       if (!row) throw new NotFoundError('Webhook');
       if (changes.enabled === true) deps.onQueued?.();
-      return toView(row);
+      return webhookView(row);
     },
 
     /**
@@ -193,7 +158,7 @@ export function createWebhookService(deps: {
       const rows = await deps.deliveryLog.list(id, { status: query.status, paymentId: query.paymentId }, query.cursor ? keyOf(query.cursor) : null, limit + 1);
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      return { items: page.map(toLogItem), nextCursor: rows.length > limit && last ? cursorOf(last) : null };
+      return { items: page.map(deliveryLogItem), nextCursor: rows.length > limit && last ? cursorOf(last) : null };
     },
   };
 }

@@ -3,6 +3,7 @@ import type { PartnersTable } from '../db.types.js';
 import type { KeyEnvironment, QrStandard } from '../../domain/vocabulary.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
 import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
+import { camelRow } from '../rows/row.mapper.js';
 
 export interface PartnerRow {
   id: string;
@@ -27,16 +28,7 @@ type PartnerSelect = Pick<PartnersTable, 'name' | 'qr_standard' | 'environment' 
   created_at: Date;
 };
 
-function toPartner(r: PartnerSelect): PartnerRow {
-  return {
-    id: r.id,
-    name: r.name,
-    qrStandard: r.qr_standard,
-    environment: r.environment,
-    active: r.active,
-    createdAt: r.created_at,
-  };
-}
+const toPartner: (row: PartnerSelect) => PartnerRow = camelRow(partnerColumns);
 
 export function createPartnerRepository(db: Db, now: Clock = systemClock) {
   return {

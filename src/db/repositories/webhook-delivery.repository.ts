@@ -1,9 +1,10 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db.types.js';
 import type { Db } from '../database.js';
-import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
+import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus, type WebhookDisabledReason } from '../../domain/vocabulary.js';
 import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
+import { camelRow } from '../rows/row.mapper.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
 export interface ClaimedDelivery {
@@ -140,6 +141,12 @@ function dueDeliveries(now: Date, limits: ClaimLimits): LeasedWorkSpec {
   };
 }
 
+const claimedRow = camelRow(['id', 'webhook_id', 'partner_id', 'url', 'secret_ciphertext', 'previous_secret_ciphertext', 'previous_secret_expires_at', 'event_id']);
+
+function toClaimed(row: Leased<ClaimedRow>): ClaimedDelivery {
+  return { ...claimedRow(row), attempt: row.lease_token, event: row.event as DeliveredEvent, data: row.payload, eventCreatedAt: row.created_at };
+}
+
 export function createWebhookDeliveryRepository(db: Db) {
   const logRows = (executor: Kysely<Database> = db) =>
     executor
@@ -172,20 +179,7 @@ export function createWebhookDeliveryRepository(db: Db) {
      */
     async claimDue(now: Date, leaseUntil: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
       const rows = await claimLeased<ClaimedRow>(db, dueDeliveries(now, limits), { now, leaseUntil, batch: limits.total });
-      return rows.map((r) => ({
-        id: r.id,
-        webhookId: r.webhook_id,
-        partnerId: r.partner_id,
-        attempt: r.lease_token,
-        url: r.url,
-        secretCiphertext: r.secret_ciphertext,
-        previousSecretCiphertext: r.previous_secret_ciphertext,
-        previousSecretExpiresAt: r.previous_secret_expires_at,
-        eventId: r.event_id,
-        event: r.event as DeliveredEvent,
-        data: r.payload,
-        eventCreatedAt: r.created_at,
-      }));
+      return rows.map(toClaimed);
     },
 
     /**
