@@ -1,9 +1,7 @@
-import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
-import { redactDbError } from './http/db-error.redactor.js';
+import type { Logger as PinoLogger } from 'pino';
 import { sandboxEnabled, type Config } from './config.js';
-import { createDatabase, migrateToLatest, pingDatabase, type Db } from './db/database.js';
-import { createDatabaseOutage, type DatabaseOutage } from './db/database-outage.monitor.js';
-import { createWorkPriority } from './db/work-priority.js';
+import type { Db } from './db/database.js';
+import type { DatabaseOutage } from './db/database-outage.monitor.js';
 import type { RequestActivity } from './http/plugins/request-activity.plugin.js';
 import { createPartnerRepository } from './db/repositories/partner.repository.js';
 import { createInvoiceRepository } from './db/repositories/invoice.repository.js';
@@ -12,12 +10,9 @@ import { createInvoiceService, type InvoiceService } from './services/invoice.se
 import { createInvoiceCache } from './adapters/invoice-cache.js';
 import { withInvoiceCacheBus } from './adapters/invoice-cache.bus.js';
 import { invalidatingInvoices, invalidatingPayments, readThroughInvoices } from './adapters/invoice-cache.decorator.js';
-import { createMinistryAdapters } from './adapters/ministry/ministry.factory.js';
 import { createRateLimitersFromConfig } from './adapters/rate-limit/rate-limit.factory.js';
 import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
-import { instrumentAdapters } from './adapters/ministry/instrumented-adapter.js';
-import { guardAdapters } from './adapters/ministry/guarded-adapter.js';
-import { createMetrics, type Metrics } from './adapters/metrics.js';
+import type { Metrics } from './adapters/metrics.js';
 import { createPaymentRepository } from './db/repositories/payment.repository.js';
 import { createIdempotencyRepository } from './db/repositories/idempotency.repository.js';
 import { createEventRepository } from './db/repositories/event.repository.js';
@@ -38,7 +33,6 @@ import { confirmationLeaseMs, createPaymentConfirmationJob } from './jobs/paymen
 import { confirmationCheckSchedule } from './domain/check-schedule.js';
 import { clockTimeMinutes } from './domain/finance-day.js';
 import { webhookTargetPolicy } from './domain/webhook-target.js';
-import { createAdaptiveLimit, type AdaptiveLimit } from './domain/adaptive-limit.js';
 import { createWebhookDeliveryJob } from './jobs/webhook-delivery.job.js';
 import { createRetentionSweepJob } from './jobs/retention-sweep.job.js';
 import { createRetentionRepository } from './db/repositories/retention.repository.js';
@@ -60,7 +54,7 @@ import { createTargetGuard } from './adapters/webhook-target.guard.js';
 import { createDeviceService, type DeviceService } from './services/device.service.js';
 import { createPushSender } from './adapters/push-sender.js';
 import type { MinistryAdapters } from './adapters/ministry/ministry.types.js';
-import { SOURCES, type Source, type StaleLeaseReport } from './domain/vocabulary.js';
+import type { Source } from './domain/vocabulary.js';
 import { startJobs, type Job, type RunningJobs } from './jobs/job-runner.js';
 import type { Clock } from './domain/clock.port.js';
 import type { AdminServices } from './admin-app.js';
@@ -74,6 +68,11 @@ import { createReconciliationJob } from './jobs/reconciliation.job.js';
 import { createPushDeliveryRepository } from './db/repositories/push-delivery.repository.js';
 import { createPushDeliveryService } from './services/push-delivery.service.js';
 import { createPushDeliveryJob } from './jobs/push-delivery.job.js';
+import { createData } from './composition/data.factory.js';
+import { createMinistries } from './composition/ministries.factory.js';
+import { createShutdown } from './composition/shutdown.factory.js';
+
+export { createLogger } from './composition/data.factory.js';
 
 export interface AppServices {
   partners: PartnerService;
@@ -115,19 +114,6 @@ export interface Deps {
   close(): Promise<void>;
 }
 
-/** Runs every close, in order, even when one fails; then fails with all that did. */
-async function closeAll(steps: (() => Promise<unknown>)[]): Promise<void> {
-  const failures: unknown[] = [];
-  for (const step of steps) {
-    try {
-      await step();
-    } catch (err) {
-      failures.push(err);
-    }
-  }
-  if (failures.length > 0) throw new AggregateError(failures, 'closing the dependencies failed');
-}
-
 export interface DepsOptions {
   /** Resolved upstream base URLs (the built-in simulator's when the config leaves them unset). */
   ministryUrls: Record<Source, string>;
@@ -143,50 +129,16 @@ export interface DepsOptions {
   databaseImage?: Blob;
 }
 
-export function createLogger(config: Config): PinoLogger {
-  return pino({
-    level: config.logLevel,
-    redact: {
-      paths: ['req.headers["x-api-key"]', 'req.headers.authorization', '*.secret', '*.apiKey', 'secret', 'apiKey'],
-      censor: '[redacted]',
-    },
-    // Database errors hold the statement's bound values, wherever they are logged from.
-    serializers: { err: (err: unknown) => stdSerializers.err(redactDbError(err) as Error) },
-  });
-}
-
 function epochMs(now: (() => Date) | undefined): (() => number) | undefined {
   return now ? () => now().getTime() : undefined;
 }
 
 /** Plain factories wired by hand: every dependency is explicit and replaceable in tests. */
 export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
-  const logger = opts.logger ?? createLogger(config);
-  const metrics = createMetrics();
-  const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1));
-  // Only the embedded database has one connection to share; elsewhere the async context tracking
-  // would cost every request its promise hooks for nothing.
-  const priority = config.databaseUrl ? undefined : createWorkPriority();
-  const db = await createDatabase({
-    priority,
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    image: opts.databaseImage,
-    schema: opts.dbSchema,
-    connectTimeoutMs: config.dbConnectTimeoutMs,
-    onConnectionError: (err) => {
-      if (!dbOutage.absorb(err)) logger.warn({ err }, 'database connection failed');
-    },
-  });
-  await migrateToLatest(db, opts.dbSchema);
-  const isDbReady = async () => {
-    const ok = await pingDatabase(db);
-    if (ok) dbOutage.recovered();
-    return ok;
-  };
-  // The partners' requests keep the 16 connections they had beside the background checks at their cap.
-  const upstream = createMinistryAdapters({ urls: opts.ministryUrls, timeoutMs: config.ministryTimeoutMs, connections: config.confirmConcurrencyMaxPerSource + 16 });
-  const ministries = guardAdapters(instrumentAdapters(upstream, metrics), config.circuitBreaker, () => (opts.now?.() ?? new Date()).getTime());
+  const data = await createData(config, opts);
+  const { db, logger, metrics, dbOutage, priority, isDbReady, onStaleLease } = data;
+  const ministryParts = createMinistries(config, { urls: opts.ministryUrls, metrics, now: opts.now });
+  const { ministries, confirmLimits } = ministryParts;
   const qrConfig = await loadQrConfig();
   const partnerRepo = createPartnerRepository(db, opts.now);
   const invoiceRepo = createInvoiceRepository(db, opts.now);
@@ -203,10 +155,6 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const events = createEventRepository({ now: opts.now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   const cancellationRepo = createMinistryCancellationRepository(db);
   const checkSchedule = confirmationCheckSchedule(config.confirmPollMs, config.confirmBackoffMaxMs);
-  const onStaleLease: StaleLeaseReport = (work, id) => {
-    metrics.staleLeaseWrites.inc({ work });
-    logger.warn({ work, id }, 'a holder that lost its lease tried to write; nothing was changed (another instance has the work)');
-  };
   const finishPartnerCancel = createPartnerCancelFinisher({ payments: paymentStore, cancellations: cancellationRepo, now: opts.now });
   const ministryCancellation = createMinistryCancellationService({ cancellations: cancellationRepo, ministries, schedule: checkSchedule, finishPartnerCancel, onStaleLease, log: logger, now: opts.now });
   const submitter = createPaymentSubmitter({
@@ -359,10 +307,6 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     onRedeliver: nudgeWebhooks,
   });
   const admin: AdminServices = { partners: createPartnerAdminService({ partners: services.partners, backOffice }), backOffice, reconciliation };
-  const confirmLimits = Object.fromEntries(
-    SOURCES.map((source) => [source, createAdaptiveLimit({ min: config.confirmConcurrencyPerSource, max: config.confirmConcurrencyMaxPerSource })]),
-  ) as Record<Source, AdaptiveLimit>;
-  for (const source of SOURCES) metrics.ministryConcurrencyLimit.set({ source }, confirmLimits[source].limit());
   const jobs: Job[] = [
     createPaymentConfirmationJob({
       payments: paymentStore,
@@ -397,6 +341,10 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     }),
   ];
   const running = new Set<RunningJobs>();
+  // Jobs first: a pass in flight still uses the database and the clients closed after them.
+  const stopJobs = async () => {
+    await Promise.allSettled([...running].map((r) => r.stop()));
+  };
   return {
     config,
     logger,
@@ -414,10 +362,6 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
       return started;
     },
     requestActivity: priority,
-    async close() {
-      // Jobs first: a pass in flight still uses the database and the clients closed after them.
-      await Promise.allSettled([...running].map((r) => r.stop()));
-      await closeAll([() => upstream.close(), () => rateLimiters.close(), async () => invoiceCacheBus?.close(), () => webhookHttp.close(), () => db.destroy()]);
-    },
+    close: createShutdown(stopJobs, [ministryParts.close, () => rateLimiters.close(), async () => invoiceCacheBus?.close(), () => webhookHttp.close(), data.close]),
   };
 }

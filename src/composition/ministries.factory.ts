@@ -1,0 +1,32 @@
+import type { Config } from '../config.js';
+import { createMinistryAdapters } from '../adapters/ministry/ministry.factory.js';
+import { instrumentAdapters } from '../adapters/ministry/instrumented-adapter.js';
+import { guardAdapters } from '../adapters/ministry/guarded-adapter.js';
+import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { Metrics } from '../adapters/metrics.js';
+import { createAdaptiveLimit, type AdaptiveLimit } from '../domain/adaptive-limit.js';
+import { SOURCES, type Source } from '../domain/vocabulary.js';
+import type { Clock } from '../domain/clock.port.js';
+
+export interface Ministries {
+  /** The ministry systems behind their circuit breakers, each call counted and timed. */
+  ministries: MinistryAdapters;
+  /** Confirmation checks in flight per system, learnt from each system's answers. */
+  confirmLimits: Record<Source, AdaptiveLimit>;
+  close(): Promise<void>;
+}
+
+function createConfirmLimits(config: Config, metrics: Metrics): Record<Source, AdaptiveLimit> {
+  const limits = Object.fromEntries(
+    SOURCES.map((source) => [source, createAdaptiveLimit({ min: config.confirmConcurrencyPerSource, max: config.confirmConcurrencyMaxPerSource })]),
+  ) as Record<Source, AdaptiveLimit>;
+  for (const source of SOURCES) metrics.ministryConcurrencyLimit.set({ source }, limits[source].limit());
+  return limits;
+}
+
+export function createMinistries(config: Config, deps: { urls: Record<Source, string>; metrics: Metrics; now?: Clock }): Ministries {
+  // The partners' requests keep the 16 connections they had beside the background checks at their cap.
+  const upstream = createMinistryAdapters({ urls: deps.urls, timeoutMs: config.ministryTimeoutMs, connections: config.confirmConcurrencyMaxPerSource + 16 });
+  const ministries = guardAdapters(instrumentAdapters(upstream, deps.metrics), config.circuitBreaker, () => (deps.now?.() ?? new Date()).getTime());
+  return { ministries, confirmLimits: createConfirmLimits(config, deps.metrics), close: () => upstream.close() };
+}
