@@ -71,8 +71,8 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
     },
 
     async resolveDiscrepancy(id: string, note: string, operator: string): Promise<DiscrepancyView> {
-      const resolved = await deps.reconciliations.resolveDiscrepancy(id, { note, operator, at: now() }, (trx, { before, after }) =>
-        audit(operator, 'discrepancy.resolve', 'discrepancy', id, discrepancyView(before), discrepancyView(after))(trx),
+      const resolved = await deps.reconciliations.resolveDiscrepancy(id, { note, operator, at: now() }, (uow, { before, after }) =>
+        audit(operator, 'discrepancy.resolve', 'discrepancy', id, discrepancyView(before), discrepancyView(after))(uow),
       );
       if (resolved === 'missing') throw new NotFoundError('Discrepancy');
       if (resolved === 'resolved') throw new ConflictError('Discrepancy is already resolved');
@@ -84,8 +84,8 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
     },
 
     async redeliver(id: string, operator: string): Promise<AdminDeliveryView> {
-      const queued = await deps.deliveries.redeliver(id, now(), (trx, { before, after }) =>
-        audit(operator, 'delivery.redeliver', 'delivery', id, deliveryProgress(before), deliveryProgress(after))(trx),
+      const queued = await deps.deliveries.redeliver(id, now(), (uow, { before, after }) =>
+        audit(operator, 'delivery.redeliver', 'delivery', id, deliveryProgress(before), deliveryProgress(after))(uow),
       );
       if (queued === 'missing') throw new NotFoundError('Delivery');
       if (queued === 'deleted') throw new ConflictError('The webhook of this delivery is deleted');

@@ -13,17 +13,17 @@ export function createPartnerAdminService(deps: { partners: PartnerService; back
     list: () => partners.list(),
 
     create: (input: CreatePartnerInput, operator: string) =>
-      partners.create(input, (trx, created) => backOffice.audit(operator, 'partner.create', 'partner', created.id, null, auditable(created))(trx)),
+      partners.create(input, (uow, created) => backOffice.audit(operator, 'partner.create', 'partner', created.id, null, auditable(created))(uow)),
 
     async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, operator: string) {
       const before = await partners.get(id);
-      return partners.update(id, patch, (trx, after) => backOffice.audit(operator, 'partner.update', 'partner', id, auditable(before), auditable(after))(trx));
+      return partners.update(id, patch, (uow, after) => backOffice.audit(operator, 'partner.update', 'partner', id, auditable(before), auditable(after))(uow));
     },
 
     async rotateKey(id: string, operator: string) {
       // The key itself never reaches the log: only that it was rotated and when the old ones stop.
       const before = await partners.get(id);
-      return partners.rotateKey(id, (trx) => backOffice.audit(operator, 'partner.rotate_key', 'partner', id, null, { environment: before.environment })(trx));
+      return partners.rotateKey(id, (uow) => backOffice.audit(operator, 'partner.rotate_key', 'partner', id, null, { environment: before.environment })(uow));
     },
   };
 }

@@ -1,10 +1,10 @@
-import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
-import type { Database, DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
+import type { DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
 import { SOURCES, type DiscrepancyKind, type DiscrepancyStatus, type ReconciliationStatus, type Source } from '../../domain/vocabulary.js';
 import { claimLeased, lanesOf, type ClaimWindow, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUuid } from '../../domain/uuid.js';
-import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
+import { asUnitOfWork, type AlsoInTransaction, type Trx } from '../unit-of-work.js';
 
 export type RunRow = Selectable<ReconciliationRunsTable>;
 export type DiscrepancyRow = Selectable<DiscrepanciesTable>;
@@ -44,7 +44,7 @@ function held(db: Db, lease: ReconciliationLease) {
     .where('lease_token', '=', lease.token);
 }
 
-async function insertFindings(trx: Kysely<Database>, runId: string, rows: DiscrepancyWrite[], at: Date): Promise<void> {
+async function insertFindings(trx: Trx, runId: string, rows: DiscrepancyWrite[], at: Date): Promise<void> {
   await trx
     .insertInto('discrepancies')
     .values(
