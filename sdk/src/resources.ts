@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import type { PaymentChannelClient } from './client.js';
+import type { SendRequest } from './transport.js';
+import type {
+  CreatePaymentInput,
+  Device,
+  EventList,
+  EventQuery,
+  HealthLive,
+  HealthReady,
+  Invoice,
+  InvoiceList,
+  Payment,
+  PaymentCanceled,
+  PaymentCreated,
+  PaymentEvent,
+  PaymentList,
+  SettlementReport,
+  Summary,
+} from './types.js';
+
+const id = (value: string) => encodeURIComponent(value);
+
+export function invoicesResource(request: SendRequest): Pick<PaymentChannelClient, 'invoices'> {
+  return {
+    invoices: {
+      search: (filter) =>
+        request<InvoiceList>({ method: 'GET', path: '/invoices', query: { ttd: filter.ttd, vehicle: filter.vehicle, taxRef: filter.taxRef }, idempotent: true }),
+      byRef: (refNum) => request<Invoice>({ method: 'GET', path: `/invoices/ref/${id(refNum)}`, idempotent: true }),
+      get: (invoiceId) => request<Invoice>({ method: 'GET', path: `/invoices/${id(invoiceId)}`, idempotent: true }),
+      refresh: (invoiceId) => request<Invoice>({ method: 'GET', path: `/invoices/${id(invoiceId)}/refresh`, idempotent: true }),
+    },
+  };
+}
+
+export function paymentsResource(request: SendRequest): Pick<PaymentChannelClient, 'payments'> {
+  return {
+    payments: {
+      create: (input, opts = {}) => {
+        // One key per logical call, generated before the first attempt and reused by every retry.
+        const idempotencyKey = opts.idempotencyKey ?? randomUUID();
+        const body: CreatePaymentInput = { invoiceId: input.invoiceId };
+        if (input.amount !== undefined) body.amount = input.amount;
+        return request<PaymentCreated>({
+          method: 'POST',
+          path: '/payments',
+          body,
+          headers: { 'x-idempotency-key': idempotencyKey, ...(opts.userId === undefined ? {} : { 'x-user-id': opts.userId }) },
+          idempotent: true,
+          signal: opts.signal,
+        });
+      },
+      get: (paymentId) => request<Payment>({ method: 'GET', path: `/payments/${id(paymentId)}`, idempotent: true }),
+      cancel: (paymentId) => request<PaymentCanceled>({ method: 'DELETE', path: `/payments/${id(paymentId)}`, idempotent: true }),
+      settlement: (financeDay) => request<SettlementReport>({ method: 'POST', path: '/payments/report', body: { financeDay }, idempotent: true }),
+    },
+  };
+}
+
+export function reportsResource(request: SendRequest): Pick<PaymentChannelClient, 'reports'> {
+  return {
+    reports: {
+      summary: () => request<Summary>({ method: 'GET', path: '/reports/summary', idempotent: true }),
+      payments: (query = {}) =>
+        request<PaymentList>({ method: 'GET', path: '/reports/payments', query: { page: query.page, limit: query.limit }, idempotent: true }),
+    },
+  };
+}
+
+export function eventsResource(request: SendRequest): Pick<PaymentChannelClient, 'events'> {
+  const listEvents = (query: EventQuery = {}) =>
+    request<EventList>({
+      method: 'GET',
+      path: '/events',
+      query: { type: query.type, paymentId: query.paymentId, from: query.from, to: query.to, cursor: query.cursor, limit: query.limit },
+      idempotent: true,
+    });
+
+  async function* iterateEvents(query: Omit<EventQuery, 'cursor'> = {}): AsyncIterableIterator<PaymentEvent> {
+    let cursor: string | undefined;
+    do {
+      const page = await listEvents({ ...query, cursor });
+      yield* page.items;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  return {
+    events: {
+      list: listEvents,
+      iterate: iterateEvents,
+      get: (eventId) => request<PaymentEvent>({ method: 'GET', path: `/events/${id(eventId)}`, idempotent: true }),
+    },
+  };
+}
+
+export function devicesResource(request: SendRequest): Pick<PaymentChannelClient, 'devices'> {
+  return {
+    devices: {
+      register: (input) =>
+        request<Device>({
+          method: 'POST',
+          path: '/devices',
+          body: { userId: input.userId, fcmToken: input.fcmToken, platform: input.platform },
+          idempotent: true,
+        }),
+    },
+  };
+}
+
+export function healthResource(request: SendRequest): Pick<PaymentChannelClient, 'health'> {
+  return {
+    health: {
+      live: () => request<HealthLive>({ method: 'GET', path: '/health/live', auth: false, idempotent: true }),
+      ready: () => request<HealthReady>({ method: 'GET', path: '/health/ready', auth: false, idempotent: true, retry: false, acceptStatuses: [503] }),
+    },
+  };
+}
