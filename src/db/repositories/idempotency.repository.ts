@@ -50,7 +50,7 @@ export function createIdempotencyRepository(db: Db) {
 
         const existing = await db
           .selectFrom('idempotency_keys')
-          .selectAll()
+          .select(['request_hash', 'state', 'response_status', 'response_body'])
           .where('partner_id', '=', input.partnerId)
           .where('key', '=', input.key)
           .executeTakeFirst();

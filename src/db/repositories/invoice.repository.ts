@@ -3,11 +3,18 @@ import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { InvoicesTable } from '../db.types.js';
 import { trxOf, type UnitOfWork } from '../unit-of-work.js';
+import { qualified, tableColumns } from '../table-columns.js';
 import type { InvoiceFilter, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
 import type { Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
+
+/** An invoice row's columns, named by every query that returns whole rows. */
+const INVOICE_COLUMNS = tableColumns<InvoicesTable>()([
+  'id', 'source', 'ref_num', 'description', 'amount', 'status', 'due_date', 'issued_at', 'vehicle_no', 'tax_ref',
+  'payer_register', 'payer_name', 'payee_id', 'payee_name', 'year', 'created_at', 'updated_at',
+]);
 
 const FILTER_COLUMN = { ttd: 'payer_register', vehicle: 'vehicle_no', taxRef: 'tax_ref' } as const;
 
@@ -57,7 +64,7 @@ async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<In
         updated_at: at,
       })),
     )
-    .returningAll()
+    .returning(INVOICE_COLUMNS)
     .execute();
   const byKey = new Map(rows.map((r) => [`${r.source}\u0000${r.ref_num}`, r]));
   return invoices.map((inv) => byKey.get(`${inv.source}\u0000${inv.refNum}`)).filter((r): r is InvoiceRow => r !== undefined);
@@ -71,7 +78,7 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
     db
       .selectFrom('invoices as i')
       .innerJoin('partner_invoices as pi', 'pi.invoice_id', 'i.id')
-      .selectAll('i')
+      .select(qualified('i', INVOICE_COLUMNS))
       .where('pi.partner_id', '=', slot<string>('partnerId'))
       .where('i.id', '=', slot<string>('id')),
   );
@@ -97,14 +104,14 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
     },
 
     async findById(id: string, uow?: UnitOfWork): Promise<InvoiceRow | null> {
-      return (await on(uow).selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
+      return (await on(uow).selectFrom('invoices').select(INVOICE_COLUMNS).where('id', '=', id).executeTakeFirst()) ?? null;
     },
 
     async findByRefs(refs: { source: Source; refNum: string }[], uow?: UnitOfWork): Promise<InvoiceRow[]> {
       if (refs.length === 0) return [];
       return on(uow)
         .selectFrom('invoices')
-        .selectAll()
+        .select(INVOICE_COLUMNS)
         .where((eb) => eb.or(refs.map((r) => eb.and([eb('source', '=', r.source), eb('ref_num', '=', r.refNum)]))))
         .execute();
     },
@@ -114,7 +121,7 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
       if (sources.length === 0) return [];
       return db
         .selectFrom('invoices')
-        .selectAll()
+        .select(INVOICE_COLUMNS)
         .where(FILTER_COLUMN[filter.kind], '=', filter.value)
         .where('source', 'in', sources)
         .orderBy('issued_at')

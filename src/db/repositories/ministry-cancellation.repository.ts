@@ -3,9 +3,15 @@ import type { Db } from '../database.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import type { MinistryCancellationsTable } from '../db.types.js';
 import { trxOf, type UnitOfWork } from '../unit-of-work.js';
+import { columnList, tableColumns } from '../table-columns.js';
 import type { Source } from '../../domain/vocabulary.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
+
+/** A cancellation row's columns, named by every query that returns whole rows. */
+const CANCELLATION_COLUMNS = tableColumns<MinistryCancellationsTable>()([
+  'payment_id', 'source', 'ref_num', 'reason', 'attempts', 'next_attempt_at', 'last_error', 'done_at', 'created_at', 'kind',
+]);
 
 /** Cancellations not yet confirmed by the ministry, in one lane per ministry system with that system's free slots. */
 const dueCancellations = (free: Partial<Record<string, number>>): LeasedWorkSpec => ({
@@ -16,7 +22,7 @@ const dueCancellations = (free: Partial<Record<string, number>>): LeasedWorkSpec
   pending: sql`done_at IS NULL`,
   laneColumn: 'source',
   lanes: lanesOf(free),
-  returning: sql`t.*`,
+  returning: columnList(CANCELLATION_COLUMNS, 't'),
 });
 
 /**
@@ -73,7 +79,7 @@ export function createMinistryCancellationRepository(db: Db) {
     },
 
     async find(paymentId: string): Promise<MinistryCancellationRow | null> {
-      return (await db.selectFrom('ministry_cancellations').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()) ?? null;
+      return (await db.selectFrom('ministry_cancellations').select(CANCELLATION_COLUMNS).where('payment_id', '=', paymentId).executeTakeFirst()) ?? null;
     },
   };
 }

@@ -2,6 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import type { PaymentHistoryTable } from '../db.types.js';
 import type { PaymentStatus, Source } from '../../domain/vocabulary.js';
+import { tableColumns } from '../table-columns.js';
 
 export interface PaymentSearch {
   paymentId?: string;
@@ -30,6 +31,8 @@ export interface PaymentListRow {
 }
 
 export type HistoryRow = Selectable<PaymentHistoryTable>;
+
+const HISTORY_COLUMNS = tableColumns<PaymentHistoryTable>()(['id', 'payment_id', 'from_status', 'to_status', 'event', 'cause', 'detail', 'at']);
 
 /** The operator's view of payments across partners: search with keyset paging, and timelines. */
 export function createPaymentSearchRepository(db: Db) {
@@ -75,7 +78,7 @@ export function createPaymentSearchRepository(db: Db) {
     },
 
     async timeline(id: string): Promise<HistoryRow[]> {
-      return db.selectFrom('payment_history').selectAll().where('payment_id', '=', id).orderBy('id').execute();
+      return db.selectFrom('payment_history').select(HISTORY_COLUMNS).where('payment_id', '=', id).orderBy('id').execute();
     },
   };
 }

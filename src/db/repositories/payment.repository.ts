@@ -4,6 +4,7 @@ import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } fro
 import { isUniqueViolation, type Db } from '../database.js';
 import type { PaymentsTable } from '../db.types.js';
 import { trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../unit-of-work.js';
+import { columnList, tableColumns } from '../table-columns.js';
 import type { Source } from '../../domain/vocabulary.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentChange, type PaymentEvent } from '../../domain/payment-transitions.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
@@ -12,6 +13,13 @@ import type { OutboxWrite } from './event.repository.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
+
+/** A payment row's columns, named by every query that returns whole rows. */
+const PAYMENT_COLUMNS = tableColumns<PaymentsTable>()([
+  'id', 'partner_id', 'invoice_id', 'amount', 'source', 'status', 'failure_reason', 'submitted_at', 'paid_at', 'canceled_at', 'next_check_at',
+  'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance', 'created_at', 'updated_at',
+]);
+const paymentColumns = columnList(PAYMENT_COLUMNS);
 
 /** A payment claimed for a check, with its invoice's refNum (the ministry is asked by it) and its lease token (its check count). */
 export type ClaimedPayment = Leased<PaymentRow & { ref_num: string }>;
@@ -38,7 +46,7 @@ const dueChecks = (free: Partial<Record<string, number>>): LeasedWorkSpec => ({
   pending: sql`status IN (${sql.join(UNRESOLVED_STATUSES)})`,
   laneColumn: 'source',
   lanes: lanesOf(free),
-  returning: sql`t.*, (SELECT i.ref_num FROM invoices i WHERE i.id = t.invoice_id) AS ref_num`,
+  returning: sql`${columnList(PAYMENT_COLUMNS, 't')}, (SELECT i.ref_num FROM invoices i WHERE i.id = t.invoice_id) AS ref_num`,
 });
 
 /** The timeline columns of a status update (copied into payment_history by the triggers). */
@@ -67,7 +75,7 @@ async function markPartConfirmed(
       UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz,
         next_check_at = NULL, remaining_balance = ${input.remaining}::numeric
       WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
-      RETURNING *
+      RETURNING ${paymentColumns}
     ), released AS (
       UPDATE payment_invoices pi SET active = false FROM moved WHERE pi.payment_id = moved.id AND pi.active
       RETURNING pi.invoice_id
@@ -97,7 +105,7 @@ async function owedAgain(trx: Trx, paymentId: string, at: Date): Promise<string[
 
 export function createPaymentRepository(db: Db, now: Clock = systemClock) {
   // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
-  const selectDetail = () => db.selectFrom('payments').selectAll().select(invoiceIdsColumn);
+  const selectDetail = () => db.selectFrom('payments').select(PAYMENT_COLUMNS).select(invoiceIdsColumn);
   const detailForPartner = compileOnce((slot: SlotFn<'id' | 'partnerId'>) =>
     selectDetail().where('id', '=', slot<string>('id')).where('partner_id', '=', slot<string>('partnerId')),
   );
@@ -127,7 +135,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
         WITH p AS (
           INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text)
           VALUES (${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText})
-          RETURNING *
+          RETURNING ${paymentColumns}
         ), held AS (
           INSERT INTO payment_invoices (payment_id, invoice_id, position, active)
           SELECT id, invoice_id, 0, true FROM p
@@ -135,7 +143,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
           UPDATE idempotency_keys SET payment_id = (SELECT id FROM p)
           WHERE partner_id = ${input.partnerId}::uuid AND key = ${input.idempotencyKey}
         )`}
-        SELECT * FROM p`;
+        SELECT ${paymentColumns} FROM p`;
       try {
         const row = (await inserted.execute(db)).rows[0];
         if (!row) throw new Error('payment insert returned no row');
@@ -157,9 +165,9 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
           UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, submitted_at = ${input.at}::timestamptz,
             next_check_at = ${input.nextCheckAt}::timestamptz
           WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
-          RETURNING *
+          RETURNING ${paymentColumns}
         ), ${input.outbox.ctes('moved')}
-        SELECT * FROM moved`.execute(db);
+        SELECT ${paymentColumns} FROM moved`.execute(db);
       const row = rows[0];
       return row ? { ...row, invoiceIds: [row.invoice_id] } : null;
     },
@@ -179,7 +187,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
         WITH moved AS (
           UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz, next_check_at = NULL
           WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
-          RETURNING *
+          RETURNING ${paymentColumns}
         ), paid AS (
           UPDATE invoices SET status = ${paid.to}, updated_at = ${input.at}::timestamptz
           WHERE id IN (SELECT pi.invoice_id FROM payment_invoices pi JOIN moved ON pi.payment_id = moved.id WHERE pi.active)
@@ -244,7 +252,7 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
         })
         .where('id', '=', id)
         .where('status', 'in', from)
-        .returningAll()
+        .returning(PAYMENT_COLUMNS)
         .executeTakeFirst();
       return row ?? null;
     },
