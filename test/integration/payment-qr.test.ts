@@ -1,8 +1,10 @@
+import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decode.js';
-import { partnerWithInvoice, pay, payOk, type PaymentCreated } from '../helpers/api.js';
+import { ownInvoice, partnerWithInvoice, pay, payOk, type PaymentCreated } from '../helpers/api.js';
+import { hostileText } from '../helpers/hostile-text.js';
 import type { InvoiceFixture } from '../../simulator/fixtures.schema.js';
 import { loadQrSchemeConfig } from '../../src/adapters/qr-config.loader.js';
 import type { QrSchemeConfig } from '../../src/domain/emvco-qr.js';
@@ -97,6 +99,26 @@ describe('payees the QR cannot carry as served', () => {
     const stored = await ctx.deps.db.selectFrom('payments').select('id').where('invoice_id', '=', invoice.id).execute();
     expect(stored).toEqual([]);
   });
+});
+
+describe('any payee the simulator serves (property)', () => {
+  it('answers every payment 201 with a scannable QR carrying the payee or its fallback (200 cases)', async () => {
+    const partner = await ctx.partner();
+    const sources = fc.constantFrom<Source>('mof', 'etax', 'police');
+    await fc.assert(
+      fc.asyncProperty(sources, hostileText, hostileText, async (source, id, name) => {
+        const invoice = await ownInvoice(ctx, partner, source, { payee: { id, name } });
+        const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
+        expect(res.statusCode, res.body).toBe(201);
+        const { qrpay } = res.json<PaymentCreated>();
+        const account = accountOf(expectScannable(qrpay));
+        const prefix = schemes.qrpay.merchantAccountPrefix;
+        expect([prefix + id, prefix + schemes.fallbackPayees[source].merchantId]).toContain(account);
+      }),
+      { numRuns: 200 },
+    );
+    // 200 payments, each planted, looked up, paid and its PNG decoded: bounded, but slow on a busy machine.
+  }, 120_000);
 });
 
 describe('a payment\'s QR is fixed at creation', () => {
