@@ -16,6 +16,8 @@ export interface AuditEntry {
   at: Date;
 }
 
+const auditColumns = ['id', 'operator', 'action', 'target_type', 'target_id', 'before', 'after', 'created_at'] as const;
+
 const json = (value: Record<string, unknown> | null) => (value === null ? 'null' : JSON.stringify(value));
 
 export function createAuditRepository(db: Db) {
@@ -38,7 +40,7 @@ export function createAuditRepository(db: Db) {
 
     /** Newest first, from before the cursor (an entry id) on. */
     async list(filter: { operator?: string; action?: string; targetId?: string }, beforeId: string | null, limit: number): Promise<AuditRow[]> {
-      let query = db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(limit);
+      let query = db.selectFrom('audit_log').select(auditColumns).orderBy('id', 'desc').limit(limit);
       if (filter.operator) query = query.where('operator', '=', filter.operator);
       if (filter.action) query = query.where('action', '=', filter.action as AuditAction);
       if (filter.targetId) query = query.where('target_id', '=', filter.targetId);

@@ -18,6 +18,10 @@ export interface DeliveryLogEntry {
   next_retry_at: Date | null;
 }
 
+const entryColumns = [
+  'item_id', 'at', 'attempt', 'event', 'event_id', 'payment_id', 'delivery_id', 'status', 'status_code', 'duration_ms', 'error', 'next_retry_at',
+] as const satisfies readonly (keyof DeliveryLogEntry)[];
+
 /** Where the previous page ended: the sort key of its last entry. */
 export interface DeliveryLogKey {
   at: Date;
@@ -76,7 +80,7 @@ export function createDeliveryLogRepository(db: Db) {
       if (filter.status !== 'pending') parts.push(attempts(webhookId, filter, before(sql`a.created_at`, sql`a.attempt`, sql`a.id`), limit));
       if (!filter.status || filter.status === 'pending') parts.push(pending(webhookId, filter, before(sql`d.next_attempt_at`, sql`d.attempts + 1`, sql`d.id`), limit));
       const { rows } = await sql<DeliveryLogEntry>`
-        SELECT * FROM (${sql.join(parts, sql` UNION ALL `)}) log
+        SELECT ${sql.join(entryColumns.map((column) => sql.ref(column)))} FROM (${sql.join(parts, sql` UNION ALL `)}) log
         ORDER BY at DESC, attempt DESC, item_id DESC
         LIMIT ${limit}`.execute(db);
       return rows;

@@ -32,6 +32,19 @@ export interface ReconciliationLease {
   token: string;
 }
 
+const runColumns = ['id', 'finance_day', 'status', 'matched', 'auto_confirmed', 'discrepancies', 'sources', 'operator', 'started_at', 'finished_at'] as const;
+
+const discrepancyColumns = [
+  'id', 'kind', 'finance_day', 'source', 'ref_num', 'payment_id', 'partner_id', 'local_amount', 'ministry_amount',
+  'status', 'note', 'run_id', 'created_at', 'resolved_at', 'resolved_by',
+] as const;
+
+const paymentColumns = [
+  'id', 'partner_id', 'invoice_id', 'amount', 'source', 'status', 'failure_reason', 'submitted_at', 'paid_at', 'canceled_at',
+  'next_check_at', 'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance',
+  'created_at', 'updated_at',
+] as const;
+
 /** Findings per INSERT: a busy day's findings would pass the parameters one statement may have. */
 const FINDINGS_PER_STATEMENT = 500;
 
@@ -185,12 +198,12 @@ export function createReconciliationRepository(db: Db) {
           finished_at: at,
         })
         .where('id', '=', id)
-        .returningAll()
+        .returning(runColumns)
         .executeTakeFirstOrThrow();
     },
 
     async listRuns(financeDay: string | undefined, limit: number): Promise<RunRow[]> {
-      let query = db.selectFrom('reconciliation_runs').selectAll().orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit);
+      let query = db.selectFrom('reconciliation_runs').select(runColumns).orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (financeDay) query = query.where('finance_day', '=', financeDay);
       return query.execute();
     },
@@ -201,7 +214,7 @@ export function createReconciliationRepository(db: Db) {
       if (uuids.length === 0) return [];
       return db
         .selectFrom('payments')
-        .selectAll()
+        .select(paymentColumns)
         .select(withRefNum)
         // One array parameter: a busy day's settlement names more payments than a query may have parameters.
         .where('id', '=', sql<string>`ANY(${uuids}::uuid[])`)
@@ -212,7 +225,7 @@ export function createReconciliationRepository(db: Db) {
     async confirmedBetween(source: Source, from: Date, to: Date, after: { paidAt: Date; id: string } | null, limit: number): Promise<LocalSettled[]> {
       let query = db
         .selectFrom('payments')
-        .selectAll()
+        .select(paymentColumns)
         .select(withRefNum)
         .where('source', '=', source)
         .where('status', '=', 'confirmed')
@@ -258,7 +271,7 @@ export function createReconciliationRepository(db: Db) {
     },
 
     async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string }, limit: number): Promise<DiscrepancyRow[]> {
-      let query = db.selectFrom('discrepancies').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+      let query = db.selectFrom('discrepancies').select(discrepancyColumns).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (filter.status) query = query.where('status', '=', filter.status);
       if (filter.financeDay) query = query.where('finance_day', '=', filter.financeDay);
       return query.execute();
@@ -274,14 +287,14 @@ export function createReconciliationRepository(db: Db) {
       also: AlsoInTransaction<{ before: DiscrepancyRow; after: DiscrepancyRow }>,
     ): Promise<DiscrepancyRow | 'missing' | 'resolved'> {
       return db.transaction().execute(async (trx) => {
-        const before = await trx.selectFrom('discrepancies').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+        const before = await trx.selectFrom('discrepancies').select(discrepancyColumns).where('id', '=', id).forUpdate().executeTakeFirst();
         if (!before) return 'missing' as const;
         if (before.status !== 'open') return 'resolved' as const;
         const after = await trx
           .updateTable('discrepancies')
           .set({ status: 'resolved', note: input.note, resolved_at: input.at, resolved_by: input.operator })
           .where('id', '=', id)
-          .returningAll()
+          .returning(discrepancyColumns)
           .executeTakeFirstOrThrow();
         await also(asUnitOfWork(trx), { before, after });
         return after;
