@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
 import { pgErrorCode } from './pg-error.js';
-import { forgetPreparedStatement } from './pg-statement-record.js';
 
 export interface PreparedStatementOptions {
   /** Executions of a statement text before it is prepared; one-off statements stay unnamed. */
@@ -28,6 +27,7 @@ export function createStatementNamer(opts: PreparedStatementOptions = {}) {
   const maxStatements = opts.maxStatements ?? 500;
   const names = new Map<string, string>();
   const counts = new Map<string, number>();
+  let renames = 0;
   return {
     nameFor(text: string): string | undefined {
       const known = names.get(text);
@@ -41,6 +41,21 @@ export function createStatementNamer(opts: PreparedStatementOptions = {}) {
       }
       counts.delete(text);
       const name = `gpc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      names.set(text, name);
+      return name;
+    },
+
+    /**
+     * A new name for `text`, whose statement PostgreSQL refused as `stale`. pg sends Parse only for
+     * a name it has not yet prepared on the connection, and has no public way to forget one, so the
+     * text is prepared again under a name no connection has used. When another connection has
+     * already renamed it, that name is the answer.
+     */
+    rename(text: string, stale: string): string {
+      const current = names.get(text);
+      if (current !== undefined && current !== stale) return current;
+      renames += 1;
+      const name = `${stale.replace(/_r\d+$/, '')}_r${renames}`;
       names.set(text, name);
       return name;
     },
@@ -67,7 +82,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): Pos
         // until it is prepared again. Inside a transaction the error has aborted it, so the
         // DEALLOCATE fails too and the caller sees the error; the next use outside one recovers.
         if (!isStalePreparedStatement(err) || !(await deallocate(client, name))) throw err;
-        return client.query({ name, text, values });
+        return client.query({ name: namer.rename(text, name), text, values });
       }
     }
     function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -98,13 +113,15 @@ function isStalePreparedStatement(err: unknown): boolean {
   return pgErrorCode(err) === '0A000' && err instanceof Error && err.message.includes('cached plan must not change result type');
 }
 
-/** Drops a prepared statement on the server and from pg's record of what this connection prepared. */
+/**
+ * Drops a stale prepared statement from the connection's backend; false when it cannot run (the
+ * error aborted the transaction). pg still counts the name as prepared, so it is not sent again.
+ */
 async function deallocate(client: pg.PoolClient, name: string): Promise<boolean> {
   try {
     await client.query(`DEALLOCATE ${name}`);
   } catch {
     return false;
   }
-  forgetPreparedStatement(client, name);
   return true;
 }

@@ -48,6 +48,18 @@ describe.skipIf(!databaseUrl)('PostgreSQL pool', () => {
     expect((await read()).rows).toEqual([{ id: 1, note: 'added' }]);
   });
 
+  it('refuses a statement made stale by a migration inside a transaction, and prepares it again outside one', async () => {
+    await sql`create table rolling_in_trx (id int primary key)`.execute(db);
+    await sql`insert into rolling_in_trx values (1)`.execute(db);
+    const read = (on: Db) => sql<Record<string, unknown>>`select * from rolling_in_trx where id = ${1}`.execute(on);
+    for (let i = 0; i < 3; i++) expect((await read(db)).rows).toEqual([{ id: 1 }]);
+    await sql`alter table rolling_in_trx add column note text default 'added'`.execute(db);
+    // The refusal aborts the transaction: nothing can be prepared again in it, so the caller sees it.
+    await expect(db.transaction().execute((trx) => read(trx))).rejects.toThrow(/cached plan must not change result type/);
+    expect((await read(db)).rows).toEqual([{ id: 1, note: 'added' }]);
+    expect((await read(db)).rows).toEqual([{ id: 1, note: 'added' }]);
+  });
+
   it('survives its idle connection being killed and answers on a new one', async () => {
     const pid = await backendPid();
     const admin = new pg.Client({ connectionString: url });

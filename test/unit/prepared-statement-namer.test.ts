@@ -39,3 +39,26 @@ describe('statement namer', () => {
     expect(namer.nameFor('select 1')).toBe(first);
   });
 });
+
+describe('statement namer, after PostgreSQL refused a prepared statement as stale', () => {
+  it('gives the text a name no connection has prepared, and keeps giving it', () => {
+    const namer = createStatementNamer({ preparedAfter: 1 });
+    const text = 'select * from payments where id = $1';
+    const stale = namer.nameFor(text) as string;
+    const renamed = namer.rename(text, stale);
+    expect(renamed).not.toBe(stale);
+    expect(renamed.startsWith(stale)).toBe(true);
+    expect(namer.nameFor(text)).toBe(renamed);
+    const again = namer.rename(text, renamed);
+    expect(again).not.toBe(renamed);
+    expect(again).toMatch(/^gpc_[0-9a-f]{24}_r\d+$/);
+  });
+
+  it('answers a second connection refused on the old name with the name the first one chose', () => {
+    const namer = createStatementNamer({ preparedAfter: 1 });
+    const text = 'select 1';
+    const stale = namer.nameFor(text) as string;
+    const renamed = namer.rename(text, stale);
+    expect(namer.rename(text, stale)).toBe(renamed);
+  });
+});
