@@ -7,6 +7,22 @@ import { sharedInvoiceView, sumAmounts, toInvoiceView } from './invoice.view.js'
 import type { Logger } from '../domain/logger.port.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
+/** Asks every ministry system at once: the answers of those that answered, and those that failed (logged). */
+async function fanOut<T>(log: Logger, call: (source: Source) => Promise<T>) {
+  const settled = await Promise.allSettled(SOURCES.map((s) => call(s)));
+  const ok: { source: Source; value: T }[] = [];
+  const failed: Source[] = [];
+  SOURCES.forEach((source, i) => {
+    const r = settled[i] as PromiseSettledResult<T>;
+    if (r.status === 'fulfilled') ok.push({ source, value: r.value });
+    else {
+      failed.push(source);
+      log.warn({ err: r.reason, source }, 'ministry call failed');
+    }
+  });
+  return { ok, failed };
+}
+
 export function createInvoiceService(deps: {
   invoices: InvoiceRepository;
   ministries: MinistryAdapters;
@@ -14,21 +30,6 @@ export function createInvoiceService(deps: {
   now?: Clock;
 }) {
   const now = deps.now ?? systemClock;
-
-  async function fanOut<T>(call: (source: Source) => Promise<T>) {
-    const settled = await Promise.allSettled(SOURCES.map((s) => call(s)));
-    const ok: { source: Source; value: T }[] = [];
-    const failed: Source[] = [];
-    SOURCES.forEach((source, i) => {
-      const r = settled[i] as PromiseSettledResult<T>;
-      if (r.status === 'fulfilled') ok.push({ source, value: r.value });
-      else {
-        failed.push(source);
-        deps.log.warn({ err: r.reason, source }, 'ministry call failed');
-      }
-    });
-    return { ok, failed };
-  }
 
   async function storeAndRecord(partnerId: string, found: UpstreamInvoice[]): Promise<InvoiceRow[]> {
     const rows = await deps.invoices.upsert(found);
@@ -45,7 +46,7 @@ export function createInvoiceService(deps: {
   return {
     /** Live search of every source in parallel; a failing source is answered from stored copies. */
     async search(partnerId: string, filter: InvoiceFilter): Promise<InvoiceListBody> {
-      const { ok, failed } = await fanOut((s) => deps.ministries[s].search(filter));
+      const { ok, failed } = await fanOut(deps.log, (s) => deps.ministries[s].search(filter));
       const live = ok.flatMap((r) => r.value.filter((inv) => inv.source === r.source));
       const liveRows = live.length > 0 ? await deps.invoices.upsert(live) : [];
       const stored = await deps.invoices.findStored(filter, failed);
@@ -59,7 +60,7 @@ export function createInvoiceService(deps: {
     },
 
     async getByRef(partnerId: string, refNum: string): Promise<InvoiceBody> {
-      const { ok, failed } = await fanOut((s) => deps.ministries[s].getByRef(refNum));
+      const { ok, failed } = await fanOut(deps.log, (s) => deps.ministries[s].getByRef(refNum));
       const found = ok.map((r) => r.value).find((inv): inv is UpstreamInvoice => inv !== null);
       if (!found) {
         if (failed.length > 0) throw new UpstreamUnavailableError(`ref lookup incomplete: ${failed.join(',')}`);

@@ -25,6 +25,60 @@ export interface PaymentSubmitterDeps {
   now?: Clock;
 }
 
+type SubmitStores = Pick<PaymentSubmitterDeps, 'payments' | 'invoices' | 'events' | 'ministries' | 'cancellations'>;
+
+/**
+ * Invoices the ministry settles together with this one, stored so they get stable ids; null when
+ * the ministry does not know one of them (it cannot be claimed, so the payment must not stand).
+ * A failed lookup throws: the payment stays pending and is settled on a later try.
+ */
+async function linkedInvoices(deps: SubmitStores, source: Source, refNums: string[]): Promise<string[] | null> {
+  if (refNums.length === 0) return [];
+  const known = await deps.invoices.findByRefs(refNums.map((refNum) => ({ source, refNum })));
+  const missing = refNums.filter((r) => !known.some((k) => k.ref_num === r));
+  let fetched;
+  try {
+    fetched = await Promise.all(missing.map((r) => deps.ministries[source].getByRef(r)));
+  } catch (err) {
+    throw new UpstreamUnavailableError(`linked invoice lookup at ${source} failed`, { cause: err });
+  }
+  const stored = await deps.invoices.upsert(fetched.filter((f) => f !== null));
+  if (fetched.some((f) => f === null)) return null;
+  // Order as the ministry named them: the positions in payment_invoices follow it.
+  const idByRef = new Map([...known, ...stored].map((r) => [r.ref_num, r.id]));
+  return refNums.map((r) => idByRef.get(r)).filter((id): id is string => id !== undefined);
+}
+
+/** Holds every linked invoice, or none and gives the reason to refuse the payment. */
+async function holdOrRefusal(payments: PaymentRepository, uow: UnitOfWork, paymentId: string, linked: string[] | null): Promise<string | null> {
+  if (linked === null) return LINKED_INVOICE_UNKNOWN;
+  return (await payments.holdLinked(uow, paymentId, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
+}
+
+/**
+ * In one unit of work: holds every linked invoice and submits the payment with its outbox event,
+ * or holds none, refuses the payment and owes the ministry its cancellation. `moved` when another
+ * actor moved the payment first.
+ */
+async function holdLinkedOrRefuse(
+  deps: SubmitStores,
+  uow: UnitOfWork,
+  input: { payment: PaymentRow; refNum: string; linked: string[] | null; why: PaymentChange; at: Date },
+): Promise<'moved' | 'refused' | 'submitted'> {
+  const { payment, refNum, linked, why, at } = input;
+  if (!(await deps.payments.lockFor(uow, payment.id, 'ministry_accepted'))) return 'moved';
+  const refusal = await holdOrRefusal(deps.payments, uow, payment.id, linked);
+  if (refusal) {
+    await deps.payments.move(uow, payment.id, 'linked_invoice_taken', at, why, { failureReason: refusal });
+    await deps.payments.releaseInvoices(uow, payment.id, null);
+    await deps.cancellations.add(uow, { paymentId: payment.id, source: payment.source, refNum, reason: refusal, dueAt: at });
+    return 'refused';
+  }
+  await deps.payments.move(uow, payment.id, 'ministry_accepted', at, why, { nextCheckAt: at });
+  await deps.events.append(uow, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
+  return 'submitted';
+}
+
 /**
  * Sends a pending payment to its ministry and records the answer. An accepted payment takes every
  * invoice the ministry settles with it, or none: if one is held by another payment or paid, the
@@ -33,28 +87,6 @@ export interface PaymentSubmitterDeps {
 export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
   const now = deps.now ?? systemClock;
 
-  /**
-   * Invoices the ministry settles together with this one, stored so they get stable ids; null when
-   * the ministry does not know one of them (it cannot be claimed, so the payment must not stand).
-   * A failed lookup throws: the payment stays pending and is settled on a later try.
-   */
-  async function linkedInvoices(source: Source, refNums: string[]): Promise<string[] | null> {
-    if (refNums.length === 0) return [];
-    const known = await deps.invoices.findByRefs(refNums.map((refNum) => ({ source, refNum })));
-    const missing = refNums.filter((r) => !known.some((k) => k.ref_num === r));
-    let fetched;
-    try {
-      fetched = await Promise.all(missing.map((r) => deps.ministries[source].getByRef(r)));
-    } catch (err) {
-      throw new UpstreamUnavailableError(`linked invoice lookup at ${source} failed`, { cause: err });
-    }
-    const stored = await deps.invoices.upsert(fetched.filter((f) => f !== null));
-    if (fetched.some((f) => f === null)) return null;
-    // Order as the ministry named them: the positions in payment_invoices follow it.
-    const idByRef = new Map([...known, ...stored].map((r) => [r.ref_num, r.id]));
-    return refNums.map((r) => idByRef.get(r)).filter((id): id is string => id !== undefined);
-  }
-
   async function refuse(payment: PaymentRow, event: PaymentEvent, reason: string, why: PaymentChange): Promise<void> {
     await deps.payments.transaction(async (uow) => {
       const moved = await deps.payments.move(uow, payment.id, event, now(), why, { failureReason: reason });
@@ -62,27 +94,10 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
     });
   }
 
-  /** Holds every linked invoice, or none and gives the reason to refuse the payment. */
-  async function holdOrRefuse(uow: UnitOfWork, paymentId: string, linked: string[]): Promise<string | null> {
-    return (await deps.payments.holdLinked(uow, paymentId, linked)) === 'taken' ? LINKED_INVOICE_TAKEN : null;
-  }
-
   /** Accepted with linked invoices: all of them are held in one transaction, or the payment is refused. */
   async function acceptWithLinked(payment: PaymentRow, invoice: InvoiceRow, linked: string[] | null, why: PaymentChange): Promise<PaymentDetail | null> {
     const at = now();
-    const outcome = await deps.payments.transaction(async (uow) => {
-      if (!(await deps.payments.lockFor(uow, payment.id, 'ministry_accepted'))) return 'moved' as const;
-      const refusal = linked === null ? LINKED_INVOICE_UNKNOWN : await holdOrRefuse(uow, payment.id, linked);
-      if (refusal) {
-        await deps.payments.move(uow, payment.id, 'linked_invoice_taken', at, why, { failureReason: refusal });
-        await deps.payments.releaseInvoices(uow, payment.id, null);
-        await deps.cancellations.add(uow, { paymentId: payment.id, source: payment.source, refNum: invoice.ref_num, reason: refusal, dueAt: at });
-        return 'refused' as const;
-      }
-      await deps.payments.move(uow, payment.id, 'ministry_accepted', at, why, { nextCheckAt: at });
-      await deps.events.append(uow, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
-      return 'submitted' as const;
-    });
+    const outcome = await deps.payments.transaction((uow) => holdLinkedOrRefuse(deps, uow, { payment, refNum: invoice.ref_num, linked, why, at }));
     if (outcome === 'refused') {
       deps.log.warn({ paymentId: payment.id }, 'payment refused: a linked invoice is taken; canceling it at the ministry');
       // One attempt now, so the ministry usually knows before the partner does; the job retries.
@@ -96,7 +111,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
 
   async function accept(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[], cause: PaymentCause): Promise<PaymentDetail | null> {
     const why = { cause, detail: { ministry: 'accepted', linkedRefNums } };
-    const linked = await linkedInvoices(invoice.source, linkedRefNums.filter((r) => r !== invoice.ref_num));
+    const linked = await linkedInvoices(deps, invoice.source, linkedRefNums.filter((r) => r !== invoice.ref_num));
     // An unknown linked invoice takes the same path as a taken one: nothing can be held for it.
     if (linked === null || linked.length > 0) return acceptWithLinked(payment, invoice, linked, why);
     const at = now();

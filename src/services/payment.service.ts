@@ -70,45 +70,54 @@ export interface CreateInput {
   userId?: string;
 }
 
-export function createPaymentService(deps: PaymentServiceDeps) {
+function requireInvoice(row: InvoiceRow | null): InvoiceRow {
+  if (!row) throw new NotFoundError('Invoice');
+  return row;
+}
+
+function resolveAmount(invoice: InvoiceRow, requested: number | undefined): string {
+  if (requested === undefined) return canonicalAmount(invoice.amount);
+  const amount = requestedAmount(requested);
+  if (amount === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals']);
+  if (compareAmounts(amount, invoice.amount) > 0) {
+    throw new PaymentRejectedError(invoice.ref_num, 'Amount does not match the invoice balance');
+  }
+  return amount;
+}
+
+/**
+ * The new payment's QR payload, built before anything is written or sent: a payment the service
+ * could not show a QR for must never reach the ministry.
+ */
+function qrTextFor(qr: QrService, paymentId: string, invoice: InvoiceRow, amount: string, standard: QrStandard): string {
+  try {
+    return qr.payload(qrInputOf(paymentId, amount, invoice, standard));
+  } catch (err) {
+    if (err instanceof EmvcoPayloadError) throw new PaymentRejectedError(invoice.ref_num, `The payment cannot be carried by an EMVCo QR: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The QR the payment was created with; one stored without it gets the QR its inputs give today. */
+function createdBody(qr: QrService, payment: PaymentDetail, invoice: InvoiceRow, standard: QrStandard): PaymentCreatedBody {
+  const qrpay = qr.forPayment(payment.qr_text, qrInputOf(payment.id, payment.amount, invoice, standard));
+  return { success: true, ...toPaymentView(payment), qrpay };
+}
+
+type Execute = (partner: AuthenticatedPartner, input: CreateInput, idemKey: string | undefined, resumeId: string | null) => Promise<CreateOutcome>;
+
+/** A payment's creation: a new pending payment sent to its ministry, or one a key's earlier request left pending. */
+function paymentCreation(deps: PaymentServiceDeps): Execute {
   const now = deps.now ?? systemClock;
   const newId = deps.newId ?? randomUUID;
   // A pending payment is left alone while its submit may still be in flight.
   const pendingGraceMs = Math.max(2 * deps.ministryTimeoutMs, 5000);
 
-  function requireInvoice(row: InvoiceRow | null): InvoiceRow {
-    if (!row) throw new NotFoundError('Invoice');
-    return row;
-  }
-
-  function resolveAmount(invoice: InvoiceRow, requested: number | undefined): string {
-    if (requested === undefined) return canonicalAmount(invoice.amount);
-    const amount = requestedAmount(requested);
-    if (amount === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals']);
-    if (compareAmounts(amount, invoice.amount) > 0) {
-      throw new PaymentRejectedError(invoice.ref_num, 'Amount does not match the invoice balance');
-    }
-    return amount;
-  }
-
-  /**
-   * The new payment's QR payload, built before anything is written or sent: a payment the service
-   * could not show a QR for must never reach the ministry.
-   */
-  function qrTextFor(paymentId: string, invoice: InvoiceRow, amount: string, standard: QrStandard): string {
-    try {
-      return deps.qr.payload(qrInputOf(paymentId, amount, invoice, standard));
-    } catch (err) {
-      if (err instanceof EmvcoPayloadError) throw new PaymentRejectedError(invoice.ref_num, `The payment cannot be carried by an EMVCo QR: ${err.message}`);
-      throw err;
-    }
-  }
-
   async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined, userId: string | undefined, standard: QrStandard): Promise<PaymentRow> {
     const id = newId();
     const payment = await deps.payments.insertPending({
       id,
-      qrText: qrTextFor(id, invoice, amount, standard),
+      qrText: qrTextFor(deps.qr, id, invoice, amount, standard),
       partnerId,
       invoiceId: invoice.id,
       source: invoice.source,
@@ -121,12 +130,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return payment;
   }
 
-  /** The QR the payment was created with; one stored without it gets the QR its inputs give today. */
-  function createdBody(payment: PaymentDetail, invoice: InvoiceRow, standard: QrStandard): PaymentCreatedBody {
-    const qrpay = deps.qr.forPayment(payment.qr_text, qrInputOf(payment.id, payment.amount, invoice, standard));
-    return { success: true, ...toPaymentView(payment), qrpay };
-  }
-
   /** `submitted` is the row submit() just wrote, when it did; otherwise the payment is read again. */
   async function outcomeOf(paymentId: string, invoice: InvoiceRow, standard: QrStandard, submitted: PaymentDetail | null): Promise<CreateOutcome> {
     const payment = submitted ?? (await deps.payments.findById(paymentId));
@@ -135,10 +138,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       return { kind: 'rejected', body: { success: false, refNum: invoice.ref_num, message: payment.failure_reason ?? 'Payment was not accepted' }, replayed: false };
     }
     if (payment.status === 'pending') throw new UpstreamUnavailableError(`payment ${paymentId} still pending`);
-    return { kind: 'created', body: createdBody(payment, invoice, standard), replayed: false };
+    return { kind: 'created', body: createdBody(deps.qr, payment, invoice, standard), replayed: false };
   }
 
-  async function execute(partner: AuthenticatedPartner, input: CreateInput, idemKey: string | undefined, resumeId: string | null): Promise<CreateOutcome> {
+  return async function execute(partner, input, idemKey, resumeId) {
     const { invoiceId, amount: requested, userId } = input;
     if (resumeId) {
       const existing = await deps.payments.findById(resumeId);
@@ -152,9 +155,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const amount = resolveAmount(invoice, requested);
     const payment = await createPending(partner.id, invoice, amount, idemKey, userId, partner.qrStandard);
     return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice, 'partner_request'));
-  }
+  };
+}
 
-  async function withIdempotency(partner: AuthenticatedPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
+/** A creation under an idempotency key: the first request's answer is kept, and a repeat gets it again. */
+function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
+  const now = deps.now ?? systemClock;
+  return async function withIdempotency(partner: AuthenticatedPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
     const { invoiceId, amount } = input;
     const at = now();
     const claim = await deps.idempotency.claim({
@@ -181,7 +188,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       await deps.idempotency.release(partner.id, key, now()).catch((e: unknown) => deps.log.warn({ reason: e instanceof Error ? e.message : String(e) }, 'idempotency release failed; the key frees when its lock expires'));
       throw err;
     }
-  }
+  };
+}
+
+export function createPaymentService(deps: PaymentServiceDeps) {
+  const now = deps.now ?? systemClock;
+  const execute = paymentCreation(deps);
+  const withIdempotency = idempotentCreation(deps, execute);
 
   return {
     /** `userId` is the partner's end user (X-User-Id): their devices are pushed once the payment is confirmed. */

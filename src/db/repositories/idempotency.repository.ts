@@ -14,66 +14,78 @@ export type IdempotencyClaim =
 const STATUS_OF_OUTCOME: Record<StoredOutcome, number> = { created: 201, rejected: 422 };
 const outcomeOfStatus = (status: number | null): StoredOutcome => (status === STATUS_OF_OUTCOME.rejected ? 'rejected' : 'created');
 
+interface ClaimInput {
+  partnerId: string;
+  key: string;
+  requestHash: string;
+  now: Date;
+  lockUntil: Date;
+  expiresAt: Date;
+}
+
+/**
+ * Inserts the key, or takes over a row whose expiry has passed as if it were absent (the old
+ * payment stays; only the key is reused). One statement, so of concurrent claimers of an expired
+ * key the row lock lets one replace it, and the others then see the fresh row and lose.
+ */
+async function insertOrReplaceExpired(db: Db, input: ClaimInput): Promise<boolean> {
+  const { rows } = await sql<{ key: string }>`
+    INSERT INTO idempotency_keys (partner_id, key, request_hash, state, locked_until, expires_at)
+    VALUES (${input.partnerId}::uuid, ${input.key}, ${input.requestHash}, 'in_progress', ${input.lockUntil}::timestamptz, ${input.expiresAt}::timestamptz)
+    ON CONFLICT (partner_id, key) DO UPDATE SET
+      request_hash = EXCLUDED.request_hash,
+      state = EXCLUDED.state,
+      locked_until = EXCLUDED.locked_until,
+      expires_at = EXCLUDED.expires_at,
+      payment_id = NULL,
+      response_status = NULL,
+      response_body = NULL,
+      created_at = now()
+    WHERE idempotency_keys.expires_at <= ${input.now}::timestamptz
+    RETURNING key`.execute(db);
+  return rows.length > 0;
+}
+
+/** Claims the key for one request, or says why not: a replay, another request's key, or one in flight. */
+async function claimKey(db: Db, input: ClaimInput): Promise<IdempotencyClaim> {
+  // The row can vanish between the upsert and the read (a sweep or a release); then claim afresh.
+  for (let attempt = 1; ; attempt++) {
+    if (await insertOrReplaceExpired(db, input)) return { kind: 'claimed', paymentId: null };
+
+    const existing = await db
+      .selectFrom('idempotency_keys')
+      .select(['request_hash', 'state', 'response_status', 'response_body'])
+      .where('partner_id', '=', input.partnerId)
+      .where('key', '=', input.key)
+      .executeTakeFirst();
+    if (!existing) {
+      if (attempt < 3) continue;
+      return { kind: 'in_flight' };
+    }
+    if (existing.request_hash !== input.requestHash) return { kind: 'mismatch' };
+    if (existing.state === 'completed') return { kind: 'replay', outcome: outcomeOfStatus(existing.response_status), body: existing.response_body };
+    // A released or abandoned claim (crash, upstream failure) is taken over atomically by one caller.
+    const taken = await db
+      .updateTable('idempotency_keys')
+      .set({ locked_until: input.lockUntil })
+      .where('partner_id', '=', input.partnerId)
+      .where('key', '=', input.key)
+      .where('state', '=', 'in_progress')
+      .where('locked_until', '<=', input.now)
+      .where('expires_at', '>', input.now)
+      .returning('payment_id')
+      .executeTakeFirst();
+    return taken ? { kind: 'claimed', paymentId: taken.payment_id } : { kind: 'in_flight' };
+  }
+}
+
 /**
  * Idempotency keys live in the database, so concurrent duplicates across instances are decided
  * by the primary key on (partner_id, key), not by process memory.
  */
 export function createIdempotencyRepository(db: Db) {
-  /**
-   * Inserts the key, or takes over a row whose expiry has passed as if it were absent (the old
-   * payment stays; only the key is reused). One statement, so of concurrent claimers of an expired
-   * key the row lock lets one replace it, and the others then see the fresh row and lose.
-   */
-  async function insertOrReplaceExpired(input: { partnerId: string; key: string; requestHash: string; now: Date; lockUntil: Date; expiresAt: Date }): Promise<boolean> {
-    const { rows } = await sql<{ key: string }>`
-      INSERT INTO idempotency_keys (partner_id, key, request_hash, state, locked_until, expires_at)
-      VALUES (${input.partnerId}::uuid, ${input.key}, ${input.requestHash}, 'in_progress', ${input.lockUntil}::timestamptz, ${input.expiresAt}::timestamptz)
-      ON CONFLICT (partner_id, key) DO UPDATE SET
-        request_hash = EXCLUDED.request_hash,
-        state = EXCLUDED.state,
-        locked_until = EXCLUDED.locked_until,
-        expires_at = EXCLUDED.expires_at,
-        payment_id = NULL,
-        response_status = NULL,
-        response_body = NULL,
-        created_at = now()
-      WHERE idempotency_keys.expires_at <= ${input.now}::timestamptz
-      RETURNING key`.execute(db);
-    return rows.length > 0;
-  }
-
   return {
-    async claim(input: { partnerId: string; key: string; requestHash: string; now: Date; lockUntil: Date; expiresAt: Date }): Promise<IdempotencyClaim> {
-      // The row can vanish between the upsert and the read (a sweep or a release); then claim afresh.
-      for (let attempt = 1; ; attempt++) {
-        if (await insertOrReplaceExpired(input)) return { kind: 'claimed', paymentId: null };
-
-        const existing = await db
-          .selectFrom('idempotency_keys')
-          .select(['request_hash', 'state', 'response_status', 'response_body'])
-          .where('partner_id', '=', input.partnerId)
-          .where('key', '=', input.key)
-          .executeTakeFirst();
-        if (!existing) {
-          if (attempt < 3) continue;
-          return { kind: 'in_flight' };
-        }
-        if (existing.request_hash !== input.requestHash) return { kind: 'mismatch' };
-        if (existing.state === 'completed') return { kind: 'replay', outcome: outcomeOfStatus(existing.response_status), body: existing.response_body };
-        // A released or abandoned claim (crash, upstream failure) is taken over atomically by one caller.
-        const taken = await db
-          .updateTable('idempotency_keys')
-          .set({ locked_until: input.lockUntil })
-          .where('partner_id', '=', input.partnerId)
-          .where('key', '=', input.key)
-          .where('state', '=', 'in_progress')
-          .where('locked_until', '<=', input.now)
-          .where('expires_at', '>', input.now)
-          .returning('payment_id')
-          .executeTakeFirst();
-        return taken ? { kind: 'claimed', paymentId: taken.payment_id } : { kind: 'in_flight' };
-      }
-    },
+    claim: (input: ClaimInput): Promise<IdempotencyClaim> => claimKey(db, input),
 
     async complete(partnerId: string, key: string, outcome: StoredOutcome, body: unknown): Promise<void> {
       await db

@@ -103,17 +103,9 @@ async function owedAgain(trx: Trx, paymentId: string, at: Date): Promise<string[
   return rows.map((r) => r.id);
 }
 
-export function createPaymentRepository(db: Db, now: Clock = systemClock) {
-  // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
-  const selectDetail = () => db.selectFrom('payments').select(PAYMENT_COLUMNS).select(invoiceIdsColumn);
-  const detailForPartner = compileOnce((slot: SlotFn<'id' | 'partnerId'>) =>
-    selectDetail().where('id', '=', slot<string>('id')).where('partner_id', '=', slot<string>('partnerId')),
-  );
-  const detailById = compileOnce((slot: SlotFn<'id'>) => selectDetail().where('id', '=', slot<string>('id')));
-
+/** A new payment, holding its invoice. */
+function paymentInserts(db: Db) {
   return {
-    transaction: unitOfWorkRunner(db),
-
     /**
      * Inserts a pending payment holding its invoice, with the QR payload it keeps for life, and ties
      * it to the caller's idempotency key, in one statement: the partial unique index refuses a
@@ -153,7 +145,12 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
         throw err;
       }
     },
+  };
+}
 
+/** The ministry's answers that move a payment in one statement, with its outbox event. */
+function ministryAnswers(db: Db) {
+  return {
     /**
      * pending -> submitted for a payment that settles its own invoice only, with the outbox event,
      * in one statement. Null when another actor moved the payment first.
@@ -198,6 +195,13 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       const row = rows[0];
       return row?.moved ? row.ids : null;
     },
+  };
+}
+
+/** The caller's unit of work over payments, and the locks a move takes in it. */
+function paymentLocks(db: Db) {
+  return {
+    transaction: unitOfWorkRunner(db),
 
     /** Locks the payment for a move by `event`; false when it is not in a state the event leaves from. */
     async lockFor(uow: UnitOfWork, id: string, event: PaymentEvent): Promise<boolean> {
@@ -223,7 +227,12 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       const inserted = await trx.insertInto('payment_invoices').values(values).onConflict((oc) => oc.doNothing()).returning('invoice_id').execute();
       return inserted.length === linkedInvoiceIds.length ? 'held' : 'taken';
     },
+  };
+}
 
+/** Moves by the transition table and the release of invoices, in the caller's unit of work. */
+function paymentMoves(now: Clock) {
+  return {
     /**
      * Moves a payment by `event` if it is in one of the states the transition table allows the
      * event from (compare-and-set); null when it is not, e.g. another actor moved it first.
@@ -279,7 +288,19 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       if (invoiceEvent === 'payment_canceled') return [...ids, ...(await owedAgain(trx, paymentId, now()))];
       return ids;
     },
+  };
+}
 
+/** The reads of payments, by partners and by the reports. */
+function paymentReads(db: Db) {
+  // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
+  const selectDetail = () => db.selectFrom('payments').select(PAYMENT_COLUMNS).select(invoiceIdsColumn);
+  const detailForPartner = compileOnce((slot: SlotFn<'id' | 'partnerId'>) =>
+    selectDetail().where('id', '=', slot<string>('id')).where('partner_id', '=', slot<string>('partnerId')),
+  );
+  const detailById = compileOnce((slot: SlotFn<'id'>) => selectDetail().where('id', '=', slot<string>('id')));
+
+  return {
     async findForPartner(partnerId: string, id: string): Promise<PaymentDetail | null> {
       const { rows } = await db.executeQuery(detailForPartner({ id, partnerId }));
       return rows[0] ?? null;
@@ -288,31 +309,6 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
     async findById(id: string, uow?: UnitOfWork): Promise<PaymentDetail | null> {
       const { rows } = await (uow ? trxOf(uow) : db).executeQuery(detailById({ id }));
       return rows[0] ?? null;
-    },
-
-    /**
-     * Claims due unresolved payments for this instance, at most `limits[source]` of each ministry
-     * system (its free check slots); check_attempts counts the checks.
-     */
-    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<ClaimedPayment[]> {
-      return claimLeased(db, dueChecks(limits), { now, leaseUntil, batch: totalFree(limits) });
-    },
-
-    /**
-     * The next check of a payment still unresolved after one; a resolved payment is left alone.
-     * Fenced by the claim's lease token (its check count): a later claim (this one's lease ran
-     * out, another instance took it) has counted on, so a late reschedule changes nothing. False then.
-     */
-    async reschedule(id: string, nextCheckAt: Date, leaseToken: number): Promise<boolean> {
-      const row = await db
-        .updateTable('payments')
-        .set({ next_check_at: nextCheckAt })
-        .where('id', '=', id)
-        .where('status', 'in', UNRESOLVED_STATUSES)
-        .where('check_attempts', '=', leaseToken)
-        .returning('id')
-        .executeTakeFirst();
-      return row !== undefined;
     },
 
     /**
@@ -353,6 +349,40 @@ export function createPaymentRepository(db: Db, now: Clock = systemClock) {
       return new Set(rows.map((r) => r.id));
     },
   };
+}
+
+/** The confirmation job's claims of payments due for a check. */
+function paymentChecks(db: Db) {
+  return {
+    /**
+     * Claims due unresolved payments for this instance, at most `limits[source]` of each ministry
+     * system (its free check slots); check_attempts counts the checks.
+     */
+    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<ClaimedPayment[]> {
+      return claimLeased(db, dueChecks(limits), { now, leaseUntil, batch: totalFree(limits) });
+    },
+
+    /**
+     * The next check of a payment still unresolved after one; a resolved payment is left alone.
+     * Fenced by the claim's lease token (its check count): a later claim (this one's lease ran
+     * out, another instance took it) has counted on, so a late reschedule changes nothing. False then.
+     */
+    async reschedule(id: string, nextCheckAt: Date, leaseToken: number): Promise<boolean> {
+      const row = await db
+        .updateTable('payments')
+        .set({ next_check_at: nextCheckAt })
+        .where('id', '=', id)
+        .where('status', 'in', UNRESOLVED_STATUSES)
+        .where('check_attempts', '=', leaseToken)
+        .returning('id')
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+  };
+}
+
+export function createPaymentRepository(db: Db, now: Clock = systemClock) {
+  return { ...paymentInserts(db), ...ministryAnswers(db), ...paymentLocks(db), ...paymentMoves(now), ...paymentReads(db), ...paymentChecks(db) };
 }
 
 export type PaymentRepository = ReturnType<typeof createPaymentRepository>;
