@@ -30,7 +30,8 @@ type PartnerSelect = Pick<PartnersTable, 'name' | 'qr_standard' | 'environment' 
 
 const toPartner: (row: PartnerSelect) => PartnerRow = camelRow(partnerColumns);
 
-export function createPartnerRepository(db: Db, now: Clock = systemClock) {
+/** A partner and its first key, its settings, and a new key beside the old ones: each in one transaction with `also`. */
+function partnerWrites(db: Db, now: Clock) {
   return {
     async create(
       input: { name: string; qrStandard: QrStandard; environment: KeyEnvironment; active: boolean },
@@ -53,33 +54,18 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
       });
     },
 
-    async list(): Promise<PartnerRow[]> {
-      const rows = await db.selectFrom('partners').select(partnerColumns).orderBy('created_at').orderBy('id').execute();
-      return rows.map(toPartner);
-    },
-
-    async count(): Promise<number> {
-      const row = await db.selectFrom('partners').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return Number(row.n);
-    },
-
-    async findById(id: string): Promise<PartnerRow | null> {
-      const row = await db.selectFrom('partners').select(partnerColumns).where('id', '=', id).executeTakeFirst();
-      return row ? toPartner(row) : null;
-    },
-
     async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow | null> {
       return db.transaction().execute(async (trx) => {
         const row = await trx
-        .updateTable('partners')
-        .set({
-          ...(patch.active !== undefined ? { active: patch.active } : {}),
-          ...(patch.qrStandard !== undefined ? { qr_standard: patch.qrStandard } : {}),
-          updated_at: now(),
-        })
-        .where('id', '=', id)
-        .returning(partnerColumns)
-        .executeTakeFirst();
+          .updateTable('partners')
+          .set({
+            ...(patch.active !== undefined ? { active: patch.active } : {}),
+            ...(patch.qrStandard !== undefined ? { qr_standard: patch.qrStandard } : {}),
+            updated_at: now(),
+          })
+          .where('id', '=', id)
+          .returning(partnerColumns)
+          .executeTakeFirst();
         if (!row) return null;
         const partner = toPartner(row);
         await also?.(asUnitOfWork(trx), partner);
@@ -109,6 +95,25 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
         await also?.(asUnitOfWork(trx), partnerId);
       });
     },
+  };
+}
+
+function partnerReads(db: Db) {
+  return {
+    async list(): Promise<PartnerRow[]> {
+      const rows = await db.selectFrom('partners').select(partnerColumns).orderBy('created_at').orderBy('id').execute();
+      return rows.map(toPartner);
+    },
+
+    async count(): Promise<number> {
+      const row = await db.selectFrom('partners').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+
+    async findById(id: string): Promise<PartnerRow | null> {
+      const row = await db.selectFrom('partners').select(partnerColumns).where('id', '=', id).executeTakeFirst();
+      return row ? toPartner(row) : null;
+    },
 
     async findByKeyHash(hash: string): Promise<KeyLookupRow | null> {
       const row = await db
@@ -127,6 +132,10 @@ export function createPartnerRepository(db: Db, now: Clock = systemClock) {
       };
     },
   };
+}
+
+export function createPartnerRepository(db: Db, now: Clock = systemClock) {
+  return { ...partnerWrites(db, now), ...partnerReads(db) };
 }
 
 export type PartnerRepository = ReturnType<typeof createPartnerRepository>;

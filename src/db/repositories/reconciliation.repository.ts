@@ -114,7 +114,8 @@ async function claimLeases(
   return rows.map((r) => ({ financeDay: r.finance_day, source: r.source, token: r.lease_token }));
 }
 
-export function createReconciliationRepository(db: Db) {
+/** Which instance reconciles a day and ministry system, and until when. */
+function reconciliationLeases(db: Db) {
   return {
     /** The day's rows for these systems, due at once when new; existing rows keep their state. */
     async ensureSources(financeDay: string, sources: readonly Source[], now: Date): Promise<void> {
@@ -175,7 +176,11 @@ export function createReconciliationRepository(db: Db) {
         .execute();
       return rows.flatMap((r) => (r.at ? [{ source: r.source, at: new Date(r.at) }] : []));
     },
+  };
+}
 
+function reconciliationRuns(db: Db) {
+  return {
     async createRun(financeDay: string, operator: string | null, at: Date): Promise<string> {
       const row = await db
         .insertInto('reconciliation_runs')
@@ -205,36 +210,6 @@ export function createReconciliationRepository(db: Db) {
     async listRuns(financeDay: string | undefined, limit: number): Promise<RunRow[]> {
       let query = db.selectFrom('reconciliation_runs').select(runColumns).orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (financeDay) query = query.where('finance_day', '=', financeDay);
-      return query.execute();
-    },
-
-    /** The payments these settlement ids name, with their invoice's refNum; ids that are not ours are skipped. */
-    async paymentsByIds(ids: string[]): Promise<LocalSettled[]> {
-      const uuids = ids.filter(isUuid);
-      if (uuids.length === 0) return [];
-      return db
-        .selectFrom('payments')
-        .select(paymentColumns)
-        .select(withRefNum)
-        // One array parameter: a busy day's settlement names more payments than a query may have parameters.
-        .where('id', '=', sql<string>`ANY(${uuids}::uuid[])`)
-        .execute();
-    },
-
-    /** One page of the system's payments confirmed with a settlement time in [from, to), in (paid_at, id) order. */
-    async confirmedBetween(source: Source, from: Date, to: Date, after: { paidAt: Date; id: string } | null, limit: number): Promise<LocalSettled[]> {
-      let query = db
-        .selectFrom('payments')
-        .select(paymentColumns)
-        .select(withRefNum)
-        .where('source', '=', source)
-        .where('status', '=', 'confirmed')
-        .where('paid_at', '>=', from)
-        .where('paid_at', '<', to)
-        .orderBy('paid_at')
-        .orderBy('id')
-        .limit(limit);
-      if (after) query = query.where(sql<boolean>`(paid_at, id) > (${after.paidAt}::timestamptz, ${after.id}::uuid)`);
       return query.execute();
     },
 
@@ -269,7 +244,46 @@ export function createReconciliationRepository(db: Db) {
         return { recorded: rows.length, cleared: cleared.length };
       });
     },
+  };
+}
 
+/** Local payments as reconciliation compares them with a settlement. */
+function settledPayments(db: Db) {
+  return {
+    /** The payments these settlement ids name, with their invoice's refNum; ids that are not ours are skipped. */
+    async paymentsByIds(ids: string[]): Promise<LocalSettled[]> {
+      const uuids = ids.filter(isUuid);
+      if (uuids.length === 0) return [];
+      return db
+        .selectFrom('payments')
+        .select(paymentColumns)
+        .select(withRefNum)
+        // One array parameter: a busy day's settlement names more payments than a query may have parameters.
+        .where('id', '=', sql<string>`ANY(${uuids}::uuid[])`)
+        .execute();
+    },
+
+    /** One page of the system's payments confirmed with a settlement time in [from, to), in (paid_at, id) order. */
+    async confirmedBetween(source: Source, from: Date, to: Date, after: { paidAt: Date; id: string } | null, limit: number): Promise<LocalSettled[]> {
+      let query = db
+        .selectFrom('payments')
+        .select(paymentColumns)
+        .select(withRefNum)
+        .where('source', '=', source)
+        .where('status', '=', 'confirmed')
+        .where('paid_at', '>=', from)
+        .where('paid_at', '<', to)
+        .orderBy('paid_at')
+        .orderBy('id')
+        .limit(limit);
+      if (after) query = query.where(sql<boolean>`(paid_at, id) > (${after.paidAt}::timestamptz, ${after.id}::uuid)`);
+      return query.execute();
+    },
+  };
+}
+
+function discrepancyRecords(db: Db) {
+  return {
     async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string }, limit: number): Promise<DiscrepancyRow[]> {
       let query = db.selectFrom('discrepancies').select(discrepancyColumns).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (filter.status) query = query.where('status', '=', filter.status);
@@ -306,6 +320,10 @@ export function createReconciliationRepository(db: Db) {
       return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)]));
     },
   };
+}
+
+export function createReconciliationRepository(db: Db) {
+  return { ...reconciliationLeases(db), ...reconciliationRuns(db), ...settledPayments(db), ...discrepancyRecords(db) };
 }
 
 export type ReconciliationRepository = ReturnType<typeof createReconciliationRepository>;

@@ -147,22 +147,24 @@ function toClaimed(row: Leased<ClaimedRow>): ClaimedDelivery {
   return { ...claimedRow(row), attempt: row.lease_token, event: row.event as DeliveredEvent, data: row.payload, eventCreatedAt: row.created_at };
 }
 
-export function createWebhookDeliveryRepository(db: Db) {
-  const logRows = (executor: Kysely<Database> = db) =>
-    executor
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-      .innerJoin('events as e', 'e.id', 'd.event_id')
-      .leftJoinLateral(
-        (eb) => eb.selectFrom('webhook_attempts as a').select(['a.status_code', 'a.error']).whereRef('a.delivery_id', '=', 'd.id').orderBy('a.attempt', 'desc').limit(1).as('last'),
-        (join) => join.onTrue(),
-      )
-      .select([
-        'd.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'e.event', 'd.event_id', 'd.status', 'd.attempts',
-        'last.status_code as last_status_code', 'last.error as last_error', 'd.next_attempt_at', 'd.delivered_at', 'd.created_at',
-        'w.disabled_reason as webhook_disabled_reason',
-      ]);
+/** Deliveries as the operator lists them, each with its latest attempt's answer. */
+const logRows = (executor: Kysely<Database>) =>
+  executor
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .leftJoinLateral(
+      (eb) => eb.selectFrom('webhook_attempts as a').select(['a.status_code', 'a.error']).whereRef('a.delivery_id', '=', 'd.id').orderBy('a.attempt', 'desc').limit(1).as('last'),
+      (join) => join.onTrue(),
+    )
+    .select([
+      'd.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'e.event', 'd.event_id', 'd.status', 'd.attempts',
+      'last.status_code as last_status_code', 'last.error as last_error', 'd.next_attempt_at', 'd.delivered_at', 'd.created_at',
+      'w.disabled_reason as webhook_disabled_reason',
+    ]);
 
+/** Due deliveries taken by this worker, and how many wait. */
+function deliveryClaims(db: Db) {
   return {
     /**
      * Claims due deliveries for this worker, never more of one endpoint or partner than it has
@@ -182,6 +184,19 @@ export function createWebhookDeliveryRepository(db: Db) {
       return rows.map(toClaimed);
     },
 
+    async countPending(): Promise<number> {
+      const row = await db
+        .selectFrom('webhook_deliveries')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+  };
+}
+
+function deliveryOutcomes(db: Db) {
+  return {
     /**
      * Logs the attempt, moves the delivery on and puts its webhook in the lane the outcome calls
      * for: the normal one after a success, the slow one after a failure or a timeout. Fenced by the
@@ -235,7 +250,11 @@ export function createWebhookDeliveryRepository(db: Db) {
         .executeTakeFirst();
       return moved !== undefined;
     },
+  };
+}
 
+function deliveryLog(db: Db) {
+  return {
     /** Newest attempts first across all deliveries of one webhook. */
     async listAttempts(webhookId: string, limit: number): Promise<AttemptLogRow[]> {
       const rows = await db
@@ -253,13 +272,18 @@ export function createWebhookDeliveryRepository(db: Db) {
 
     /** Every partner's deliveries, newest first, keyset-paged after the delivery id `after`. */
     async listLog(filter: { partnerId?: string; status?: DeliveryStatus }, after: string | null, limit: number): Promise<DeliveryLogRow[]> {
-      let q = logRows().orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit);
+      let q = logRows(db).orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit);
       if (filter.partnerId) q = q.where('w.partner_id', '=', filter.partnerId);
       if (filter.status) q = q.where('d.status', '=', filter.status);
       if (after) q = q.where(sql<boolean>`(d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = ${after}::uuid)`);
       return q.execute();
     },
+  };
+}
 
+/** Deliveries queued on request: one more attempt of a delivery, or a test. */
+function deliveryRequeues(db: Db) {
+  return {
     /**
      * Queues one more attempt of a delivery, due now, whatever became of it, and `also` in the same
      * transaction; `deleted` when its webhook is deleted (there is nowhere to send it). The attempt
@@ -310,16 +334,11 @@ export function createWebhookDeliveryRepository(db: Db) {
         RETURNING id`.execute(db);
       return rows[0]?.id ?? null;
     },
-
-    async countPending(): Promise<number> {
-      const row = await db
-        .selectFrom('webhook_deliveries')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('status', '=', 'pending')
-        .executeTakeFirstOrThrow();
-      return Number(row.n);
-    },
   };
+}
+
+export function createWebhookDeliveryRepository(db: Db) {
+  return { ...deliveryClaims(db), ...deliveryOutcomes(db), ...deliveryLog(db), ...deliveryRequeues(db) };
 }
 
 export type WebhookDeliveryRepository = ReturnType<typeof createWebhookDeliveryRepository>;

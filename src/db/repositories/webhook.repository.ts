@@ -1,6 +1,6 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
-import type { WebhooksTable } from '../db.types.js';
+import type { Database, WebhooksTable } from '../db.types.js';
 import type { WebhookDisabledReason, WebhookEvent } from '../../domain/vocabulary.js';
 
 export type WebhookRow = Pick<Selectable<WebhooksTable>, 'id' | 'url' | 'events' | 'created_at' | 'disabled_reason'>;
@@ -20,10 +20,36 @@ export interface DisabledWebhook {
   partner_id: string;
 }
 
-export function createWebhookRepository(db: Db) {
-  const owned = (partnerId: string, id: string) =>
-    db.selectFrom('webhooks').where('id', '=', id).where('partner_id', '=', partnerId).where('deleted_at', 'is', null);
+/** The partner's own webhook, not deleted. */
+function ownedLive(eb: ExpressionBuilder<Database, 'webhooks'>, partnerId: string, id: string) {
+  return eb.and([eb('id', '=', id), eb('partner_id', '=', partnerId), eb('deleted_at', 'is', null)]);
+}
 
+function webhookReads(db: Db) {
+  return {
+    async listForPartner(partnerId: string): Promise<WebhookRow[]> {
+      return db
+        .selectFrom('webhooks')
+        .select(PUBLIC_COLUMNS)
+        .where('partner_id', '=', partnerId)
+        .where('deleted_at', 'is', null)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+    },
+
+    async existsForPartner(partnerId: string, id: string): Promise<boolean> {
+      return (await db.selectFrom('webhooks').select('id').where((eb) => ownedLive(eb, partnerId, id)).executeTakeFirst()) !== undefined;
+    },
+
+    async getForPartner(partnerId: string, id: string): Promise<WebhookRow | undefined> {
+      return db.selectFrom('webhooks').select(PUBLIC_COLUMNS).where((eb) => ownedLive(eb, partnerId, id)).executeTakeFirst();
+    },
+  };
+}
+
+/** A partner's webhook comes and goes. */
+function webhookLifecycle(db: Db) {
   return {
     /**
      * Inserts the webhook unless the partner already has `max` of them (deleted ones do not
@@ -52,25 +78,31 @@ export function createWebhookRepository(db: Db) {
       });
     },
 
-    async listForPartner(partnerId: string): Promise<WebhookRow[]> {
-      return db
-        .selectFrom('webhooks')
-        .select(PUBLIC_COLUMNS)
-        .where('partner_id', '=', partnerId)
-        .where('deleted_at', 'is', null)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute();
+    /** Soft delete keeps the delivery log; deliveries not yet sent are canceled with it. */
+    async deleteForPartner(partnerId: string, id: string, at: Date): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        const row = await trx
+          .updateTable('webhooks')
+          .set({ deleted_at: at })
+          .where((eb) => ownedLive(eb, partnerId, id))
+          .returning('id')
+          .executeTakeFirst();
+        if (!row) return false;
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({ status: 'canceled', updated_at: at })
+          .where('webhook_id', '=', id)
+          .where('status', '=', 'pending')
+          .execute();
+        return true;
+      });
     },
+  };
+}
 
-    async existsForPartner(partnerId: string, id: string): Promise<boolean> {
-      return (await owned(partnerId, id).select('id').executeTakeFirst()) !== undefined;
-    },
-
-    async getForPartner(partnerId: string, id: string): Promise<WebhookRow | undefined> {
-      return owned(partnerId, id).select(PUBLIC_COLUMNS).executeTakeFirst();
-    },
-
+/** What the partner changes on its webhook. */
+function webhookChanges(db: Db) {
+  return {
     /**
      * Applies the partner's changes; undefined when the webhook is not the partner's (or deleted).
      * Disabling by hand makes the reason `manual` whatever it was; enabling a disabled webhook
@@ -93,9 +125,7 @@ export function createWebhookRepository(db: Db) {
               }
             : {}),
         }))
-        .where('id', '=', id)
-        .where('partner_id', '=', partnerId)
-        .where('deleted_at', 'is', null)
+        .where((eb) => ownedLive(eb, partnerId, id))
         .returning(PUBLIC_COLUMNS)
         .executeTakeFirst();
     },
@@ -109,14 +139,17 @@ export function createWebhookRepository(db: Db) {
           previous_secret_expires_at: previousExpiresAt,
           secret_ciphertext: secretCiphertext,
         }))
-        .where('id', '=', id)
-        .where('partner_id', '=', partnerId)
-        .where('deleted_at', 'is', null)
+        .where((eb) => ownedLive(eb, partnerId, id))
         .returning('id')
         .executeTakeFirst();
       return row !== undefined;
     },
+  };
+}
 
+/** Webhooks whose receivers keep failing: disabled by the service, and counted for /metrics. */
+function webhookHealth(db: Db) {
+  return {
     /**
      * Disables (reason `failing`) at most `limit` enabled webhooks whose every attempt has failed
      * for `afterMs`: one is still failing (slow_since is when the run of failures began, and a
@@ -151,29 +184,11 @@ export function createWebhookRepository(db: Db) {
       for (const r of rows) if (r.disabled_reason) counts[r.disabled_reason] = Number(r.n);
       return counts;
     },
-
-    /** Soft delete keeps the delivery log; deliveries not yet sent are canceled with it. */
-    async deleteForPartner(partnerId: string, id: string, at: Date): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
-        const row = await trx
-          .updateTable('webhooks')
-          .set({ deleted_at: at })
-          .where('id', '=', id)
-          .where('partner_id', '=', partnerId)
-          .where('deleted_at', 'is', null)
-          .returning('id')
-          .executeTakeFirst();
-        if (!row) return false;
-        await trx
-          .updateTable('webhook_deliveries')
-          .set({ status: 'canceled', updated_at: at })
-          .where('webhook_id', '=', id)
-          .where('status', '=', 'pending')
-          .execute();
-        return true;
-      });
-    },
   };
+}
+
+export function createWebhookRepository(db: Db) {
+  return { ...webhookReads(db), ...webhookLifecycle(db), ...webhookChanges(db), ...webhookHealth(db) };
 }
 
 export type WebhookRepository = ReturnType<typeof createWebhookRepository>;
