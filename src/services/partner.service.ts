@@ -1,13 +1,12 @@
 import { LRUCache } from 'lru-cache';
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/errors.js';
 import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnvironment, keyPrefix } from '../domain/api-key.js';
-import type { KeyEnvironment } from '../domain/vocabulary.js';
 import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
 import type { AlsoInTransaction } from '../db/unit-of-work.js';
+import type { AppEnv, KeyEnvironment, QrStandard } from '../domain/vocabulary.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export type Partner = PartnerRow;
-import type { AppEnv, QrStandard } from '../domain/vocabulary.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface AuthenticatedPartner {
   id: string;
@@ -34,29 +33,22 @@ interface VerifiedKey {
   partner: Readonly<AuthenticatedPartner>;
 }
 
-export function createPartnerService(deps: {
-  partners: PartnerRepository;
-  appEnv: AppEnv;
-  keyRotationGraceMs: number;
-  /** How long a verified key is trusted without a database read; 0 disables the cache. */
-  authCacheTtlMs?: number;
-  now?: Clock;
-}) {
-  const now = deps.now ?? systemClock;
-  const accepted = acceptedKeyEnvironment(deps.appEnv);
+/** What a fetch's first caller learns even when a change discards the fetch from the cache. */
+interface FetchContext {
+  load?: Promise<VerifiedKey | null>;
+}
 
-  function newKey(environment: KeyEnvironment) {
-    const apiKey = generateApiKey(environment);
-    return { apiKey, stored: { hash: hashApiKey(apiKey), prefix: keyPrefix(apiKey) } };
-  }
+// lru-cache counts an entry fresh through the whole of its last millisecond; ours end at it.
+const freshFor = (ms: number) => Math.max(Math.ceil(ms) - 1, 1);
 
+/** Keys checked against the database, kept for up to the TTL (see lookup), and how a change here forgets them. */
+function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: number; now?: Clock }, accepted: KeyEnvironment) {
   const ttl = deps.authCacheTtlMs ?? 0;
+  const injected = deps.now;
   // Read on every request: without an injected clock, no Date is built for it.
-  const clock = deps.now ? () => now().getTime() : Date.now;
+  const clock = injected ? () => injected().getTime() : Date.now;
   // Exact ages under an injected clock: lru-cache otherwise reuses a reading for a millisecond.
   const timing = { perf: { now: clock }, ttlResolution: 0 };
-  // lru-cache counts an entry fresh through the whole of its last millisecond; ours end at it.
-  const freshFor = (ms: number) => Math.max(Math.ceil(ms) - 1, 1);
 
   /** The key's row, checked against the hash and environment once, with the partner it names. */
   async function load(hash: string): Promise<VerifiedKey | null> {
@@ -69,11 +61,6 @@ export function createPartnerService(deps: {
   // Unknown keys, for the TTL: a client retrying a wrong key, or a flood of one made-up key, would
   // otherwise cost a read each. Bounded on its own, so made-up keys never evict known ones.
   const unknown = new LRUCache<string, true>({ max: UNKNOWN_CACHE_MAX, ttl: freshFor(ttl), ...timing });
-
-  /** What a fetch's first caller learns even when a change discards the fetch from the cache. */
-  interface FetchContext {
-    load?: Promise<VerifiedKey | null>;
-  }
 
   // Known keys, briefly: every request would otherwise cost a database round trip. lru-cache runs
   // one read per key at a time (at thousands of requests per second, expired entries read again by
@@ -121,6 +108,27 @@ export function createPartnerService(deps: {
     unknown.delete(hash);
     known.delete(hash);
   }
+
+  return { lookup, clearCache, forgetRefusal };
+}
+
+export function createPartnerService(deps: {
+  partners: PartnerRepository;
+  appEnv: AppEnv;
+  keyRotationGraceMs: number;
+  /** How long a verified key is trusted without a database read; 0 disables the cache. */
+  authCacheTtlMs?: number;
+  now?: Clock;
+}) {
+  const now = deps.now ?? systemClock;
+  const accepted = acceptedKeyEnvironment(deps.appEnv);
+
+  function newKey(environment: KeyEnvironment) {
+    const apiKey = generateApiKey(environment);
+    return { apiKey, stored: { hash: hashApiKey(apiKey), prefix: keyPrefix(apiKey) } };
+  }
+
+  const { lookup, clearCache, forgetRefusal } = verifiedKeys(deps, accepted);
 
   async function requirePartner(id: string): Promise<PartnerRow> {
     const partner = await deps.partners.findById(id);

@@ -57,33 +57,28 @@ function chunks<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-/**
- * Daily reconciliation: each ministry system's settlement for a finance day against the payments
- * this service confirmed, tied by payment id. Settled payments still `submitted` here are
- * confirmed through the state machine; every disagreement is stored as a discrepancy, once.
- */
-export function createReconciliationService(deps: ReconciliationDeps) {
-  const now = deps.now ?? systemClock;
+interface Tally {
+  matched: number;
+  autoConfirmed: number;
+  found: DiscrepancyWrite[];
+}
+
+function finding(kind: DiscrepancyWrite['kind'], day: string, source: Source, entry: SettlementEntry | null, local: LocalSettled | null): DiscrepancyWrite {
+  return {
+    kind,
+    financeDay: day,
+    source,
+    refNum: entry?.refNum ?? local?.ref_num ?? '',
+    paymentId: entry?.paymentId ?? local?.id ?? '',
+    partnerId: local?.partner_id ?? null,
+    localAmount: local?.amount ?? null,
+    ministryAmount: entry?.amount ?? null,
+  };
+}
+
+/** One source's reconciliation of a day, under a lease this instance holds: what matched, what was confirmed, what disagrees. */
+function sourceReconciler(deps: ReconciliationDeps, now: Clock) {
   const repo = deps.reconciliations;
-
-  interface Tally {
-    matched: number;
-    autoConfirmed: number;
-    found: DiscrepancyWrite[];
-  }
-
-  function finding(kind: DiscrepancyWrite['kind'], day: string, source: Source, entry: SettlementEntry | null, local: LocalSettled | null): DiscrepancyWrite {
-    return {
-      kind,
-      financeDay: day,
-      source,
-      refNum: entry?.refNum ?? local?.ref_num ?? '',
-      paymentId: entry?.paymentId ?? local?.id ?? '',
-      partnerId: local?.partner_id ?? null,
-      localAmount: local?.amount ?? null,
-      ministryAmount: entry?.amount ?? null,
-    };
-  }
 
   async function autoConfirm(local: LocalSettled, entry: SettlementEntry, day: string): Promise<boolean> {
     const settledAt = new Date(entry.date);
@@ -145,6 +140,14 @@ export function createReconciliationService(deps: ReconciliationDeps) {
     return { source, status: 'completed', matched: tally.matched, autoConfirmed: tally.autoConfirmed, discrepancies: tally.found.length, error: null };
   }
 
+  return reconcileSource;
+}
+
+/** A run of a day's sources, each under its lease, recorded as one run. */
+function dayRunner(deps: ReconciliationDeps, now: Clock) {
+  const repo = deps.reconciliations;
+  const reconcileSource = sourceReconciler(deps, now);
+
   /**
    * Reconciles one source whose lease this instance holds, and hands the lease back. A holder that
    * stalled past its lease and lost it to another instance stops at its next write, recording
@@ -195,6 +198,19 @@ export function createReconciliationService(deps: ReconciliationDeps) {
     if (run.auto_confirmed > 0) deps.onConfirmed?.();
     return run;
   }
+
+  return runSources;
+}
+
+/**
+ * Daily reconciliation: each ministry system's settlement for a finance day against the payments
+ * this service confirmed, tied by payment id. Settled payments still `submitted` here are
+ * confirmed through the state machine; every disagreement is stored as a discrepancy, once.
+ */
+export function createReconciliationService(deps: ReconciliationDeps) {
+  const now = deps.now ?? systemClock;
+  const repo = deps.reconciliations;
+  const runSources = dayRunner(deps, now);
 
   return {
     /** An operator's run of every source for the day, now; waits for a run of the same day elsewhere. */

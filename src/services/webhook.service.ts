@@ -33,7 +33,7 @@ function keyOf(cursor: string): DeliveryLogKey {
 /** 32 random bytes, base64url: 43 characters, within the secret's 16 to 256. */
 const generateSecret = (): string => randomBytes(32).toString('base64url');
 
-export function createWebhookService(deps: {
+export interface WebhookServiceDeps {
   webhooks: WebhookRepository;
   deliveries: WebhookDeliveryRepository;
   deliveryLog: DeliveryLogRepository;
@@ -46,13 +46,14 @@ export function createWebhookService(deps: {
   /** A delivery was queued due now (a test or a redelivery): the delivery job should claim it at once. */
   onQueued?: () => void;
   now?: Clock;
-}) {
-  const now = deps.now ?? systemClock;
+}
 
-  async function requireOwned(partnerId: string, id: string): Promise<void> {
-    if (!(await deps.webhooks.existsForPartner(partnerId, id))) throw new NotFoundError('Webhook');
-  }
+async function requireOwned(webhooks: WebhookRepository, partnerId: string, id: string): Promise<void> {
+  if (!(await webhooks.existsForPartner(partnerId, id))) throw new NotFoundError('Webhook');
+}
 
+/** The partner's webhooks: registered, read, changed and deleted. */
+function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
   return {
     /** The secret is echoed once, here; only its ciphertext is stored. */
     async register(partnerId: string, input: { url: string; secret: string; events: WebhookEvent[] }): Promise<WebhookView & { secret: string }> {
@@ -81,7 +82,7 @@ export function createWebhookService(deps: {
     /** A new url passes the same checks as at registration; enabling a disabled webhook lets its pending deliveries go at once. */
     async update(partnerId: string, id: string, changes: WebhookChanges): Promise<WebhookView> {
       if (changes.url !== undefined) {
-        await requireOwned(partnerId, id);
+        await requireOwned(deps.webhooks, partnerId, id);
         const violations = await deps.guard.violations(changes.url);
         if (violations.length > 0) throw new InvalidRequestError(violations);
       }
@@ -103,17 +104,22 @@ export function createWebhookService(deps: {
       return { id, secret: next, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() };
     },
 
+    async remove(partnerId: string, id: string): Promise<{ id: string; deleted: true }> {
+      if (!(await deps.webhooks.deleteForPartner(partnerId, id, now()))) throw new NotFoundError('Webhook');
+      return { id, deleted: true };
+    },
+  };
+}
+
+/** A webhook's deliveries as its partner handles them: recovered, tested, sent again and logged. */
+function webhookDeliveryTools(deps: WebhookServiceDeps, now: Clock) {
+  return {
     /** Queues, due now, every event of the webhook's types since `since` that it has neither received nor is about to. */
     async recover(partnerId: string, id: string, since: string): Promise<RecoverQueued> {
       const queued = await deps.deliveryLog.recover(partnerId, id, new Date(since), now());
       if (queued === null) throw new NotFoundError('Webhook');
       if (queued > 0) deps.onQueued?.();
       return { queued };
-    },
-
-    async remove(partnerId: string, id: string): Promise<{ id: string; deleted: true }> {
-      if (!(await deps.webhooks.deleteForPartner(partnerId, id, now()))) throw new NotFoundError('Webhook');
-      return { id, deleted: true };
     },
 
     /**
@@ -138,7 +144,7 @@ export function createWebhookService(deps: {
      * whether it was delivered, failed or is still pending; the attempt count goes on.
      */
     async redeliver(partnerId: string, id: string, deliveryId: string): Promise<RedeliveryQueued> {
-      await requireOwned(partnerId, id);
+      await requireOwned(deps.webhooks, partnerId, id);
       const queued = await deps.deliveries.redeliver(deliveryId, now(), nothingElse, { partnerId, webhookId: id });
       if (queued === 'missing') throw new NotFoundError('Delivery');
       // Deleted since the ownership check: there is nowhere to send it.
@@ -152,7 +158,7 @@ export function createWebhookService(deps: {
       id: string,
       query: { status?: DeliveryLogStatus; paymentId?: string; cursor?: string; limit?: number },
     ): Promise<DeliveryList> {
-      await requireOwned(partnerId, id);
+      await requireOwned(deps.webhooks, partnerId, id);
       const limit = query.limit ?? DEFAULT_LOG_LIMIT;
       // One entry more than the page tells whether another page follows.
       const rows = await deps.deliveryLog.list(id, { status: query.status, paymentId: query.paymentId }, query.cursor ? keyOf(query.cursor) : null, limit + 1);
@@ -161,6 +167,11 @@ export function createWebhookService(deps: {
       return { items: page.map(deliveryLogItem), nextCursor: rows.length > limit && last ? cursorOf(last) : null };
     },
   };
+}
+
+export function createWebhookService(deps: WebhookServiceDeps) {
+  const now = deps.now ?? systemClock;
+  return { ...webhookRecords(deps, now), ...webhookDeliveryTools(deps, now) };
 }
 
 export type WebhookService = ReturnType<typeof createWebhookService>;
