@@ -48,6 +48,24 @@ export const LAYER_RULES = [
     rules: layer('nothing below http/ imports from it', ['http', 'bin']),
   },
   {
+    // A service hands repositories an opaque UnitOfWork; only src/db turns it into a transaction.
+    files: ['src/services/**/*.ts', 'src/jobs/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: upward('db'),
+              importNames: ['Trx', 'trxOf', 'asUnitOfWork'],
+              message: 'services and jobs pass a UnitOfWork to repositories; the transaction itself stays in src/db',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The pages' scripts run in the browser (tsconfig.pages.json): the domain's rules and the
     // schemas' types, nothing that needs the server; a schema is imported for its type only.
     files: PAGE_SCRIPTS,
@@ -81,6 +99,11 @@ export default tseslint.config(
       '@typescript-eslint/ban-ts-comment': 'error',
       'no-console': 'off',
     },
+  },
+  {
+    // A function is read at once: a factory spreads smaller ones rather than growing past a screen.
+    files: ['src/**/*.ts', 'sdk/src/**/*.ts', 'simulator/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: false, skipComments: false }] },
   },
   ...LAYER_RULES,
 );

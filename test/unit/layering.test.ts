@@ -33,6 +33,20 @@ describe('layering rule (eslint.config.js)', () => {
     expect(await violations('src/services/x.service.ts', "export const x = () => fetch('http://example.test');\n")).toContain('no-restricted-globals');
   });
 
+  it('keeps the transaction in src/db: services and jobs take only the opaque UnitOfWork', async () => {
+    const trx = "import type { Trx } from '../db/unit-of-work.js';\nexport type X = Trx;\n";
+    expect(await violations('src/services/x.service.ts', trx)).toContain('@typescript-eslint/no-restricted-imports');
+    expect(await violations('src/jobs/x.job.ts', "import { trxOf } from '../db/unit-of-work.js';\nexport const x = trxOf;\n")).toContain('@typescript-eslint/no-restricted-imports');
+    expect(await violations('src/services/x.service.ts', "import type { UnitOfWork } from '../db/unit-of-work.js';\nexport type X = UnitOfWork;\n")).toEqual([]);
+  });
+
+  it('holds every function under 80 lines', async () => {
+    // A function of `lines` lines: its signature, a declaration, `lines - 4` statements, the return and the brace.
+    const long = (lines: number) => `export function f(): number {\n  let a = 0;\n${'  a += 1;\n'.repeat(lines - 4)}  return a;\n}\n`;
+    expect(await violations('src/services/x.service.ts', long(81))).toContain('max-lines-per-function');
+    expect(await violations('src/services/x.service.ts', long(80))).toEqual([]);
+  });
+
   it('lets http/ import services and the domain import the domain', async () => {
     expect(await violations('src/http/routes/x.routes.ts', "import type { PaymentService } from '../../services/payment.service.js';\nexport type X = PaymentService;\n")).toEqual([]);
     expect(await violations('src/domain/x.ts', "import { canonicalAmount } from './money.js';\nexport const x = canonicalAmount;\n")).toEqual([]);
