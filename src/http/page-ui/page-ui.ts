@@ -122,18 +122,25 @@ export interface ErrorBox {
   clear(): void;
 }
 
-/** The page's #error box (#error-status, #error-text, #error-list, #error-close). */
+/**
+ * The page's error box, built here into its empty `#error` (role="alert") so every page shows
+ * the same markup: a status, a message, the violations and a dismiss button.
+ */
 export function createErrorBox(hint: (err: ApiError) => string = () => ''): ErrorBox {
   const box = byId('error');
+  const status = el('span', { class: 'status', id: 'error-status' });
+  const text = el('span', { id: 'error-text' });
+  const list = el('ul', { id: 'error-list' });
   const clear = () => box.classList.remove('show');
-  byId('error-close').addEventListener('click', clear);
+  const close = el('button', { type: 'button', id: 'error-close', 'aria-label': 'Dismiss', onclick: clear }, '×');
+  box.replaceChildren(el('div', {}, el('div', {}, status, ' ', text), list), close);
   return {
     clear,
     show(err, context = '') {
       const lines = errorLines(err, context, hint);
-      byId('error-status').textContent = lines.status;
-      byId('error-text').textContent = lines.text;
-      byId('error-list').replaceChildren(...lines.list.map((text) => el('li', { text })));
+      status.textContent = lines.status;
+      text.textContent = lines.text;
+      list.replaceChildren(...lines.list.map((item) => el('li', { text: item })));
       box.dataset.status = err instanceof ApiError ? String(err.status) : '';
       box.classList.add('show');
     },
