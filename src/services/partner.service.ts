@@ -119,12 +119,15 @@ export function createPartnerService(deps: {
   /** How long a verified key is trusted without a database read; 0 disables the cache. */
   authCacheTtlMs?: number;
   now?: Clock;
+  /** Makes each new key; the domain's random generator unless a test needs to know the next one. */
+  generateKey?: (environment: KeyEnvironment) => string;
 }) {
   const now = deps.now ?? systemClock;
   const accepted = acceptedKeyEnvironment(deps.appEnv);
+  const generateKey = deps.generateKey ?? generateApiKey;
 
   function newKey(environment: KeyEnvironment) {
-    const apiKey = generateApiKey(environment);
+    const apiKey = generateKey(environment);
     return { apiKey, stored: { hash: hashApiKey(apiKey), prefix: keyPrefix(apiKey) } };
   }
 

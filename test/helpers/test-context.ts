@@ -63,6 +63,9 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
   }
 }
 
+/** A test context's bound on a ministry call, unless its config says otherwise. */
+export const MINISTRY_TIMEOUT_MS = 3000;
+
 /** A whole service on a fresh database (PGlite, or its own PostgreSQL schema) and a live simulator. */
 export async function createTestContext(opts: ContextOptions = {}): Promise<TestContext> {
   const simulator = await buildSimulator({ fixtures: opts.fixtures ?? testFixtures(), autoApproveMs: opts.autoApproveMs ?? 0 });
@@ -70,7 +73,9 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const address = simulator.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const simulatorUrl = `http://127.0.0.1:${port}`;
-  const config = testConfig({ ministryTimeoutMs: 1000, ...opts.config });
+  // The simulator answers in milliseconds; the timeout only bounds a hang. One second failed
+  // lookups when the machine was busy (the simulator shares the test's event loop).
+  const config = testConfig({ ministryTimeoutMs: MINISTRY_TIMEOUT_MS, ...opts.config });
   const schema = config.databaseUrl ? (opts.reuseSchema ?? `t_${randomBytes(6).toString('hex')}`) : undefined;
   const urls = Object.fromEntries(SOURCES.map((s) => [s, opts.ministryUrl ?? simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;

@@ -11,11 +11,8 @@ import { createTestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
 
 /** Keys the service will hand out next, so a test can look a key up before it exists. */
-const nextKeys = vi.hoisted(() => [] as string[]);
-vi.mock('../../src/domain/api-key.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/domain/api-key.js')>();
-  return { ...actual, generateApiKey: (env: 'sandbox' | 'production') => nextKeys.shift() ?? actual.generateApiKey(env) };
-});
+const nextKeys: string[] = [];
+const generateKey = (env: 'sandbox' | 'production') => nextKeys.shift() ?? generateApiKey(env);
 
 const { databaseUrl } = testConfig();
 const schema = databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
@@ -64,7 +61,7 @@ describe('API key verification cache', () => {
         return row;
       },
     };
-    const service = createPartnerService({ partners, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS, now: () => new Date(at) });
+    const service = createPartnerService({ partners, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS, now: () => new Date(at), generateKey });
     return { service, reads: () => reads, held: () => held, advance: (ms: number) => void (at += ms) };
   }
 
@@ -163,7 +160,7 @@ describe('API key verification cache', () => {
 
   it('a key created through another instance is refused here for at most the TTL', async () => {
     const here = setUp();
-    const there = createPartnerService({ partners: repo, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS });
+    const there = createPartnerService({ partners: repo, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS, generateKey });
     const key = generateApiKey('sandbox');
     await expect(here.service.authenticate(key)).rejects.toMatchObject({ code: 'unauthenticated' });
     nextKeys.push(key);
