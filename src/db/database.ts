@@ -127,12 +127,16 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
 }
 
 /**
- * Kysely's migrator first lists the tables of every schema in the database; a schema dropped by
- * someone else at that moment (another service sharing the database, parallel test runs) fails
- * that listing with "schema does not exist" before anything has been applied.
+ * Kysely's migrator first lists the tables of every schema in the database, with each column's
+ * serial sequence looked up by name; a schema dropped by someone else at that moment (another
+ * service sharing the database, parallel test runs) fails that listing with "schema does not
+ * exist", or "relation" or "column ... does not exist" for a table the listing had just seen,
+ * before anything has been applied.
  */
-function isConcurrentSchemaDrop(err: unknown): boolean {
-  return pgErrorCode(err) === '3F000';
+const CONCURRENT_DROP_CODES = new Set(['3F000', '42P01', '42703']);
+
+export function isConcurrentSchemaDrop(err: unknown): boolean {
+  return CONCURRENT_DROP_CODES.has(pgErrorCode(err) ?? '');
 }
 
 /** Applies pending migrations; concurrent starters are serialised by Kysely's migration lock. */
