@@ -20,6 +20,9 @@ export const asUnitOfWork = (trx: Trx): UnitOfWork => trx as unknown as UnitOfWo
 /** The repository's side of a unit of work. */
 export const trxOf = (work: UnitOfWork): Trx => work as unknown as Trx;
 
+/** Where a repository call runs: in the caller's unit of work when it gives one, else on its own. */
+export const executorOf = (db: Kysely<Database>, work: UnitOfWork | undefined): Kysely<Database> => (work ? trxOf(work) : db);
+
 /** Runs `work` in one transaction: everything it hands the unit of work to commits together or not at all. */
 export type InUnitOfWork = <T>(work: (uow: UnitOfWork) => Promise<T>) => Promise<T>;
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Static } from 'typebox';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
@@ -24,7 +25,7 @@ async function list(partner: Partner, query = ''): Promise<EventList> {
 /** Writes events through the outbox the payment services use (without a payment behind each). */
 async function appendEvents(partnerId: string, events: PaymentEvent[]): Promise<void> {
   const outbox = createEventRepository({ now: ctx.now });
-  for (const e of events) await outbox.append(ctx.deps.db, partnerId, e);
+  for (const e of events) await unitOfWorkRunner(ctx.deps.db)((uow) => outbox.append(uow, partnerId, e));
 }
 
 describe('GET /events', () => {

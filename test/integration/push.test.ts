@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
@@ -130,7 +131,7 @@ describe('push claims', () => {
     const { id: deviceId } = await ctx.deps.db.selectFrom('devices').select('id').where('partner_id', '=', bank.id).executeTakeFirstOrThrow();
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
-      const eventId = await createEventRepository().append(ctx.deps.db, bank.id, { event: 'payment.submitted', data: { id: unique('pay'), invoiceId: 'inv' } });
+      const eventId = await unitOfWorkRunner(ctx.deps.db)((uow) => createEventRepository().append(uow, bank.id, { event: 'payment.submitted', data: { id: unique('pay'), invoiceId: 'inv' } }));
       const row = await ctx.deps.db
         .insertInto('push_deliveries')
         .values({ event_id: eventId, partner_id: bank.id, device_id: deviceId, status: 'pending', next_attempt_at: dueAt })

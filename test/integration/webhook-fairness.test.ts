@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { receiverPool, startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { addOwnInvoice } from '../helpers/own-invoice.js';
@@ -39,7 +40,7 @@ async function registerOk(apiKey: string, url: string): Promise<string> {
 /** One `payment.submitted` event of the partner: a due delivery per webhook it has. */
 async function submitted(partnerId: string, n: number): Promise<void> {
   const events = createEventRepository({ now: ctx.now });
-  for (let i = 0; i < n; i++) await events.append(ctx.deps.db, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv' } });
+  for (let i = 0; i < n; i++) await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv' } }));
 }
 
 function deliveryJob(): Job {

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { receiverPool, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { ownInvoice, payOk, type OwnInvoice, type Partner } from '../helpers/api.js';
@@ -47,7 +48,7 @@ async function registerOk(apiKey: string, url: string): Promise<string> {
 /** `n` `payment.submitted` events of the partner: a due delivery each per webhook it has. */
 async function submitted(partnerId: string, n: number): Promise<void> {
   const events = createEventRepository({ now: ctx.now });
-  for (let i = 0; i < n; i++) await events.append(ctx.deps.db, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv' } });
+  for (let i = 0; i < n; i++) await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv' } }));
 }
 
 /** A partner with as many webhooks as it may have, all at one receiver that never answers, and a backlog at each. */

@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import type { AuditLogTable } from '../db.types.js';
-import { trxOf, type UnitOfWork } from '../unit-of-work.js';
+import { executorOf, type UnitOfWork } from '../unit-of-work.js';
 import type { AuditAction } from '../../domain/vocabulary.js';
 
 export type AuditRow = Selectable<AuditLogTable>;
@@ -24,7 +24,7 @@ export function createAuditRepository(db: Db) {
   return {
     /** In the caller's transaction when it gives one: the action and its entry commit together. */
     async record(entry: AuditEntry, uow?: UnitOfWork): Promise<void> {
-      await (uow ? trxOf(uow) : db)
+      await executorOf(db, uow)
         .insertInto('audit_log')
         .values({
           operator: entry.operator,

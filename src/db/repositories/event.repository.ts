@@ -1,5 +1,4 @@
-import { Kysely, sql, type RawBuilder } from 'kysely';
-import type { Db } from '../database.js';
+import { sql, type RawBuilder } from 'kysely';
 import { trxOf, type UnitOfWork } from '../unit-of-work.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
 import { isUuid } from '../../domain/uuid.js';
@@ -66,11 +65,11 @@ export function createEventRepository(opts: EventRepositoryOptions = {}) {
   return {
     outbox,
 
-    /** Appends an event for a partner in the caller's unit of work (or, given the database, on its own); returns the event id. */
-    async append(uow: UnitOfWork | Db, partnerId: string, e: PaymentEvent): Promise<string> {
+    /** Appends an event for a partner in the caller's unit of work; returns the event id. */
+    async append(uow: UnitOfWork, partnerId: string, e: PaymentEvent): Promise<string> {
       const { rows } = await sql<{ id: string }>`
         WITH src AS (SELECT ${partnerId}::uuid AS partner_id, NULL::text AS user_id), ${outbox(e).ctes('src')}
-        SELECT id FROM ev`.execute(uow instanceof Kysely ? uow : trxOf(uow));
+        SELECT id FROM ev`.execute(trxOf(uow));
       const row = rows[0];
       if (!row) throw new Error('event insert returned no row');
       return row.id;

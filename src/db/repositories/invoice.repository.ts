@@ -2,7 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import type { Db } from '../database.js';
 import type { InvoicesTable } from '../db.types.js';
-import { trxOf, type UnitOfWork } from '../unit-of-work.js';
+import { executorOf, type UnitOfWork } from '../unit-of-work.js';
 import { qualified, tableColumns } from '../table-columns.js';
 import type { InvoiceFilter, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
 import type { Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
@@ -71,8 +71,6 @@ async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<In
 }
 
 export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
-  /** The caller's transaction when it gives one, else a statement of its own. */
-  const on = (uow: UnitOfWork | undefined): Db => (uow ? trxOf(uow) : db);
   // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
   const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
     db
@@ -84,13 +82,13 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
   );
 
   return {
-    upsert: (invoices: UpstreamInvoice[], uow?: UnitOfWork) => upsert(on(uow), dedupe(invoices), now()),
+    upsert: (invoices: UpstreamInvoice[], uow?: UnitOfWork) => upsert(executorOf(db, uow), dedupe(invoices), now()),
 
     /** Grants the partner access to the invoices it has just been shown. */
     async recordAccess(partnerId: string, invoices: readonly { id: string }[], uow?: UnitOfWork): Promise<void> {
       if (invoices.length === 0) return;
       const invoiceIds = invoices.map((i) => i.id);
-      await on(uow)
+      await executorOf(db, uow)
         .insertInto('partner_invoices')
         .values([...new Set(invoiceIds)].map((invoice_id) => ({ partner_id: partnerId, invoice_id })))
         .onConflict((oc) => oc.columns(['partner_id', 'invoice_id']).doUpdateSet({ last_seen_at: now() }))
@@ -104,12 +102,12 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
     },
 
     async findById(id: string, uow?: UnitOfWork): Promise<InvoiceRow | null> {
-      return (await on(uow).selectFrom('invoices').select(INVOICE_COLUMNS).where('id', '=', id).executeTakeFirst()) ?? null;
+      return (await executorOf(db, uow).selectFrom('invoices').select(INVOICE_COLUMNS).where('id', '=', id).executeTakeFirst()) ?? null;
     },
 
     async findByRefs(refs: { source: Source; refNum: string }[], uow?: UnitOfWork): Promise<InvoiceRow[]> {
       if (refs.length === 0) return [];
-      return on(uow)
+      return executorOf(db, uow)
         .selectFrom('invoices')
         .select(INVOICE_COLUMNS)
         .where((eb) => eb.or(refs.map((r) => eb.and([eb('source', '=', r.source), eb('ref_num', '=', r.refNum)]))))

@@ -2,7 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import type { MinistryCancellationsTable } from '../db.types.js';
-import { trxOf, type UnitOfWork } from '../unit-of-work.js';
+import { executorOf, trxOf, type UnitOfWork } from '../unit-of-work.js';
 import { columnList, tableColumns } from '../table-columns.js';
 import type { Source } from '../../domain/vocabulary.js';
 
@@ -58,7 +58,7 @@ export function createMinistryCancellationRepository(db: Db) {
     },
 
     async markDone(paymentId: string, at: Date, uow?: UnitOfWork): Promise<void> {
-      await (uow ? trxOf(uow) : db).updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
+      await executorOf(db, uow).updateTable('ministry_cancellations').set({ done_at: at, last_error: null }).where('payment_id', '=', paymentId).where('done_at', 'is', null).execute();
     },
 
     /**

@@ -3,7 +3,7 @@ import { compileOnce, type SlotFn } from '../compiled-query.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
 import type { PaymentsTable } from '../db.types.js';
-import { trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../unit-of-work.js';
+import { executorOf, trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../unit-of-work.js';
 import { columnList, tableColumns } from '../table-columns.js';
 import type { Source } from '../../domain/vocabulary.js';
 import { paymentMove, UNRESOLVED_STATUSES, type PaymentChange, type PaymentEvent } from '../../domain/payment-transitions.js';
@@ -307,7 +307,7 @@ function paymentReads(db: Db) {
     },
 
     async findById(id: string, uow?: UnitOfWork): Promise<PaymentDetail | null> {
-      const { rows } = await (uow ? trxOf(uow) : db).executeQuery(detailById({ id }));
+      const { rows } = await executorOf(db, uow).executeQuery(detailById({ id }));
       return rows[0] ?? null;
     },
 
