@@ -120,6 +120,15 @@ const SETTINGS = {
   databaseUrl: setting('DATABASE_URL', Optional()),
   /** How long a query waits for a PostgreSQL connection before the request answers 503. */
   dbConnectTimeoutMs: number('DB_CONNECT_TIMEOUT_MS', Int(5000, 100)),
+  /**
+   * The deadline of every PostgreSQL query: past it the query fails as "database unavailable" and
+   * its connection is destroyed. Also the server's statement_timeout and idle_in_transaction_session_timeout.
+   */
+  dbQueryTimeoutMs: number('DB_QUERY_TIMEOUT_MS', Int(10_000, 100)),
+  /** Silence on a PostgreSQL connection before TCP keepalive starts probing it. */
+  dbKeepAliveMs: number('DB_KEEPALIVE_MS', Int(10_000, 1000)),
+  /** The deadline of readiness's own database ping. */
+  readyDbTimeoutMs: number('READY_DB_TIMEOUT_MS', Int(1000, 50)),
   dataDir: setting('DATA_DIR', Text('./.data')),
   redisUrl: setting('REDIS_URL', Optional()),
   ministryUrls: {
@@ -151,6 +160,8 @@ const SETTINGS = {
    */
   trustProxy: setting('TRUST_PROXY', Optional()),
   confirmPollMs: number('CONFIRM_POLL_MS', Int(2000, 10)),
+  /** A partner's read of a payment whose status was asked of its ministry this recently answers from that check. */
+  confirmLiveMinIntervalMs: number('CONFIRM_LIVE_MIN_INTERVAL_MS', Int(1000, 0)),
   confirmBackoffMaxMs: number('CONFIRM_BACKOFF_MAX_MS', Int(60_000, 10)),
   /** Each ministry system's floor and starting limit of checks in flight per instance; the limit adapts above it. */
   confirmConcurrencyPerSource: number('CONFIRM_CONCURRENCY_PER_SOURCE', Int(4, 1)),

@@ -6,6 +6,7 @@ import { createDatabaseOutage, type DatabaseOutage } from '../db/database-outage
 import { createWorkPriority, type WorkPriority } from '../db/work-priority.js';
 import { createMetrics, type Metrics } from '../adapters/metrics.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
+import { createLeasePolicy, type LeasePolicy } from '../domain/lease-policy.js';
 
 export interface DataOptions {
   logger?: PinoLogger;
@@ -25,7 +26,19 @@ export interface Data {
   db: Db;
   isDbReady(): Promise<boolean>;
   onStaleLease: StaleLeaseReport;
+  /** Every lease length and pass deadline, derived from the deadlines of the work they cover. */
+  leases: LeasePolicy;
   close(): Promise<void>;
+}
+
+export function leasePolicyOf(config: Config): LeasePolicy {
+  return createLeasePolicy({
+    queryMs: config.dbQueryTimeoutMs,
+    ministryMs: config.ministryTimeoutMs,
+    webhookMs: config.webhookTimeoutMs,
+    pushMs: config.webhookTimeoutMs,
+    reconcileMs: config.reconciliation.leaseMs,
+  });
 }
 
 export function createLogger(config: Config): PinoLogger {
@@ -71,5 +84,5 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
     if (ok) dbOutage.recovered();
     return ok;
   };
-  return { logger, metrics, dbOutage, priority, db, isDbReady, onStaleLease: staleLeaseReport(metrics, logger), close: () => db.destroy() };
+  return { logger, metrics, dbOutage, priority, db, isDbReady, onStaleLease: staleLeaseReport(metrics, logger), leases: leasePolicyOf(config), close: () => db.destroy() };
 }

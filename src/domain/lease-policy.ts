@@ -1,0 +1,54 @@
+/**
+ * Every lease the service takes, and every deadline of a background pass, in one place. A lease
+ * protects a piece of work from a second holder: it must outlast the longest that work can take
+ * before its last outside effect (a ministry call, a webhook attempt, a push), or a second instance
+ * repeats that effect while the first is still making it. Each piece of work is bounded by the
+ * deadlines of what it waits on, so each lease is derived from those deadlines, never chosen where
+ * it is used. Writes after the effect are fenced by the lease token, so they need no cover.
+ */
+export interface WorkDeadlines {
+  /** A database query's deadline (DB_QUERY_TIMEOUT_MS). */
+  queryMs: number;
+  /** A ministry call's timeout (MINISTRY_TIMEOUT_MS). */
+  ministryMs: number;
+  /** A webhook attempt's timeout (WEBHOOK_TIMEOUT_MS). */
+  webhookMs: number;
+  /** A push's timeout. */
+  pushMs: number;
+  /** The hold reconciliation takes on a day and system, renewed before each ministry call (RECONCILE_LEASE_MS). */
+  reconcileMs: number;
+}
+
+/** Room for the event loop and the network between the deadlines a piece of work waits on. */
+export const LEASE_MARGIN_MS = 1000;
+
+export interface LeasePolicy {
+  /** A payment's check: a status call, then a submit or a cancel; or an owed cancellation. */
+  confirmation: number;
+  /** A partner's live read of a payment: one status call. */
+  statusCheck: number;
+  /** One webhook delivery attempt. */
+  webhook: number;
+  /** One push. */
+  push: number;
+  /** A payment request under an idempotency key: reads and the pending insert, the submit, and the writes that record it. */
+  idempotency: number;
+  /** A reconciliation of one day and system, between renewals. */
+  reconciliation: number;
+  /** The deadline of a background pass that runs `queries` statements one after the other. */
+  pass(queries: number): number;
+}
+
+export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
+  // The reads before an outside call are bounded by one query deadline: the first to pass it ends the work.
+  const around = (calls: number, callMs: number) => d.queryMs + calls * callMs + LEASE_MARGIN_MS;
+  return {
+    confirmation: around(2, d.ministryMs),
+    statusCheck: around(1, d.ministryMs),
+    webhook: around(1, d.webhookMs),
+    push: around(1, d.pushMs),
+    idempotency: d.queryMs + around(2, d.ministryMs),
+    reconciliation: Math.max(d.reconcileMs, around(1, d.ministryMs)),
+    pass: (queries) => Math.max(1, queries) * d.queryMs + LEASE_MARGIN_MS,
+  };
+}
