@@ -23,6 +23,8 @@ export interface AppOptions {
   bodyLimitBytes: number;
   services: AppServices;
   isDbReady: () => Promise<boolean>;
+  /** Background loops that have stalled, for readiness's body. */
+  stalledWork?: () => string[];
   metrics?: Metrics;
   /** The OpenAPI document's servers (openApiServers(config)); by default this server's API_PREFIX. */
   openApiServers?: OpenApiServer[];
@@ -50,7 +52,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(
     async (api) => {
-      await api.register(healthRoutes, { isDbReady: opts.isDbReady });
+      await api.register(healthRoutes, { isDbReady: opts.isDbReady, stalledWork: opts.stalledWork });
       // Sandbox page (no key; the key is typed into it): only when the sandbox service exists (never in production).
       if (opts.services.sandbox) await api.register(sandboxPageRoutes);
       await api.register(async (secured) => {

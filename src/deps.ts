@@ -61,6 +61,8 @@ export interface Deps {
   /** The operator's services, on the admin listener. */
   admin: AdminServices;
   isDbReady: () => Promise<boolean>;
+  /** Background loops that have completed no pass for 3 × their interval (shown by readiness). */
+  stalledWork: () => string[];
   /** Whether the database is away as this process last saw it; logs an outage once. */
   dbOutage: DatabaseOutage;
   /** Background jobs (confirmation poller, webhook delivery, retention sweep); tests run their passes directly. */
@@ -91,8 +93,9 @@ export interface DepsOptions {
  * other: every dependency is explicit and replaceable in tests.
  */
 export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
-  const { now } = opts;
   const data = await createData(config, opts);
+  // Leases and due times are compared on the database's clock, the same for every instance.
+  const now = opts.now ?? data.clock;
   const { db, logger, metrics, onStaleLease } = data;
   const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, now });
   const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, ministryUrls: opts.ministryUrls, now });
@@ -131,6 +134,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     services,
     admin: backOffice.admin,
     isDbReady: data.isDbReady,
+    stalledWork: () => control.health.stalled(),
     dbOutage: data.dbOutage,
     jobs,
     startJobs: control.start,

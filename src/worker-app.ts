@@ -10,6 +10,8 @@ export interface WorkerAppOptions {
   /** Host names answered besides the listener's own address (ADMIN_ALLOWED_HOSTS). */
   allowedHosts: readonly string[];
   isDbReady: () => Promise<boolean>;
+  /** Background loops that have stalled, for readiness's body. */
+  stalledWork?: () => string[];
   metrics: Metrics;
 }
 
@@ -20,7 +22,7 @@ export interface WorkerAppOptions {
 export async function buildWorkerApp(opts: WorkerAppOptions): Promise<FastifyInstance> {
   const app = createFastify(opts.logger, { bodyLimit: 1024 });
   registerAdminHostCheck(app, opts.allowedHosts);
-  await app.register(healthRoutes, { isDbReady: opts.isDbReady });
+  await app.register(healthRoutes, { isDbReady: opts.isDbReady, stalledWork: opts.stalledWork });
   registerMetricsRoute(app, opts.metrics);
   return app;
 }

@@ -36,13 +36,14 @@ async function resolveMinistries(config: Config): Promise<{ urls: Record<Source,
 async function buildListeners(config: Config, deps: Deps, logger: Logger): Promise<{ app: FastifyInstance; host: string; port: number }[]> {
   const adminAt = { host: config.adminHost, port: config.adminPort };
   if (config.processRole === 'worker') {
-    return [{ app: await buildWorkerApp({ logger, allowedHosts: config.adminAllowedHosts, isDbReady: deps.isDbReady, metrics: deps.metrics }), ...adminAt }];
+    return [{ app: await buildWorkerApp({ logger, allowedHosts: config.adminAllowedHosts, isDbReady: deps.isDbReady, stalledWork: deps.stalledWork, metrics: deps.metrics }), ...adminAt }];
   }
   const app = await buildApp({
     logger,
     bodyLimitBytes: config.bodyLimitBytes,
     services: deps.services,
     isDbReady: deps.isDbReady,
+    stalledWork: deps.stalledWork,
     metrics: deps.metrics,
     openApiServers: openApiServers(config, API_PREFIX),
     trustProxy: config.trustProxy,

@@ -14,6 +14,7 @@ import type { PaymentResolver } from '../services/payment-resolution.service.js'
 import type { AdminServices } from '../admin-app.js';
 import { clockTimeMinutes } from '../domain/finance-day.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
+import { leasePolicyOf } from './data.factory.js';
 import type { Clock } from '../domain/clock.port.js';
 
 export interface BackOfficeDeps {
@@ -46,7 +47,7 @@ export function createBackOffice(config: Config, deps: BackOfficeDeps): BackOffi
     ministries: deps.ministries,
     resolver: deps.resolver,
     audit,
-    settings: { scheduleAtMinutes: clockTimeMinutes(settings.at), retryMs: settings.retryMs, leaseMs: settings.leaseMs, waitMs: settings.waitMs },
+    settings: { scheduleAtMinutes: clockTimeMinutes(settings.at), retryMs: settings.retryMs, leaseMs: leasePolicyOf(config).reconciliation, waitMs: settings.waitMs },
     log: deps.logger,
     now,
     onConfirmed: deps.nudgeWebhooks,

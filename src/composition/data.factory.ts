@@ -1,7 +1,10 @@
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { redactDbError } from '../http/db-error.redactor.js';
 import type { Config } from '../config.js';
-import { createDatabase, migrateToLatest, pingDatabase, type Db } from '../db/database.js';
+import { createDatabase, createDatabasePinger, migrateToLatest, pingDatabase, type DatabaseOptions, type Db } from '../db/database.js';
+import { createDatabaseClock } from '../db/database-clock.js';
+import { withDeadline } from '../work/deadline.js';
+import { systemClock, type Clock } from '../domain/clock.port.js';
 import { createDatabaseOutage, type DatabaseOutage } from '../db/database-outage.monitor.js';
 import { createWorkPriority, type WorkPriority } from '../db/work-priority.js';
 import { createMetrics, type Metrics } from '../adapters/metrics.js';
@@ -24,7 +27,10 @@ export interface Data {
   /** Only on the embedded database: the partners' requests go before background work. */
   priority?: WorkPriority;
   db: Db;
+  /** Answers within READY_DB_TIMEOUT_MS, over a connection of its own on PostgreSQL. */
   isDbReady(): Promise<boolean>;
+  /** The database's clock, on which every instance compares leases and due times. */
+  clock: Clock;
   onStaleLease: StaleLeaseReport;
   /** Every lease length and pass deadline, derived from the deadlines of the work they cover. */
   leases: LeasePolicy;
@@ -60,29 +66,77 @@ function staleLeaseReport(metrics: Metrics, logger: PinoLogger): StaleLeaseRepor
   };
 }
 
+/**
+ * Readiness's ping: on PostgreSQL a connection of its own, which a pool full of queries waiting out
+ * their deadline cannot hold up; on the embedded database the one connection, bounded in time.
+ */
+function readinessPing(config: Config, db: Db) {
+  const timeoutMs = config.readyDbTimeoutMs;
+  if (!config.databaseUrl) return { ping: () => withDeadline(pingDatabase(db), timeoutMs, () => false), close: async () => undefined };
+  return createDatabasePinger({ url: config.databaseUrl, timeoutMs, keepAliveMs: config.dbKeepAliveMs });
+}
+
+/**
+ * Migrations run on a connection of their own without the query deadline: a migration of a large
+ * table may rightly take longer than any request's query. The embedded database has one connection.
+ */
+async function migrate(db: Db, options: DatabaseOptions): Promise<void> {
+  if (!options.databaseUrl) return migrateToLatest(db, options.schema);
+  const own = await createDatabase({ ...options, poolSize: 1, queryTimeoutMs: undefined, health: undefined });
+  try {
+    await migrateToLatest(own, options.schema);
+  } finally {
+    await own.destroy();
+  }
+}
+
 export async function createData(config: Config, opts: DataOptions): Promise<Data> {
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
-  const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1));
   // Only the embedded database has one connection to share; elsewhere the async context tracking
   // would cost every request its promise hooks for nothing.
   const priority = config.databaseUrl ? undefined : createWorkPriority();
-  const db = await createDatabase({
+  // The ping is made once the database is: the embedded one pings through its only connection.
+  const ready: { ping?: () => Promise<boolean> } = {};
+  const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1), () => ready.ping?.() ?? Promise.resolve(false));
+  const options: DatabaseOptions = {
     priority,
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     image: opts.databaseImage,
     schema: opts.dbSchema,
     connectTimeoutMs: config.dbConnectTimeoutMs,
+    keepAliveMs: config.dbKeepAliveMs,
+    queryTimeoutMs: config.dbQueryTimeoutMs,
+    health: dbOutage,
     onConnectionError: (err) => {
       if (!dbOutage.absorb(err)) logger.warn({ err }, 'database connection failed');
     },
-  });
-  await migrateToLatest(db, opts.dbSchema);
+  };
+  const db = await createDatabase(options);
+  const ping = readinessPing(config, db);
+  ready.ping = ping.ping;
+  await migrate(db, options);
   const isDbReady = async () => {
-    const ok = await pingDatabase(db);
+    const ok = await ping.ping();
     if (ok) dbOutage.recovered();
     return ok;
   };
-  return { logger, metrics, dbOutage, priority, db, isDbReady, onStaleLease: staleLeaseReport(metrics, logger), leases: leasePolicyOf(config), close: () => db.destroy() };
+  const clock = config.databaseUrl ? await createDatabaseClock(db) : { now: systemClock, stop: () => undefined };
+  return {
+    logger,
+    metrics,
+    dbOutage,
+    priority,
+    db,
+    isDbReady,
+    clock: clock.now,
+    onStaleLease: staleLeaseReport(metrics, logger),
+    leases: leasePolicyOf(config),
+    close: async () => {
+      clock.stop();
+      await ping.close();
+      await db.destroy();
+    },
+  };
 }

@@ -2,13 +2,14 @@ import type { Config } from '../config.js';
 import { createRetentionRepository } from '../db/repositories/retention.repository.js';
 import { createCounterRepository } from '../db/repositories/counter.repository.js';
 import type { ReconciliationService } from '../services/reconciliation.service.js';
-import { confirmationLeaseMs, createPaymentConfirmationJob } from '../jobs/payment-confirmation.job.js';
+import { createPaymentConfirmationJob } from '../jobs/payment-confirmation.job.js';
 import { createWebhookHealthJob } from '../jobs/webhook-health.job.js';
 import { createRetentionSweepJob } from '../jobs/retention-sweep.job.js';
 import { createCounterRollupJob } from '../jobs/counter-rollup.job.js';
 import { createReconciliationJob } from '../jobs/reconciliation.job.js';
 import { createPushDeliveryJob } from '../jobs/push-delivery.job.js';
 import { startJobs, type Job, type RunningJobs } from '../jobs/job-runner.js';
+import { createWorkHealth, type WorkHealth } from '../work/work-health.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import type { Source } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';
@@ -17,7 +18,7 @@ import type { Payments } from './payments.factory.js';
 import type { Pushes, Webhooks } from './webhooks.factory.js';
 
 export interface JobsDeps {
-  data: Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'onStaleLease'>;
+  data: Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'onStaleLease' | 'leases'>;
   payments: Pick<Payments, 'stores' | 'flow' | 'idempotency'>;
   confirmLimits: Record<Source, AdaptiveLimit>;
   /** The webhook delivery job is built with the webhooks, whose nudge drives it. */
@@ -38,7 +39,8 @@ function confirmationJob(config: Config, deps: JobsDeps): Job {
     limits: deps.confirmLimits,
     maxPerSource: config.confirmConcurrencyMaxPerSource,
     onLimit: (source, limit) => data.metrics.ministryConcurrencyLimit.set({ source }, limit),
-    leaseMs: confirmationLeaseMs(config.ministryTimeoutMs, config.confirmPollMs),
+    leaseMs: data.leases.confirmation,
+    passDeadlineMs: data.leases.passes.confirmation,
     log: data.logger,
     outage: data.dbOutage,
     onStaleLease: data.onStaleLease,
@@ -52,7 +54,8 @@ function pushJob(config: Config, deps: JobsDeps): Job {
     pushes: deps.pushes.repo,
     service: deps.pushes.service,
     intervalMs: config.webhookPollMs,
-    timeoutMs: config.webhookTimeoutMs,
+    leaseMs: deps.data.leases.push,
+    passDeadlineMs: deps.data.leases.passes.pushes,
     limits: { total: config.webhookConcurrency.total, perPartner: config.webhookConcurrency.perPartner },
     log: deps.data.logger,
     outage: deps.data.dbOutage,
@@ -64,23 +67,30 @@ function pushJob(config: Config, deps: JobsDeps): Job {
 export function createJobs(config: Config, deps: JobsDeps): Job[] {
   const { db, logger: log } = deps.data;
   const now = deps.now;
+  const deadlines = deps.data.leases.passes;
+  const webhookHealth = createWebhookHealthJob({ webhooks: deps.webhooks.repo, disableAfterMs: config.webhookDisableAfterMs, intervalMs: config.webhookHealthCheckMs, log, now });
+  const retention = createRetentionSweepJob({ idempotency: deps.payments.idempotency, retention: createRetentionRepository(db), settings: config.retention, log, now });
+  const rollup = createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log });
   return [
     confirmationJob(config, deps),
     deps.webhooks.job,
-    createWebhookHealthJob({ webhooks: deps.webhooks.repo, disableAfterMs: config.webhookDisableAfterMs, intervalMs: config.webhookHealthCheckMs, log, now }),
-    createRetentionSweepJob({ idempotency: deps.payments.idempotency, retention: createRetentionRepository(db), settings: config.retention, log, now }),
-    createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log }),
-    createReconciliationJob({ service: deps.reconciliation, intervalMs: config.reconciliation.pollMs }),
+    { ...webhookHealth, deadlineMs: deadlines.webhookHealth },
+    { ...retention, deadlineMs: deadlines.retention },
+    { ...rollup, deadlineMs: deadlines.counterRollup },
+    createReconciliationJob({ service: deps.reconciliation, intervalMs: config.reconciliation.pollMs, deadlineMs: deadlines.reconciliation }),
     pushJob(config, deps),
   ];
 }
 
-/** Starts the jobs (any number of times) and stops every start of them at shutdown. */
-export function jobControl(jobs: Job[], data: Pick<Data, 'logger' | 'dbOutage' | 'isDbReady' | 'priority'>) {
+/** Starts the jobs (any number of times) and stops every start of them at shutdown; `health` watches them. */
+export function jobControl(jobs: Job[], data: Pick<Data, 'logger' | 'dbOutage' | 'priority' | 'metrics'>) {
   const running = new Set<RunningJobs>();
+  const health: WorkHealth = createWorkHealth({ log: data.logger, onAbandoned: (work) => data.metrics.workPassAbandoned.inc({ work }) });
+  data.metrics.observeStalledWork(() => health.stalled(), jobs.map((j) => j.name));
   return {
+    health,
     start(): RunningJobs {
-      const started = startJobs(jobs, data.logger, { outage: data.dbOutage, ping: data.isDbReady }, data.priority);
+      const started = startJobs(jobs, data.logger, { outage: data.dbOutage, priority: data.priority, health });
       running.add(started);
       return started;
     },

@@ -3,8 +3,9 @@ import { isDatabaseUnavailable } from './pg-error.js';
 
 /**
  * Whether the database is away, as the process last saw it. Background work checks it before each
- * pass and stays quiet while the database is away: an outage logs one line when it starts and one
- * when it ends, however many passes, connections and checks it breaks.
+ * pass and stays quiet while the database is away, and requests are refused at once (503) rather
+ * than each waiting out a deadline: an outage logs one line when it starts and one when it ends,
+ * however many passes, connections and checks it breaks.
  */
 export interface DatabaseOutage {
   readonly down: boolean;
@@ -15,12 +16,20 @@ export interface DatabaseOutage {
   absorb(err: unknown): boolean;
   /** The database answered again: the outage, if one was under way, is over. */
   recovered(): void;
+  /** While away: asks whether the database is back, one probe at a time and at most one per interval. */
+  probe(): void;
 }
 
-export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => void): DatabaseOutage {
+/** While the database is away, probes start at most this often, however many requests and passes ask. */
+const PROBE_EVERY_MS = 250;
+
+/** `ping` answers whether the database is there, within its own deadline (never through the request pool). */
+export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => void, ping?: () => Promise<boolean>): DatabaseOutage {
   let down = false;
   let since = 0;
-  return {
+  let probing = false;
+  let lastProbeAt = 0;
+  const outage: DatabaseOutage = {
     get down() {
       return down;
     },
@@ -41,5 +50,15 @@ export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => 
       log.info({ outageMs: Date.now() - since }, 'database available again: background work resumed');
       onChange?.(false);
     },
+    probe() {
+      if (!down || !ping || probing || Date.now() - lastProbeAt < PROBE_EVERY_MS) return;
+      probing = true;
+      lastProbeAt = Date.now();
+      void ping()
+        .then((ok) => ok && outage.recovered())
+        .catch(() => undefined)
+        .finally(() => (probing = false));
+    },
   };
+  return outage;
 }

@@ -7,7 +7,8 @@ import type { Database } from './db.types.js';
 import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
 import type { WorkPriority } from './work-priority.js';
-import { createStatementNamer, preparedStatementPool } from './prepared-statement.pool.js';
+import { withDeadline } from '../work/deadline.js';
+import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
 import * as m001 from './migrations/001-initial.migration.js';
 import * as m002 from './migrations/002-webhooks.migration.js';
 import * as m003 from './migrations/003-key-prefix.migration.js';
@@ -45,6 +46,16 @@ export interface DatabaseOptions {
    * network was cut), idle in the pool or checked out; the pool drops it and makes a new one.
    */
   onConnectionError?: (err: Error) => void;
+  /**
+   * PostgreSQL only: a query not answered within this fails as "database unavailable" and its
+   * connection is destroyed; the server enforces the same (statement_timeout, and
+   * idle_in_transaction_session_timeout). Unset, queries wait as long as the server lets them.
+   */
+  queryTimeoutMs?: number;
+  /** PostgreSQL only: silence on a connection before TCP keepalive probes it. */
+  keepAliveMs?: number;
+  /** PostgreSQL only: told of every failure that says the database is away; while it is down, no connection is handed out. */
+  health?: DatabaseHealth;
   /** On embedded PGlite (one connection), requests are served before waiting background work. */
   priority?: WorkPriority;
   /** An in-memory PGlite starts from this data directory image (PGlite's dumpDataDir) instead of an empty cluster. */
@@ -82,8 +93,12 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
     connectionString: url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
-    // A server that vanished without closing the socket (a failover, a cut network) is noticed.
+    // A server that vanished without closing the socket (a failover, a cut network) is noticed
+    // after this much silence, not after the operating system's default of two hours.
     keepAlive: true,
+    keepAliveInitialDelayMillis: opts.keepAliveMs ?? 10_000,
+    statement_timeout: opts.queryTimeoutMs,
+    idle_in_transaction_session_timeout: opts.queryTimeoutMs,
     options: opts.schema ? `-c search_path=${opts.schema}` : undefined,
   });
   const onError = (err: Error) => opts.onConnectionError?.(err);
@@ -93,7 +108,7 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
   // release the pool sees the client is no longer queryable and discards it.
   pool.on('connect', (client) => client.on('error', onError));
   pool.on('error', onError);
-  return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer()) });
+  return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: opts.queryTimeoutMs, health: opts.health }) });
 }
 
 async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined): Promise<Dialect> {
@@ -161,6 +176,65 @@ export async function pingDatabase(db: Db): Promise<boolean> {
     return false;
   }
 }
+
+/**
+ * Asks PostgreSQL whether it answers, over a connection of its own (never the request pool, which
+ * a silent failover can fill with queries waiting out their deadline), within `timeoutMs`. One
+ * ask at a time: callers meanwhile share its answer. A connection that failed or did not answer
+ * in time is dropped and the next ask makes a new one.
+ */
+export function createDatabasePinger(opts: { url: string; timeoutMs: number; keepAliveMs?: number }) {
+  let client: pg.Client | null = null;
+  let inFlight: Promise<boolean> | null = null;
+
+  const drop = (c: pg.Client | null) => {
+    if (!c) return;
+    if (client === c) client = null;
+    c.end().catch(() => undefined);
+  };
+
+  async function ask(): Promise<boolean> {
+    let c = client;
+    try {
+      if (!c) {
+        c = new pg.Client({
+          connectionString: opts.url,
+          connectionTimeoutMillis: opts.timeoutMs,
+          keepAlive: true,
+          keepAliveInitialDelayMillis: opts.keepAliveMs ?? 10_000,
+          statement_timeout: opts.timeoutMs,
+        });
+        const own = c;
+        own.on('error', () => drop(own));
+        client = c;
+        await c.connect();
+      }
+      await c.query('SELECT 1');
+      return true;
+    } catch {
+      drop(c);
+      return false;
+    }
+  }
+
+  return {
+    ping(): Promise<boolean> {
+      inFlight ??= withDeadline(ask(), opts.timeoutMs, () => {
+        drop(client);
+        return false;
+      }).finally(() => (inFlight = null));
+      return inFlight;
+    },
+    close(): Promise<void> {
+      const c = client;
+      client = null;
+      return c ? c.end().catch(() => undefined) : Promise.resolve();
+    },
+  };
+}
+
+export type DatabasePinger = ReturnType<typeof createDatabasePinger>;
+
 
 export function isUniqueViolation(err: unknown): boolean {
   return pgErrorCode(err) === '23505';

@@ -8,9 +8,10 @@ export function pgErrorCode(err: unknown): string | undefined {
 /**
  * SQLSTATEs that say the server, not the statement, is the trouble: class 08 (connection
  * exception), 57P01-57P03 (shut down by an operator or a crash, or still starting), 53300 (no
- * connection slot) and 25006 (a failover left us on a server that is now read-only).
+ * connection slot), 25006 (a failover left us on a server that is now read-only) and 57014 (the
+ * server's statement_timeout, the same deadline as the service's own, ended the statement).
  */
-const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '25006']);
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '25006', '57014']);
 
 /** Socket errors of a connection that could not be made or was lost. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -25,6 +26,9 @@ const LOST_CONNECTION_MESSAGES = [
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
   'Cannot use a pool after calling end on the pool',
+  // The service's own: a query past its deadline, and a connection refused while the database is away.
+  'database query deadline passed',
+  'database is away',
 ];
 
 function isUnavailableError(err: unknown): boolean {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
 import { pgErrorCode } from './pg-error.js';
+import { withDeadline } from '../work/deadline.js';
 
 export interface PreparedStatementOptions {
   /** Executions of a statement text before it is prepared; one-off statements stay unnamed. */
@@ -64,14 +65,74 @@ export function createStatementNamer(opts: PreparedStatementOptions = {}) {
 
 export type StatementNamer = ReturnType<typeof createStatementNamer>;
 
-/** Kysely's pool interface over a pg pool, sending repeated statements as named prepared ones. */
-export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): PostgresPool {
+/** What the pool tells of the database's health, and asks before handing out a connection (the process's DatabaseOutage). */
+export interface DatabaseHealth {
+  readonly down: boolean;
+  /** True when `err` says the database is away; the outage begins. */
+  absorb(err: unknown): boolean;
+  /** While away: one probe at a time asks whether it is back. */
+  probe(): void;
+}
+
+export interface DeadlineOptions {
+  /** A query not answered within this fails and its connection is destroyed. */
+  queryTimeoutMs?: number;
+  health?: DatabaseHealth;
+}
+
+/** A query outlived its deadline: the server, or the network to it, stopped answering. */
+export class QueryDeadlineError extends Error {
+  constructor(ms: number) {
+    super(`database query deadline passed: no answer within ${ms} ms`);
+    this.name = 'QueryDeadlineError';
+  }
+}
+
+/** Refused without trying: the process knows the database is away, and a probe is looking for it. */
+export class DatabaseAwayError extends Error {
+  constructor() {
+    super('database is away: refused at once while a probe looks for it');
+    this.name = 'DatabaseAwayError';
+  }
+}
+
+/**
+ * Kysely's pool interface over a pg pool, sending repeated statements as named prepared ones. Each
+ * query has a deadline: past it the query fails, the connection is marked broken (anything else
+ * asked of it fails at once, a transaction's ROLLBACK included) and on release the pool destroys
+ * it instead of handing it out again, since its server may never answer on it. While the database
+ * is away, connections are refused at once rather than waited for.
+ */
+export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts: DeadlineOptions = {}): PostgresPool {
   // One wrapper per pg client, reused on every checkout: Kysely keeps its connection object per
   // client it is given, so a new wrapper each time would also cost it a new connection per query.
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const { queryTimeoutMs, health } = opts;
 
   function wrap(client: pg.PoolClient): PostgresPoolClient {
+    let broken: Error | null = null;
+
+    function bounded<T>(query: Promise<T>): Promise<T> {
+      if (queryTimeoutMs === undefined) return query;
+      // Settles later, or never: its outcome no longer matters to anyone.
+      query.catch(() => undefined);
+      return withDeadline(query, queryTimeoutMs, () => {
+        broken = new QueryDeadlineError(queryTimeoutMs);
+        throw broken;
+      });
+    }
+
     async function run(text: string, values: unknown[]) {
+      if (broken) throw broken;
+      try {
+        return await bounded(prepared(text, values));
+      } catch (err) {
+        health?.absorb(err);
+        throw err;
+      }
+    }
+
+    async function prepared(text: string, values: unknown[]) {
       const name = namer.nameFor(text);
       if (!name) return client.query({ text, values });
       try {
@@ -91,12 +152,22 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer): Pos
       if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
       return run(sqlOrCursor, parameters ? [...parameters] : []) as unknown as Promise<PostgresQueryResult<R>>;
     }
-    return { query, release: () => client.release() };
+    return { query, release: () => client.release(broken ?? undefined) };
   }
 
   return {
     async connect(): Promise<PostgresPoolClient> {
-      const client = await pool.connect();
+      if (health?.down) {
+        health.probe();
+        throw new DatabaseAwayError();
+      }
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        health?.absorb(err);
+        throw err;
+      }
       let wrapped = wrappers.get(client);
       if (!wrapped) {
         wrapped = wrap(client);

@@ -35,20 +35,35 @@ export interface LeasePolicy {
   idempotency: number;
   /** A reconciliation of one day and system, between renewals. */
   reconciliation: number;
-  /** The deadline of a background pass that runs `queries` statements one after the other. */
-  pass(queries: number): number;
+  /**
+   * How long each background loop's pass may run before it is abandoned: the statements it runs
+   * one after the other, each within the query deadline. The leased loops' passes only claim; the
+   * work they start is bounded by its own deadlines and leases. Reconciliation's pass makes a
+   * ministry call per payment of a day, so its deadline counts from its last lease renewal.
+   */
+  passes: Record<'confirmation' | 'webhooks' | 'pushes' | 'webhookHealth' | 'retention' | 'counterRollup' | 'reconciliation', number>;
 }
 
 export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
   // The reads before an outside call are bounded by one query deadline: the first to pass it ends the work.
   const around = (calls: number, callMs: number) => d.queryMs + calls * callMs + LEASE_MARGIN_MS;
+  const statements = (n: number) => n * d.queryMs + LEASE_MARGIN_MS;
+  const reconciliation = Math.max(d.reconcileMs, around(1, d.ministryMs));
   return {
     confirmation: around(2, d.ministryMs),
     statusCheck: around(1, d.ministryMs),
     webhook: around(1, d.webhookMs),
     push: around(1, d.pushMs),
     idempotency: d.queryMs + around(2, d.ministryMs),
-    reconciliation: Math.max(d.reconcileMs, around(1, d.ministryMs)),
-    pass: (queries) => Math.max(1, queries) * d.queryMs + LEASE_MARGIN_MS,
+    reconciliation,
+    passes: {
+      confirmation: statements(2),
+      webhooks: statements(2),
+      pushes: statements(1),
+      webhookHealth: statements(1),
+      retention: statements(6),
+      counterRollup: statements(20),
+      reconciliation,
+    },
   };
 }

@@ -1,12 +1,23 @@
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import type { WorkPriority } from '../db/work-priority.js';
+import type { WorkHealth } from '../work/work-health.js';
 
 export interface Job {
   name: string;
   intervalMs: number;
   /** One pass; must be idempotent and safe to run concurrently in several instances. */
   run(): Promise<void>;
+  /**
+   * How long a pass may go without progress before it is abandoned: derived from the deadlines of
+   * the work it does (src/domain/lease-policy.ts). The abandoned pass's leases run out, so the
+   * next pass, here or on another instance, takes its work over. Unset, a pass is never abandoned.
+   */
+  deadlineMs?: number;
+  /** When a long pass last made progress (renewed its lease), in epoch ms; its deadline counts from then. */
+  progress?(): number;
+  /** The runner gave up the pass in flight: the next `run()` must start a new one, not join it. */
+  abandon?(): void;
   /**
    * Resolves once the work a pass handed off (to run beside later passes) has finished; jobs
    * whose pass does all its work before returning leave it out.
@@ -23,53 +34,74 @@ export interface RunningJobs {
   stop(): Promise<void>;
 }
 
-/** What the runner needs to sit out a database outage instead of failing every pass. */
-export interface JobDatabase {
-  outage: DatabaseOutage;
-  /** True when the database answers. */
-  ping(): Promise<boolean>;
+export interface JobRunnerOptions {
+  /** Sits out a database outage instead of failing every pass: while it is down, no pass starts and it probes. */
+  outage?: DatabaseOutage;
+  /** Runs each pass as background work. */
+  priority?: WorkPriority;
+  /** Told of every completed and abandoned pass. */
+  health?: WorkHealth;
 }
 
-/** While the database is away, the runner asks it this often whether it is back. */
-const PROBE_EVERY_MS = 500;
-
 /**
- * Runs each job on its interval, never overlapping itself, as background work (`priority`);
- * stop() waits for the pass in flight.
- * While the database is away no pass starts: one probe at a time asks whether it is back, and the
- * passes resume on their own once it answers.
+ * Runs each job on its interval, never overlapping itself, as background work; stop() waits for
+ * the passes in flight (not for abandoned ones). While the database is away no pass starts: one
+ * probe at a time asks whether it is back, and the passes resume on their own once it answers. A
+ * pass past its deadline is abandoned, and the job's next tick starts a new one.
  */
-export function startJobs(jobs: Job[], log: Logger, database?: JobDatabase, priority?: WorkPriority): RunningJobs {
+export function startJobs(jobs: Job[], log: Logger, opts: JobRunnerOptions = {}): RunningJobs {
+  const { outage, priority, health } = opts;
   let stopped = false;
   const inFlight = new Set<Promise<void>>();
-  let probing = false;
-  let lastProbeAt = 0;
-
-  function probe(db: JobDatabase): void {
-    if (probing || Date.now() - lastProbeAt < PROBE_EVERY_MS) return;
-    probing = true;
-    lastProbeAt = Date.now();
-    void db
-      .ping()
-      .then((ok) => ok && db.outage.recovered())
-      .finally(() => (probing = false));
-  }
 
   const timers = jobs.map((job) => {
-    let running = false;
+    health?.watch(job.name, job.intervalMs);
+    let current: symbol | null = null;
+    let currentDone: Promise<void> | undefined;
+    let watchdog: NodeJS.Timeout | undefined;
+
+    function abandonIfStuck(pass: symbol, deadlineMs: number, startedAt: number): void {
+      if (current !== pass) return;
+      const since = Math.max(startedAt, job.progress?.() ?? 0);
+      const left = since + deadlineMs - Date.now();
+      if (left > 0) {
+        watchdog = setTimeout(() => abandonIfStuck(pass, deadlineMs, startedAt), left);
+        return;
+      }
+      current = null;
+      // Given up, it no longer holds up shutdown: its leases hand its work back.
+      if (currentDone) inFlight.delete(currentDone);
+      job.abandon?.();
+      health?.abandoned(job.name, deadlineMs);
+    }
+
     return setInterval(() => {
-      if (running || stopped) return;
-      if (database?.outage.down) return probe(database);
-      running = true;
-      const pass = (priority ? priority.background(() => job.run()) : job.run())
+      if (current || stopped) return;
+      if (outage?.down) return outage.probe();
+      const pass = Symbol(job.name);
+      current = pass;
+      if (job.deadlineMs !== undefined) {
+        const { deadlineMs } = job;
+        const startedAt = Date.now();
+        watchdog = setTimeout(() => abandonIfStuck(pass, deadlineMs, startedAt), deadlineMs);
+      }
+      const done = (priority ? priority.background(() => job.run()) : job.run())
+        .then(() => {
+          if (current === pass) health?.completed(job.name);
+        })
         .catch((err: unknown) => {
-          if (!database?.outage.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
+          // An abandoned pass's failure is its own: the loop has moved on.
+          if (current === pass && !outage?.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
         })
         .finally(() => {
-          running = false;
-          inFlight.delete(pass);
+          if (current === pass) {
+            current = null;
+            clearTimeout(watchdog);
+          }
+          inFlight.delete(done);
         });
-      inFlight.add(pass);
+      currentDone = done;
+      inFlight.add(done);
     }, job.intervalMs);
   });
   return {

@@ -26,8 +26,10 @@ export interface PaymentConfirmationJobDeps {
   limits: Record<Source, AdaptiveLimit>;
   /** The most any one system's limit can reach; the instance runs at most this many per system. */
   maxPerSource: number;
-  /** How long a claim stays ours: longer than any one check can take. */
+  /** How long a claim stays ours: longer than any one check can take (src/domain/lease-policy.ts). */
   leaseMs: number;
+  /** A pass (its claims) past this is abandoned. */
+  passDeadlineMs?: number;
   log: Logger;
   /** Errors that only say the database is away are its to log (once per outage). */
   outage?: DatabaseOutage;
@@ -40,11 +42,6 @@ export interface PaymentConfirmationJobDeps {
   onLimit?: (source: Source, limit: number) => void;
   /** Monotonic milliseconds for call latency; the injected clock may jump. */
   elapsed?: () => number;
-}
-
-/** A check is a status call, perhaps a submit or a cancel, and a write or two. */
-export function confirmationLeaseMs(ministryTimeoutMs: number, pollMs: number): number {
-  return 3 * ministryTimeoutMs + pollMs;
 }
 
 /** One call's worth of work in a ministry system's slot: an owed cancellation or a payment's check. */
@@ -67,7 +64,6 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
   // Due a little early, so the pass one interval later always finds it due.
   const slackMs = Math.floor(deps.schedule.intervalMs / 10);
   const backoff = checkBackoff(deps.schedule);
-
   async function checkPayment(payment: ClaimedPayment, claimedAt: Date): Promise<void> {
     let outcome: 'resolved' | 'unresolved' = 'unresolved';
     try {
@@ -124,6 +120,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     // Claims come four times per check interval: a payment whose check falls due waits at most a
     // quarter interval for a pass, not a whole one (approval to webhook is budgeted at one interval).
     intervalMs: Math.max(50, Math.floor(deps.schedule.intervalMs / 4)),
+    passDeadlineMs: deps.passDeadlineMs,
     lanes: [
       {
         name: 'ministry',

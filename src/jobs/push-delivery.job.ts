@@ -10,7 +10,10 @@ export interface PushDeliveryJobDeps {
   pushes: PushDeliveryRepository;
   service: PushDeliveryService;
   intervalMs: number;
-  timeoutMs: number;
+  /** How long a claim stays ours: longer than one send can take (src/domain/lease-policy.ts). */
+  leaseMs: number;
+  /** A pass (its claim) past this is abandoned. */
+  passDeadlineMs?: number;
   /** Pushes in flight in one instance: overall and per partner. */
   limits: { total: number; perPartner: number };
   log: Logger;
@@ -36,7 +39,7 @@ export function createPushDeliveryJob(deps: PushDeliveryJobDeps): LeasedWorkJob 
       const partnerFree = new Map(running.map((c) => [c.partnerId, slots.pool.available(c.partnerId)]));
       const free = slots.pool.free();
       // The lease outlasts one send: a worker that dies mid-send lets it run out and another retries.
-      const claimed = await deps.pushes.claimDue(at, new Date(at.getTime() + 2 * deps.timeoutMs), { total: free, perPartner, partnerFree });
+      const claimed = await deps.pushes.claimDue(at, new Date(at.getTime() + deps.leaseMs), { total: free, perPartner, partnerFree });
       const busy = new Set([...running, ...claimed].map((c) => c.partnerId));
       const taken = (partner: string) => claimed.filter((c) => c.partnerId === partner).length;
       return { claimed, saturated: claimed.length >= free ? busy : [...busy].filter((p) => taken(p) >= (partnerFree.get(p) ?? perPartner)) };
@@ -44,5 +47,5 @@ export function createPushDeliveryJob(deps: PushDeliveryJobDeps): LeasedWorkJob 
     perform: (c) => deps.service.attempt(c),
     failure: { level: 'error', message: 'push attempt could not be recorded' },
   };
-  return createLeasedWorkLoop({ name: 'push-delivery', intervalMs: deps.intervalMs, lanes: [lane], log: deps.log, outage: deps.outage, now: deps.now });
+  return createLeasedWorkLoop({ name: 'push-delivery', intervalMs: deps.intervalMs, lanes: [lane], log: deps.log, outage: deps.outage, now: deps.now, passDeadlineMs: deps.passDeadlineMs });
 }

@@ -11,9 +11,6 @@ import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import type { Clock } from '../domain/clock.port.js';
 
-/** Time a claim stays ours beyond the request timeout, for recording the outcome. */
-const LEASE_MARGIN_MS = 30_000;
-
 /** A webhook in the slow lane is sent one attempt at a time: a receiver that hangs gets no second one meanwhile. */
 const SLOW_PER_ENDPOINT = 1;
 
@@ -30,7 +27,10 @@ export interface WebhookDeliveryJobDeps {
   deliveries: WebhookDeliveryRepository;
   service: WebhookDeliveryService;
   intervalMs: number;
-  timeoutMs: number;
+  /** How long a claim stays ours: longer than one attempt can take (src/domain/lease-policy.ts). */
+  leaseMs: number;
+  /** A pass (its claims) past this is abandoned. */
+  passDeadlineMs?: number;
   concurrency: WebhookConcurrency;
   /** Attempts in flight in one instance to webhooks whose last attempt failed or timed out. */
   slowConcurrency: number;
@@ -108,7 +108,7 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): LeasedWo
           partnerFree: freeOf(countBy(running, (c) => c.partnerId), concurrency.perPartner),
           capacity,
         };
-        const claimed = await deps.deliveries.claimDue(at, new Date(at.getTime() + deps.timeoutMs + LEASE_MARGIN_MS), limits);
+        const claimed = await deps.deliveries.claimDue(at, new Date(at.getTime() + deps.leaseMs), limits);
         return { claimed, saturated: saturatedEndpoints([...running, ...claimed], claimed, limits, capacity) };
       },
       perform: async (c) => {
@@ -127,5 +127,6 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): LeasedWo
     outage: deps.outage,
     background: deps.background,
     now: deps.now,
+    passDeadlineMs: deps.passDeadlineMs,
   });
 }

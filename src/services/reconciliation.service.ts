@@ -76,8 +76,11 @@ function finding(kind: DiscrepancyWrite['kind'], day: string, source: Source, en
   };
 }
 
+/** Told each time a run renews its lease: the job's deadline counts from the last renewal. */
+type OnProgress = () => void;
+
 /** One source's reconciliation of a day, under a lease this instance holds: what matched, what was confirmed, what disagrees. */
-function sourceReconciler(deps: ReconciliationDeps, now: Clock) {
+function sourceReconciler(deps: ReconciliationDeps, now: Clock, onProgress: OnProgress) {
   const repo = deps.reconciliations;
 
   async function autoConfirm(local: LocalSettled, entry: SettlementEntry, day: string): Promise<boolean> {
@@ -87,7 +90,8 @@ function sourceReconciler(deps: ReconciliationDeps, now: Clock) {
     return deps.resolver.confirm(local, local.ref_num, paidAt, { cause: 'reconciliation', detail });
   }
 
-  async function judgeSettled(day: string, source: Source, entries: Map<string, SettlementEntry>, tally: Tally): Promise<void> {
+  /** `renew` runs before each ministry call that needs it: a large day's auto-confirmations must not outlive the lease. */
+  async function judgeSettled(day: string, source: Source, entries: Map<string, SettlementEntry>, tally: Tally, renew: () => Promise<void>): Promise<void> {
     for (const ids of chunks([...entries.keys()], PAGE)) {
       const locals = new Map((await repo.paymentsByIds(ids)).filter((p) => p.source === source).map((p) => [p.id, p]));
       for (const id of ids) {
@@ -96,6 +100,7 @@ function sourceReconciler(deps: ReconciliationDeps, now: Clock) {
         let local = locals.get(id) ?? null;
         let verdict = judgeEntry(local, entry.amount);
         if (verdict.autoConfirm && local) {
+          await renew();
           if (await autoConfirm(local, entry, day)) tally.autoConfirmed += 1;
           else {
             // Another actor moved it first: judge what it is now.
@@ -128,12 +133,20 @@ function sourceReconciler(deps: ReconciliationDeps, now: Clock) {
   async function reconcileSource(lease: ReconciliationLease, runId: string): Promise<SourceOutcome> {
     const { financeDay: day, source } = lease;
     const tally: Tally = { matched: 0, autoConfirmed: 0, found: [] };
+    let renewedAt = Date.now();
     const renew = async () => {
       if (!(await repo.renewLease(lease, new Date(now().getTime() + deps.settings.leaseMs)))) throw new LeaseLostError();
+      renewedAt = Date.now();
+      onProgress();
+    };
+    // Renewing before every call would cost a write per payment; half the lease left is room for the next call.
+    const renewWhenHalfGone = async () => {
+      if (Date.now() - renewedAt >= deps.settings.leaseMs / 2) await renew();
     };
     const settled = await deps.ministries[source].settlement(day);
     const entries = entriesById(settled);
-    await judgeSettled(day, source, entries, tally);
+    await renew();
+    await judgeSettled(day, source, entries, tally, renewWhenHalfGone);
     await renew();
     await findUnsettled(day, source, entries, tally, renew);
     if (!(await repo.recordFindings(lease, runId, tally.found, now()))) throw new LeaseLostError();
@@ -144,9 +157,9 @@ function sourceReconciler(deps: ReconciliationDeps, now: Clock) {
 }
 
 /** A run of a day's sources, each under its lease, recorded as one run. */
-function dayRunner(deps: ReconciliationDeps, now: Clock) {
+function dayRunner(deps: ReconciliationDeps, now: Clock, onProgress: OnProgress) {
   const repo = deps.reconciliations;
-  const reconcileSource = sourceReconciler(deps, now);
+  const reconcileSource = sourceReconciler(deps, now, onProgress);
 
   /**
    * Reconciles one source whose lease this instance holds, and hands the lease back. A holder that
@@ -210,9 +223,13 @@ function dayRunner(deps: ReconciliationDeps, now: Clock) {
 export function createReconciliationService(deps: ReconciliationDeps) {
   const now = deps.now ?? systemClock;
   const repo = deps.reconciliations;
-  const runSources = dayRunner(deps, now);
+  let progressAt = 0;
+  const runSources = dayRunner(deps, now, () => (progressAt = Date.now()));
 
   return {
+    /** When a run here last renewed its lease (epoch ms; 0 before any). */
+    lastProgressAt: () => progressAt,
+
     /** An operator's run of every source for the day, now; waits for a run of the same day elsewhere. */
     async run(financeDay: string, operator: string): Promise<RunRow> {
       if (!isFinanceDay(financeDay)) throw new InvalidRequestError(['financeDay must be a date YYYY-MM-DD']);

@@ -50,6 +50,8 @@ export interface LeasedWorkLoopDeps {
   /** Runs a pass as background work (WorkPriority), wherever the nudge came from. */
   background?: <T>(fn: () => Promise<T>) => Promise<T>;
   now?: Clock;
+  /** A pass (its claims) past this is abandoned by the job runner; see Job.deadlineMs. */
+  passDeadlineMs?: number;
 }
 
 export interface LeasedWorkJob extends Job {
@@ -131,7 +133,9 @@ export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
   return {
     name: deps.name,
     intervalMs: deps.intervalMs,
+    deadlineMs: deps.passDeadlineMs,
     run: () => passes.now(),
+    abandon: () => passes.abandon(),
     nudge,
     async drain() {
       while (passes.busy() || running.some((r) => r.inFlight.size > 0)) {

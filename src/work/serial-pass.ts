@@ -11,12 +11,15 @@ export interface SerialPass {
   busy(): boolean;
   /** No pass starts from now on; resolves when the one in flight has finished. */
   stop(): Promise<void>;
+  /** Gives up the pass in flight (it outlived its deadline): the next ask starts a new one. */
+  abandon(): void;
 }
 
 export function createSerialPass(pass: () => Promise<void>): SerialPass {
   let current: Promise<void> | null = null;
   let again = false;
   let stopped = false;
+  let generations = 0;
 
   function now(): Promise<void> {
     if (stopped) return Promise.resolve();
@@ -24,14 +27,16 @@ export function createSerialPass(pass: () => Promise<void>): SerialPass {
       again = true;
       return current;
     }
+    const generation = ++generations;
     current = (async () => {
       try {
         do {
           again = false;
           await pass();
-        } while (again && !stopped);
+        } while (again && !stopped && generation === generations);
       } finally {
-        current = null;
+        // An abandoned pass that ends late leaves the pass after it alone.
+        if (generation === generations) current = null;
       }
     })();
     return current;
@@ -47,6 +52,11 @@ export function createSerialPass(pass: () => Promise<void>): SerialPass {
     stop() {
       stopped = true;
       return idle();
+    },
+    abandon() {
+      generations += 1;
+      current = null;
+      again = false;
     },
   };
 }

@@ -86,6 +86,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     bodyLimitBytes: config.bodyLimitBytes,
     services: deps.services,
     isDbReady: deps.isDbReady,
+    stalledWork: deps.stalledWork,
     metrics: deps.metrics,
     openApiServers: openApiServers(config, API_PREFIX),
     trustProxy: config.trustProxy,

@@ -307,7 +307,7 @@ describe('webhook delivery', () => {
         now: ctx.now,
       });
       const concurrency = { total: 2, perEndpoint: 2, perPartner: 2 };
-      return createWebhookDeliveryJob({ deliveries, service, intervalMs: 1000, timeoutMs: 2000, concurrency, slowConcurrency: 2, log: ctx.deps.logger, now: ctx.now });
+      return createWebhookDeliveryJob({ deliveries, service, intervalMs: 1000, leaseMs: 32_000, concurrency, slowConcurrency: 2, log: ctx.deps.logger, now: ctx.now });
     };
     const [one, two] = [worker(), worker()];
     for (let round = 0; round < 6; round++) {

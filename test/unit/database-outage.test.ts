@@ -64,11 +64,14 @@ describe('database outage', () => {
 describe('job runner during an outage', () => {
   it('starts no pass while the database is away, probes it, and resumes once it answers', async () => {
     const { log, lines } = recordingLog();
-    const outage = createDatabaseOutage(log);
     let passes = 0;
     let failing = true;
     let databaseUp = false;
     let probes = 0;
+    const outage = createDatabaseOutage(log, undefined, async () => {
+      probes++;
+      return databaseUp;
+    });
     const job: Job = {
       name: 'test',
       intervalMs: 5,
@@ -77,13 +80,7 @@ describe('job runner during an outage', () => {
         if (failing) throw pgError('ECONNREFUSED');
       },
     };
-    const running = startJobs([job], log, {
-      outage,
-      ping: async () => {
-        probes++;
-        return databaseUp;
-      },
-    });
+    const running = startJobs([job], log, { outage });
     try {
       await expect.poll(() => outage.down).toBe(true);
       const passesWhileDown = passes;
@@ -105,9 +102,9 @@ describe('job runner during an outage', () => {
 
   it('logs a pass that fails for another reason as a job error', async () => {
     const { log, lines } = recordingLog();
-    const outage = createDatabaseOutage(log);
+    const outage = createDatabaseOutage(log, undefined, async () => true);
     const job: Job = { name: 'broken', intervalMs: 5, run: async () => Promise.reject(new Error('bug')) };
-    const running = startJobs([job], log, { outage, ping: async () => true });
+    const running = startJobs([job], log, { outage });
     try {
       await expect.poll(() => lines.length).toBeGreaterThan(0);
     } finally {

@@ -1,7 +1,26 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 export function leaseMetrics(registry: Registry) {
   return {
+    workPassAbandoned: new Counter({
+      name: 'work_pass_abandoned_total',
+      help: 'Background passes given up past their deadline (their leases hand the work to the next pass or another instance), by loop',
+      labelNames: ['work'] as const,
+      registers: [registry],
+    }),
+    /** Wires `work_loop_stalled{work}`: 1 while a loop has not completed a pass for 3 × its interval. */
+    observeStalledWork(stalled: () => string[], loops: readonly string[]) {
+      new Gauge({
+        name: 'work_loop_stalled',
+        help: 'Whether a background loop has completed no pass for 3 times its interval (1) or is running (0), by loop',
+        labelNames: ['work'] as const,
+        registers: [registry],
+        collect() {
+          const now = new Set(stalled());
+          for (const work of loops) this.set({ work }, now.has(work) ? 1 : 0);
+        },
+      });
+    },
     staleLeaseWrites: new Counter({
       name: 'stale_lease_writes_total',
       help: 'Writes refused because their holder had lost the lease (it stalled past it and another instance took the work), by kind of work',

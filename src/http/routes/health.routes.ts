@@ -3,9 +3,21 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 
 /** Exported for the OpenAPI document's named components. */
 export const Live = Type.Object({ status: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
-export const Ready = Type.Object({ status: Type.String(), db: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
+export const Ready = Type.Object({
+  status: Type.String(),
+  db: Type.String(),
+  timestamp: Type.String({ format: 'date-time' }),
+  /** Background loops of this process that have completed no pass for 3 × their interval. */
+  stalledWork: Type.Optional(Type.Array(Type.String())),
+});
 
-export const healthRoutes: FastifyPluginAsyncTypebox<{ isDbReady: () => Promise<boolean> }> = async (app, opts) => {
+export interface HealthOptions {
+  /** Answers within its own deadline: readiness never waits on the request pool. */
+  isDbReady: () => Promise<boolean>;
+  stalledWork?: () => string[];
+}
+
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, opts) => {
   app.get(
     '/health/live',
     { schema: { tags: ['Health'], summary: 'Liveness (no key needed)', security: [], response: { 200: Live } } },
@@ -16,8 +28,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ isDbReady: () => Promise<
     { schema: { tags: ['Health'], summary: 'Readiness: database connectivity (no key needed)', security: [], response: { 200: Ready, 503: Ready } } },
     async (_request, reply) => {
       const ok = await opts.isDbReady();
+      const stalled = opts.stalledWork?.() ?? [];
       reply.code(ok ? 200 : 503);
-      return { status: ok ? 'ok' : 'unavailable', db: ok ? 'ok' : 'down', timestamp: new Date().toISOString() };
+      return { status: ok ? 'ok' : 'unavailable', db: ok ? 'ok' : 'down', timestamp: new Date().toISOString(), ...(stalled.length > 0 ? { stalledWork: stalled } : {}) };
     },
   );
 };
