@@ -68,6 +68,8 @@ export type StatementNamer = ReturnType<typeof createStatementNamer>;
 /** What the pool tells of the database's health, and asks before handing out a connection (the process's DatabaseOutage). */
 export interface DatabaseHealth {
   readonly down: boolean;
+  /** How many outages have begun. */
+  readonly outages: number;
   /** True when `err` says the database is away; the outage begins. */
   absorb(err: unknown): boolean;
   /** While away: one probe at a time asks whether it is back. */
@@ -96,6 +98,54 @@ export class DatabaseAwayError extends Error {
   }
 }
 
+/** One pg client as Kysely's connection: its queries named when repeated, each within the deadline. */
+function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: DeadlineOptions): PostgresPoolClient {
+  const { queryTimeoutMs, health } = opts;
+  let broken: Error | null = null;
+
+  function bounded<T>(query: Promise<T>): Promise<T> {
+    if (queryTimeoutMs === undefined) return query;
+    // Settles later, or never: its outcome no longer matters to anyone.
+    query.catch(() => undefined);
+    return withDeadline(query, queryTimeoutMs, () => {
+      broken = new QueryDeadlineError(queryTimeoutMs);
+      throw broken;
+    });
+  }
+
+  async function run(text: string, values: unknown[]) {
+    if (broken) throw broken;
+    try {
+      return await bounded(prepared(text, values));
+    } catch (err) {
+      health?.absorb(err);
+      throw err;
+    }
+  }
+
+  async function prepared(text: string, values: unknown[]) {
+    const name = namer.nameFor(text);
+    if (!name) return client.query({ text, values });
+    try {
+      return await client.query({ name, text, values });
+    } catch (err) {
+      // A migration changed a table under a statement this connection prepared (`SELECT *`
+      // gained a column, say, during a rolling deploy): PostgreSQL refuses the old statement
+      // until it is prepared again. Inside a transaction the error has aborted it, so the
+      // DEALLOCATE fails too and the caller sees the error; the next use outside one recovers.
+      if (!isStalePreparedStatement(err) || !(await deallocate(client, name))) throw err;
+      return client.query({ name: namer.rename(text, name), text, values });
+    }
+  }
+  function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  function query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>) {
+    if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
+    return run(sqlOrCursor, parameters ? [...parameters] : []) as unknown as Promise<PostgresQueryResult<R>>;
+  }
+  return { query, release: () => client.release(broken ?? undefined) };
+}
+
 /**
  * Kysely's pool interface over a pg pool, sending repeated statements as named prepared ones. Each
  * query has a deadline: past it the query fails, the connection is marked broken (anything else
@@ -107,52 +157,19 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
   // One wrapper per pg client, reused on every checkout: Kysely keeps its connection object per
   // client it is given, so a new wrapper each time would also cost it a new connection per query.
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
-  const { queryTimeoutMs, health } = opts;
+  const { health } = opts;
+  // The outage count when each connection was made. A failover that never closed the old
+  // primary's sockets leaves idle connections that look fine and will never answer: once an
+  // outage has begun, no connection made before it is handed out again.
+  const madeIn = new WeakMap<pg.PoolClient, number>();
+  if (health) pool.on('connect', (client) => madeIn.set(client as pg.PoolClient, health.outages));
 
-  function wrap(client: pg.PoolClient): PostgresPoolClient {
-    let broken: Error | null = null;
-
-    function bounded<T>(query: Promise<T>): Promise<T> {
-      if (queryTimeoutMs === undefined) return query;
-      // Settles later, or never: its outcome no longer matters to anyone.
-      query.catch(() => undefined);
-      return withDeadline(query, queryTimeoutMs, () => {
-        broken = new QueryDeadlineError(queryTimeoutMs);
-        throw broken;
-      });
+  async function checkout(): Promise<pg.PoolClient> {
+    for (;;) {
+      const client = await pool.connect();
+      if ((madeIn.get(client) ?? 0) === (health?.outages ?? 0)) return client;
+      client.release(new Error('made before the latest database outage'));
     }
-
-    async function run(text: string, values: unknown[]) {
-      if (broken) throw broken;
-      try {
-        return await bounded(prepared(text, values));
-      } catch (err) {
-        health?.absorb(err);
-        throw err;
-      }
-    }
-
-    async function prepared(text: string, values: unknown[]) {
-      const name = namer.nameFor(text);
-      if (!name) return client.query({ text, values });
-      try {
-        return await client.query({ name, text, values });
-      } catch (err) {
-        // A migration changed a table under a statement this connection prepared (`SELECT *`
-        // gained a column, say, during a rolling deploy): PostgreSQL refuses the old statement
-        // until it is prepared again. Inside a transaction the error has aborted it, so the
-        // DEALLOCATE fails too and the caller sees the error; the next use outside one recovers.
-        if (!isStalePreparedStatement(err) || !(await deallocate(client, name))) throw err;
-        return client.query({ name: namer.rename(text, name), text, values });
-      }
-    }
-    function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
-    function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
-    function query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>) {
-      if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
-      return run(sqlOrCursor, parameters ? [...parameters] : []) as unknown as Promise<PostgresQueryResult<R>>;
-    }
-    return { query, release: () => client.release(broken ?? undefined) };
   }
 
   return {
@@ -163,14 +180,14 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
       }
       let client: pg.PoolClient;
       try {
-        client = await pool.connect();
+        client = await checkout();
       } catch (err) {
         health?.absorb(err);
         throw err;
       }
       let wrapped = wrappers.get(client);
       if (!wrapped) {
-        wrapped = wrap(client);
+        wrapped = wrapClient(client, namer, opts);
         wrappers.set(client, wrapped);
       }
       return wrapped;

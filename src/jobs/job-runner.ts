@@ -57,22 +57,43 @@ export function startJobs(jobs: Job[], log: Logger, opts: JobRunnerOptions = {})
   const timers = jobs.map((job) => {
     health?.watch(job.name, job.intervalMs);
     let current: symbol | null = null;
-    let currentDone: Promise<void> | undefined;
-    let watchdog: NodeJS.Timeout | undefined;
 
-    function abandonIfStuck(pass: symbol, deadlineMs: number, startedAt: number): void {
-      if (current !== pass) return;
-      const since = Math.max(startedAt, job.progress?.() ?? 0);
-      const left = since + deadlineMs - Date.now();
-      if (left > 0) {
-        watchdog = setTimeout(() => abandonIfStuck(pass, deadlineMs, startedAt), left);
-        return;
-      }
-      current = null;
-      // Given up, it no longer holds up shutdown: its leases hand its work back.
-      if (currentDone) inFlight.delete(currentDone);
-      job.abandon?.();
-      health?.abandoned(job.name, deadlineMs);
+    /** Resolves when the pass ends or is given up, whichever comes first: shutdown waits for no abandoned pass. */
+    function runPass(pass: symbol): Promise<void> {
+      let watchdog: NodeJS.Timeout | undefined;
+      return new Promise<void>((settle) => {
+        const { deadlineMs } = job;
+        const startedAt = Date.now();
+        const check = (): void => {
+          if (current !== pass || deadlineMs === undefined) return;
+          const left = Math.max(startedAt, job.progress?.() ?? 0) + deadlineMs - Date.now();
+          if (left > 0) {
+            watchdog = setTimeout(check, left);
+            return;
+          }
+          // Its leases run out and hand its work to the next pass, here or on another instance.
+          current = null;
+          job.abandon?.();
+          health?.abandoned(job.name, deadlineMs);
+          settle();
+        };
+        if (deadlineMs !== undefined) watchdog = setTimeout(check, deadlineMs);
+        (priority ? priority.background(() => job.run()) : job.run())
+          .then(
+            () => {
+              if (current === pass) health?.completed(job.name);
+            },
+            (err: unknown) => {
+              // An abandoned pass's failure is its own: the loop has moved on.
+              if (current === pass && !outage?.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
+            },
+          )
+          .finally(() => {
+            if (current === pass) current = null;
+            clearTimeout(watchdog);
+            settle();
+          });
+      });
     }
 
     return setInterval(() => {
@@ -80,28 +101,8 @@ export function startJobs(jobs: Job[], log: Logger, opts: JobRunnerOptions = {})
       if (outage?.down) return outage.probe();
       const pass = Symbol(job.name);
       current = pass;
-      if (job.deadlineMs !== undefined) {
-        const { deadlineMs } = job;
-        const startedAt = Date.now();
-        watchdog = setTimeout(() => abandonIfStuck(pass, deadlineMs, startedAt), deadlineMs);
-      }
-      const done = (priority ? priority.background(() => job.run()) : job.run())
-        .then(() => {
-          if (current === pass) health?.completed(job.name);
-        })
-        .catch((err: unknown) => {
-          // An abandoned pass's failure is its own: the loop has moved on.
-          if (current === pass && !outage?.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
-        })
-        .finally(() => {
-          if (current === pass) {
-            current = null;
-            clearTimeout(watchdog);
-          }
-          inFlight.delete(done);
-        });
-      currentDone = done;
-      inFlight.add(done);
+      const settled = runPass(pass).finally(() => inFlight.delete(settled));
+      inFlight.add(settled);
     }, job.intervalMs);
   });
   return {

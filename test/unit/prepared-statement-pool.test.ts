@@ -73,3 +73,98 @@ describe('prepared-statement pool', () => {
     expect(sent).toEqual([{ name, text, values: [1] }]);
   });
 });
+
+describe('query deadlines', () => {
+  /** A pg pool of one client that never answers; it records how the client was released. */
+  function silentPool() {
+    const released: unknown[] = [];
+    const listeners: ((client: unknown) => void)[] = [];
+    const client = {
+      query: () => new Promise(() => undefined),
+      release(err?: unknown) {
+        released.push(err);
+      },
+    };
+    let made = false;
+    const pool = {
+      on: (_event: string, fn: (client: unknown) => void) => listeners.push(fn),
+      async connect() {
+        if (!made) listeners.forEach((fn) => fn(client));
+        made = true;
+        return client;
+      },
+      end: async () => {},
+    } as unknown as pg.Pool;
+    return { pool, released };
+  }
+
+  function health(down = false) {
+    const absorbed: unknown[] = [];
+    let probes = 0;
+    const h = {
+      down,
+      outages: 0,
+      absorb(err: unknown) {
+        absorbed.push(err);
+        h.down = true;
+        h.outages += 1;
+        return true;
+      },
+      probe: () => void probes++,
+      probes: () => probes,
+    };
+    return { h, absorbed };
+  }
+
+  it('fails a query past its deadline, fails anything else asked of that connection at once, and destroys it on release', async () => {
+    const { pool, released } = silentPool();
+    const { h, absorbed } = health();
+    const conn = await preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: 50, health: h }).connect();
+    await expect(conn.query('SELECT 1', [])).rejects.toThrow(/database query deadline passed/);
+    expect(absorbed).toHaveLength(1);
+    const started = performance.now();
+    await expect(conn.query('ROLLBACK', [])).rejects.toThrow(/database query deadline passed/);
+    expect(performance.now() - started).toBeLessThan(40);
+    conn.release();
+    expect(released).toHaveLength(1);
+    expect(released[0]).toBeInstanceOf(Error);
+  });
+
+  it('refuses a connection at once while the database is away, and asks for a probe', async () => {
+    const { pool } = silentPool();
+    const { h } = health(true);
+    await expect(preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: 50, health: h }).connect()).rejects.toThrow(/database is away/);
+    expect(h.probes()).toBe(1);
+  });
+
+  it('never hands out again a connection made before the latest outage', async () => {
+    const { h } = health();
+    // A pool that keeps a client until it is released with an error, then makes a new one.
+    const listeners: ((client: unknown) => void)[] = [];
+    const destroyed: number[] = [];
+    let current: { id: number; query: () => Promise<unknown>; release: (err?: unknown) => void } | null = null;
+    let made = 0;
+    const pool = {
+      on: (_event: string, fn: (client: unknown) => void) => listeners.push(fn),
+      async connect() {
+        if (!current) {
+          const id = ++made;
+          const client = { id, query: async () => ({ rows: [{ id }], command: 'SELECT', rowCount: 1 }), release: (err?: unknown) => err && (destroyed.push(id), (current = null)) };
+          current = client;
+          listeners.forEach((fn) => fn(client));
+        }
+        return current;
+      },
+      end: async () => {},
+    } as unknown as pg.Pool;
+    const prepared = preparedStatementPool(pool, createStatementNamer(), { health: h });
+    (await prepared.connect()).release();
+    expect(made).toBe(1);
+    h.outages += 1;
+    const after = await prepared.connect();
+    expect(destroyed).toEqual([1]);
+    expect(made).toBe(2);
+    expect((await after.query('SELECT 1', [])).rows).toEqual([{ id: 2 }]);
+  });
+
+});
