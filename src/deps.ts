@@ -99,7 +99,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const { db, logger, metrics, onStaleLease } = data;
   const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, now });
   const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, ministryUrls: opts.ministryUrls, now });
-  const access = await createAccess(config, { db, logger, metrics, now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
+  // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
+  const access = await createAccess(config, { db, logger, metrics, now: opts.now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
   const webhooks = createWebhooks(config, { ...data, now });
   const pushes = createPushes(config, { ...data, now });
   const services: AppServices = {
