@@ -5,6 +5,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
+import { testConfig } from '../helpers/test-config.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 let ctx: TestContext;
 let key: string;
@@ -129,12 +131,23 @@ describe('request ids', () => {
 
 describe('readiness', () => {
   it('answers 503 with db down when the database is unreachable', async () => {
-    const local = await createTestContext();
-    await local.deps.db.destroy();
-    const res = await local.app.inject({ method: 'GET', url: '/api/v1/health/ready' });
-    expect(res.statusCode).toBe(503);
-    expect(res.json()).toMatchObject({ status: 'unavailable', db: 'down' });
-    await local.close();
+    const { databaseUrl } = testConfig();
+    // On PostgreSQL readiness pings over a connection of its own, so the database itself must go:
+    // a proxy in front of it is cut. The embedded database has only the one connection to lose.
+    const proxy = databaseUrl ? await startTcpProxy({ host: new URL(databaseUrl).hostname, port: Number(new URL(databaseUrl).port || 5432) }) : null;
+    const viaProxy = proxy && databaseUrl ? Object.assign(new URL(databaseUrl), { host: `127.0.0.1:${proxy.port}` }).toString() : null;
+    const local = await createTestContext(viaProxy ? { config: { databaseUrl: viaProxy } } : {});
+    try {
+      if (proxy) proxy.cut();
+      else await local.deps.db.destroy();
+      const res = await local.app.inject({ method: 'GET', url: '/api/v1/health/ready' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ status: 'unavailable', db: 'down' });
+    } finally {
+      proxy?.restore();
+      await local.close();
+      await proxy?.close();
+    }
   });
 });
 
