@@ -95,7 +95,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const data = await createData(config, opts);
   const { db, logger, metrics, onStaleLease } = data;
   const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, now });
-  const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, ministryUrls: opts.ministryUrls, now });
+  const checks = { limits: ministries.confirmLimits, slots: ministries.checkSlots };
+  const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, leases: data.leases, checks, ministryUrls: opts.ministryUrls, now });
   const access = await createAccess(config, { db, logger, metrics, now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
   const webhooks = createWebhooks(config, { ...data, now });
   const pushes = createPushes(config, { ...data, now });
@@ -120,7 +121,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     now,
   });
   observeBacklogs(metrics, { reports: payments.reportRepo, deliveries: webhooks.deliveries, reconciliations: backOffice.reconciliations, webhooks: webhooks.repo });
-  const jobs = createJobs(config, { data, payments, confirmLimits: ministries.confirmLimits, webhooks, pushes, reconciliation: backOffice.admin.reconciliation, now });
+  const jobs = createJobs(config, { data, payments, confirmLimits: ministries.confirmLimits, checkSlots: ministries.checkSlots, webhooks, pushes, reconciliation: backOffice.admin.reconciliation, now });
   const control = jobControl(jobs, data);
   return {
     config,

@@ -10,6 +10,7 @@ import { createReconciliationJob } from '../jobs/reconciliation.job.js';
 import { createPushDeliveryJob } from '../jobs/push-delivery.job.js';
 import { startJobs, type Job, type RunningJobs } from '../jobs/job-runner.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
+import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { Source } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';
 import type { Data } from './data.factory.js';
@@ -20,6 +21,8 @@ export interface JobsDeps {
   data: Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'onStaleLease'>;
   payments: Pick<Payments, 'stores' | 'flow' | 'idempotency'>;
   confirmLimits: Record<Source, AdaptiveLimit>;
+  /** The status-check slots within those limits, shared with the partners' live reads. */
+  checkSlots: KeyedSlots;
   /** The webhook delivery job is built with the webhooks, whose nudge drives it. */
   webhooks: Pick<Webhooks, 'job' | 'repo'>;
   pushes: Pushes;
@@ -36,6 +39,7 @@ function confirmationJob(config: Config, deps: JobsDeps): Job {
     ministryCancellation: payments.flow.ministryCancellation,
     schedule: payments.flow.schedule,
     limits: deps.confirmLimits,
+    slots: deps.checkSlots,
     maxPerSource: config.confirmConcurrencyMaxPerSource,
     onLimit: (source, limit) => data.metrics.ministryConcurrencyLimit.set({ source }, limit),
     leaseMs: confirmationLeaseMs(config.ministryTimeoutMs, config.confirmPollMs),
