@@ -21,17 +21,30 @@ async function pause(ms: number, closing: AbortSignal, reply: FastifyReply): Pro
   }
 }
 
-/** Applies the fault configured for the source (and the route's operation) before the route runs. */
+/** The payment a call names (status, cancel), from its path. */
+function paymentIdOf(request: FastifyRequest): string | undefined {
+  const params = request.params;
+  if (typeof params !== 'object' || params === null || !('paymentId' in params)) return undefined;
+  return typeof params.paymentId === 'string' ? params.paymentId : undefined;
+}
+
+/**
+ * Applies the fault configured for the source (and the route's operation) before the route runs,
+ * and counts the call in flight until its connection answers or goes away.
+ */
 export function faultHook(source: SimSource, state: SimulatorState, closing: AbortSignal): onRequestAsyncHookHandler {
   /** Requests of this source not yet answered: what a `loaded` source slows down with. */
   let inFlight = 0;
   return async (request: FastifyRequest, reply: FastifyReply) => {
     inFlight += 1;
+    // Unrouted requests (404s) carry no operation, so only a source-wide fault reaches them.
+    const operation = request.routeOptions.config.operation;
+    const ended = operation ? state.calls.start(source, operation, paymentIdOf(request)) : undefined;
     reply.raw.once('close', () => {
       inFlight -= 1;
+      ended?.();
     });
-    // Unrouted requests (404s) carry no operation, so only a source-wide fault reaches them.
-    const fault = state.faults.get(source, request.routeOptions.config.operation);
+    const fault = state.faults.get(source, operation);
     switch (fault.mode) {
       case 'error':
         return reply.code(500).send({ message: 'internal server error' });

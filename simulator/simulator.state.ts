@@ -1,3 +1,4 @@
+import { CallTracker } from './call-tracker.js';
 import { FaultRegistry } from './fault.registry.js';
 import type { FixtureFile, InvoiceFixture } from './fixtures.schema.js';
 import { mongoFromNumber } from './simulator.money.js';
@@ -92,6 +93,8 @@ export class SimulatorState {
   private readonly answers = new Map<string, SubmitOutcome>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   readonly faults = new FaultRegistry();
+  /** Calls in flight per source and operation (and payment), for tests that bound them. */
+  readonly calls = new CallTracker();
   /*
    * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
    * still answers at once: invoices by search field value, and the submitted payment holding each
@@ -125,6 +128,7 @@ export class SimulatorState {
     this.settlementAmounts.clear();
     this.reported.clear();
     this.faults.clear();
+    this.calls.reset();
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
 

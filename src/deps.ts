@@ -98,7 +98,8 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const now = opts.now ?? data.clock;
   const { db, logger, metrics, onStaleLease } = data;
   const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, now });
-  const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, ministryUrls: opts.ministryUrls, now });
+  const checks = { limits: ministries.confirmLimits, slots: ministries.checkSlots };
+  const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, leases: data.leases, checks, ministryUrls: opts.ministryUrls, now });
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
   const access = await createAccess(config, { db, logger, metrics, now: opts.now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
   const webhooks = createWebhooks(config, { ...data, now });
@@ -124,7 +125,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     now,
   });
   observeBacklogs(metrics, { reports: payments.reportRepo, deliveries: webhooks.deliveries, reconciliations: backOffice.reconciliations, webhooks: webhooks.repo });
-  const jobs = createJobs(config, { data, payments, confirmLimits: ministries.confirmLimits, webhooks, pushes, reconciliation: backOffice.admin.reconciliation, now });
+  const jobs = createJobs(config, { data, payments, confirmLimits: ministries.confirmLimits, checkSlots: ministries.checkSlots, webhooks, pushes, reconciliation: backOffice.admin.reconciliation, now });
   const control = jobControl(jobs, data);
   return {
     config,

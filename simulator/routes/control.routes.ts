@@ -1,10 +1,10 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { SIM_OPERATIONS } from '../fault.registry.js';
 import { parseFixtureFile } from '../fixtures.schema.js';
 import { mongoFromNumber, mongoToFixed2 } from '../simulator.money.js';
-import type { SimPayment } from '../simulator.state.js';
+import type { SimPayment, SimulatorState } from '../simulator.state.js';
 import type { SourceRouteOptions } from './source-routes.types.js';
 
 const SourceSchema = Type.Union([Type.Literal('mof'), Type.Literal('etax'), Type.Literal('police')]);
@@ -32,6 +32,8 @@ const OutcomeBody = Type.Object({
   outcome: Type.Union([Type.Literal('rejected'), Type.Literal('canceled'), Type.Literal('unknown')]),
 });
 
+const CallsQuery = Type.Object({ source: SourceSchema, operation: Type.Union(SIM_OPERATIONS.map((name) => Type.Literal(name))) });
+
 const DropBody = Type.Object({ refNum: Type.String({ minLength: 1 }) });
 const AmountBody = Type.Object({ refNum: Type.String({ minLength: 1 }), amount: Type.Number({ minimum: 0 }) });
 
@@ -56,6 +58,22 @@ function describePayment(payment: SimPayment) {
     confirmedAt: payment.confirmedAt?.toISOString() ?? null,
     canceledAt: payment.canceledAt?.toISOString() ?? null,
   };
+}
+
+/** The calls a source got, as the fault hook counted them: what a test bounds the service's concurrency by. */
+function callRoutes(app: FastifyInstance, state: SimulatorState): void {
+  /** How many calls of one operation a source got, and the most in flight at once (overall and per payment) since the last reset. */
+  app.get('/calls', async (request, reply) => {
+    const query = request.query;
+    if (!Value.Check(CallsQuery, query)) return reply.code(400).send({ error: `query must be ?source=mof|etax|police&operation=${SIM_OPERATIONS.join('|')}` });
+    return state.calls.report(query.source, query.operation);
+  });
+
+  /** Starts the counts and peaks of /calls over (calls in flight stay counted). */
+  app.post('/calls/reset', async () => {
+    state.calls.reset();
+    return { reset: true };
+  });
 }
 
 export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state }) => {
@@ -129,4 +147,7 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
   });
 
   app.get('/payments', async () => ({ payments: state.listPayments().map(describePayment) }));
+
+
+  callRoutes(app, state);
 };

@@ -11,6 +11,7 @@ import { createPushDeliveryJob } from '../jobs/push-delivery.job.js';
 import { startJobs, type Job, type RunningJobs } from '../jobs/job-runner.js';
 import { createWorkHealth, type WorkHealth } from '../work/work-health.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
+import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { Source } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';
 import type { Data } from './data.factory.js';
@@ -21,6 +22,8 @@ export interface JobsDeps {
   data: Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'onStaleLease' | 'leases'>;
   payments: Pick<Payments, 'stores' | 'flow' | 'idempotency'>;
   confirmLimits: Record<Source, AdaptiveLimit>;
+  /** The status-check slots within those limits, shared with the partners' live reads. */
+  checkSlots: KeyedSlots;
   /** The webhook delivery job is built with the webhooks, whose nudge drives it. */
   webhooks: Pick<Webhooks, 'job' | 'repo'>;
   pushes: Pushes;
@@ -37,6 +40,7 @@ function confirmationJob(config: Config, deps: JobsDeps): Job {
     ministryCancellation: payments.flow.ministryCancellation,
     schedule: payments.flow.schedule,
     limits: deps.confirmLimits,
+    slots: deps.checkSlots,
     maxPerSource: config.confirmConcurrencyMaxPerSource,
     onLimit: (source, limit) => data.metrics.ministryConcurrencyLimit.set({ source }, limit),
     leaseMs: data.leases.confirmation,

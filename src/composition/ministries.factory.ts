@@ -7,12 +7,18 @@ import type { Metrics } from '../adapters/metrics.js';
 import { createAdaptiveLimit, type AdaptiveLimit } from '../domain/adaptive-limit.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';
+import { createKeyedSlots, type KeyedSlots } from '../work/keyed-slots.js';
 
 export interface Ministries {
   /** The ministry systems behind their circuit breakers, each call counted and timed. */
   ministries: MinistryAdapters;
   /** Confirmation checks in flight per system, learnt from each system's answers. */
   confirmLimits: Record<Source, AdaptiveLimit>;
+  /**
+   * Status checks in flight per system within its limit: the confirmation job's and the partners'
+   * live reads take from the same slots, so one in-process budget bounds both.
+   */
+  checkSlots: KeyedSlots;
   close(): Promise<void>;
 }
 
@@ -28,5 +34,7 @@ export function createMinistries(config: Config, deps: { urls: Record<Source, st
   // The partners' requests keep the 16 connections they had beside the background checks at their cap.
   const upstream = createMinistryAdapters({ urls: deps.urls, timeoutMs: config.ministryTimeoutMs, connections: config.confirmConcurrencyMaxPerSource + 16 });
   const ministries = guardAdapters(instrumentAdapters(upstream, deps.metrics), config.circuitBreaker, () => (deps.now?.() ?? new Date()).getTime());
-  return { ministries, confirmLimits: createConfirmLimits(config, deps.metrics), close: () => upstream.close() };
+  const confirmLimits = createConfirmLimits(config, deps.metrics);
+  const checkSlots = createKeyedSlots((source) => confirmLimits[source as Source].limit());
+  return { ministries, confirmLimits, checkSlots, close: () => upstream.close() };
 }

@@ -17,7 +17,11 @@ import { createReportService } from '../services/report.service.js';
 import { createEventService } from '../services/event.service.js';
 import { createShortLinkService } from '../services/short-link.service.js';
 import { createSandboxService, type SandboxService } from '../services/sandbox.service.js';
+import { createPaymentLiveCheck } from '../services/payment-live-check.service.js';
 import type { Source, StaleLeaseReport } from '../domain/vocabulary.js';
+import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
+import type { LeasePolicy } from '../domain/lease-policy.js';
+import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { Clock } from '../domain/clock.port.js';
 import { createInvoiceStores, createPaymentFlow, type InvoiceStores, type PaymentFlow } from './payment-flow.factory.js';
 
@@ -27,6 +31,9 @@ export interface PaymentsDeps {
   metrics: Metrics;
   ministries: MinistryAdapters;
   onStaleLease: StaleLeaseReport;
+  leases: LeasePolicy;
+  /** Each ministry system's limit and the status-check slots within it, shared with the confirmation job. */
+  checks: { limits: Record<Source, AdaptiveLimit>; slots: KeyedSlots };
   /** The simulator's control API, for the sandbox's approve. */
   ministryUrls: Record<Source, string>;
   now?: Clock;
@@ -39,7 +46,26 @@ interface PaymentServiceParts {
   db: Db;
   ministries: MinistryAdapters;
   logger: PinoLogger;
+  metrics: Metrics;
+  onStaleLease: StaleLeaseReport;
+  leases: LeasePolicy;
+  checks: PaymentsDeps['checks'];
   now?: Clock;
+}
+
+function liveCheckOf(config: Config, parts: PaymentServiceParts) {
+  return createPaymentLiveCheck({
+    payments: parts.stores.payments,
+    resolver: parts.flow.resolver,
+    slots: parts.checks.slots,
+    limits: parts.checks.limits,
+    onLimit: (source, limit) => parts.metrics.ministryConcurrencyLimit.set({ source }, limit),
+    leaseMs: parts.leases.statusCheck,
+    minIntervalMs: config.confirmLiveMinIntervalMs,
+    log: parts.logger,
+    onStaleLease: parts.onStaleLease,
+    now: parts.now,
+  });
 }
 
 function paymentService(config: Config, parts: PaymentServiceParts) {
@@ -59,7 +85,7 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
     idempotency,
     ministries: parts.ministries,
     submitter: flow.submitter,
-    resolver: flow.resolver,
+    liveCheck: liveCheckOf(config, parts),
     cancels,
     qr: parts.qr,
     log: parts.logger,
@@ -84,7 +110,8 @@ export async function createPayments(config: Config, deps: PaymentsDeps) {
   const flow = createPaymentFlow(config, { db, stores, ministries, logger: log, metrics: deps.metrics, onStaleLease: deps.onStaleLease, now });
   // One QR service: the landing page rebuilds the very QR and links POST /payments answered with.
   const qr = createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase });
-  const { payments, idempotency } = paymentService(config, { stores, flow, qr, db, ministries, logger: log, now });
+  const parts = { stores, flow, qr, db, ministries, logger: log, metrics: deps.metrics, onStaleLease: deps.onStaleLease, leases: deps.leases, checks: deps.checks, now };
+  const { payments, idempotency } = paymentService(config, parts);
   const reportRepo = createReportRepository(db);
   const services = {
     invoices: createInvoiceService({ invoices: stores.cachedInvoices, ministries, log, now }),

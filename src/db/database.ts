@@ -27,6 +27,7 @@ import * as m015 from './migrations/015-reconciliation-lease-token.migration.js'
 import * as m016 from './migrations/016-webhook-slow-lane.migration.js';
 import * as m017 from './migrations/017-partner-events.migration.js';
 import * as m018 from './migrations/018-status-checks.migration.js';
+import * as m020 from './migrations/020-status-check-lease.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -84,6 +85,7 @@ const migrations: Record<string, Migration> = {
   '016-webhook-slow-lane': m016,
   '017-partner-events': m017,
   '018-status-checks': m018,
+  '020-status-check-lease': m020,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -83,6 +83,12 @@ export interface PaymentsTable {
   qr_text: ColumnType<string | null, string | undefined, never>;
   /** A confirmed part-payment: what the ministry still showed owing on its invoice. Null otherwise. */
   remaining_balance: ColumnType<string | null, never, string | null>;
+  /** The end of the lease of the status check under way (the confirmation job's or a live read's); null or past when none is. */
+  status_check_until: Timestamp | null;
+  /** A live read's lease token; null while the job holds the lease (its token is check_attempts). */
+  status_check_token: string | null;
+  /** When the latest status check ended: a read within CONFIRM_LIVE_MIN_INTERVAL_MS answers from it. */
+  status_checked_at: Timestamp | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

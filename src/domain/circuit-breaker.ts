@@ -8,8 +8,8 @@ export interface CircuitBreakerOptions {
 }
 
 /**
- * A per-source circuit breaker state machine. Pure: the caller passes the time, so it is
- * tested without waiting and shared by every operation of one ministry system.
+ * A circuit breaker state machine, one per ministry system and operation. Pure: the caller
+ * passes the time, so it is tested without waiting.
  *
  * Kept by hand rather than cockatiel's circuit breaker policy: that policy keeps its own time and
  * wraps the call itself, while the adapters drive this one from the service's injected clock (tests

@@ -8,6 +8,7 @@ import type { PaymentResolver } from '../services/payment-resolution.service.js'
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
 import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
+import { createKeyedSlots, type KeyedSlots } from '../work/keyed-slots.js';
 import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
@@ -24,6 +25,11 @@ export interface PaymentConfirmationJobDeps {
    * learns from the latency and failures of its own calls.
    */
   limits: Record<Source, AdaptiveLimit>;
+  /**
+   * The slots of each system within its limit, shared with the partners' live status checks
+   * (GET /payments/{id}), so the two together stay within it. Unset: the job's own.
+   */
+  slots?: KeyedSlots;
   /** The most any one system's limit can reach; the instance runs at most this many per system. */
   maxPerSource: number;
   /** How long a claim stays ours: longer than any one check can take (src/domain/lease-policy.ts). */
@@ -50,6 +56,33 @@ type MinistryWork =
   | { kind: 'check'; payment: ClaimedPayment; claimedAt: Date; inFlight: number };
 
 const sourceOf = (w: MinistryWork): Source => (w.kind === 'check' ? w.payment.source : w.row.source);
+
+/**
+ * Claims owed cancellations first, then due checks, within the slots each system has free; the
+ * slots offered are held while the claim runs (they are shared with the partners' live checks).
+ */
+function ministryClaim(deps: PaymentConfirmationJobDeps) {
+  return async function claim(slots: LaneSlots<MinistryWork>, at: Date): Promise<ClaimResult<MinistryWork>> {
+    const leaseUntil = new Date(at.getTime() + deps.leaseMs);
+    // Counted before the holds below, which the running count includes.
+    const started = new Map(SOURCES.map((s) => [s, slots.pool.running(s)]));
+    // Held while the claim runs: a live check taking one meanwhile would leave claimed work without a slot.
+    const offered = Object.fromEntries(SOURCES.map((s) => [s, slots.pool.hold(s, slots.pool.available(s))]));
+    const owed = await deps.cancellations.claimDue(at, leaseUntil, offered);
+    const left = Object.fromEntries(SOURCES.map((s) => [s, (offered[s] ?? 0) - owed.filter((r) => r.source === s).length]));
+    const due = await deps.payments.claimDue(at, leaseUntil, left);
+    // Each call counts the calls of its system already running and those claimed before it.
+    const inFlight = (source: Source) => {
+      started.set(source, (started.get(source) ?? 0) + 1);
+      return started.get(source) ?? 1;
+    };
+    const claimed: MinistryWork[] = [
+      ...owed.map((row) => ({ kind: 'cancellation' as const, row, inFlight: inFlight(row.source) })),
+      ...due.map((payment) => ({ kind: 'check' as const, payment, claimedAt: at, inFlight: inFlight(payment.source) })),
+    ];
+    return { claimed, saturated: SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)) };
+  };
+}
 
 /**
  * Checks unresolved payments with their ministry and retries owed ministry cancellations, in one
@@ -96,25 +129,6 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     }
   }
 
-  async function claim(slots: LaneSlots<MinistryWork>, at: Date): Promise<ClaimResult<MinistryWork>> {
-    const leaseUntil = new Date(at.getTime() + deps.leaseMs);
-    const offered = Object.fromEntries(SOURCES.map((s) => [s, slots.pool.available(s)]));
-    const owed = await deps.cancellations.claimDue(at, leaseUntil, offered);
-    const left = Object.fromEntries(SOURCES.map((s) => [s, (offered[s] ?? 0) - owed.filter((r) => r.source === s).length]));
-    const due = await deps.payments.claimDue(at, leaseUntil, left);
-    // Each call counts the calls of its system already running and those claimed before it.
-    const started = new Map(SOURCES.map((s) => [s, slots.pool.running(s)]));
-    const inFlight = (source: Source) => {
-      started.set(source, (started.get(source) ?? 0) + 1);
-      return started.get(source) ?? 1;
-    };
-    const claimed: MinistryWork[] = [
-      ...owed.map((row) => ({ kind: 'cancellation' as const, row, inFlight: inFlight(row.source) })),
-      ...due.map((payment) => ({ kind: 'check' as const, payment, claimedAt: at, inFlight: inFlight(payment.source) })),
-    ];
-    return { claimed, saturated: SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)) };
-  }
-
   return createLeasedWorkLoop({
     name: 'payment-confirmation',
     // Claims come four times per check interval: a payment whose check falls due waits at most a
@@ -124,11 +138,11 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     lanes: [
       {
         name: 'ministry',
-        perKey: (source) => deps.limits[source as Source].limit(),
+        perKey: deps.slots ?? createKeyedSlots((source) => deps.limits[source as Source].limit()),
         total: deps.maxPerSource * SOURCES.length,
         keyOf: sourceOf,
         idOf: (w) => (w.kind === 'check' ? `check:${w.payment.id}` : `cancellation:${w.row.payment_id}`),
-        claim,
+        claim: ministryClaim(deps),
         perform,
         failure: { level: 'warn', message: 'confirmation check failed' },
       } satisfies WorkLane<MinistryWork>,

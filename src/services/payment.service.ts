@@ -7,7 +7,7 @@ import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/reposit
 import type { IdempotencyRepository, StoredOutcome } from '../db/repositories/idempotency.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
-import type { PaymentResolver } from './payment-resolution.service.js';
+import { settledWithin, type PaymentLiveCheck } from './payment-live-check.service.js';
 import type { PaymentCancelService } from './payment-cancel.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
@@ -28,18 +28,27 @@ export interface PaymentServiceDeps {
   idempotency: IdempotencyRepository;
   ministries: MinistryAdapters;
   submitter: PaymentSubmitter;
-  resolver: PaymentResolver;
+  /** GET /payments/{id}'s ask of the ministry, within its limits. */
+  liveCheck: PaymentLiveCheck;
   cancels: PaymentCancelService;
   qr: QrService;
   log: Logger;
   ministryTimeoutMs: number;
   idempotencyTtlMs: number;
   now?: Clock;
+  /** Monotonic milliseconds for a read's deadline; the injected clock may jump. */
+  elapsed?: () => number;
   /** A new payment's id; it is chosen before the insert because the QR payload carries it. */
   newId?: () => string;
 }
 
 const IN_PROGRESS = 'Another payment for this invoice is in progress';
+
+/**
+ * Kept from a read's ministry timeout + 1 s for what follows the live check (the answer's
+ * serialization, the request's own way in and out), so the partner has an answer within that.
+ */
+const READ_ANSWER_MARGIN_MS = 500;
 
 /** What makes two requests under one idempotency key the same; a request without an end user hashes as it always did. */
 function requestHash(invoiceId: string, amount: number | undefined, userId: string | undefined): string {
@@ -193,6 +202,8 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
 
 export function createPaymentService(deps: PaymentServiceDeps) {
   const now = deps.now ?? systemClock;
+  const elapsed = deps.elapsed ?? (() => performance.now());
+  const readWithinMs = deps.ministryTimeoutMs + 1000 - READ_ANSWER_MARGIN_MS;
   const execute = paymentCreation(deps);
   const withIdempotency = idempotentCreation(deps, execute);
 
@@ -203,14 +214,19 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       return execute(partner, input, undefined, null);
     },
 
-    /** Live confirmation first; an unreachable ministry still answers with the stored status. */
+    /**
+     * Live confirmation first, when the ministry may be asked now (payment-live-check.service);
+     * otherwise, or when the check is not done by the ministry timeout + 1 s, the stored status.
+     */
     async get(partnerId: string, id: string): Promise<PaymentBody> {
+      const startedAt = elapsed();
       const payment = await deps.payments.findForPartner(partnerId, id);
       if (!payment) throw new NotFoundError('Payment');
       const due = payment.status === 'submitted' || (payment.status === 'pending' && (payment.next_check_at?.getTime() ?? 0) <= now().getTime());
-      if (!due) return toPaymentView(payment);
-      await deps.resolver.check(payment, { cause: 'partner_request' }).catch((err: unknown) => deps.log.warn({ err, paymentId: id }, 'live confirmation failed'));
-      return toPaymentView((await deps.payments.findById(id)) ?? payment);
+      const check = due ? deps.liveCheck.join(payment) : null;
+      if (!check) return toPaymentView(payment);
+      const fresh = await settledWithin(check.then(() => deps.payments.findById(id)), startedAt + readWithinMs - elapsed());
+      return toPaymentView(fresh ?? payment);
     },
 
     /** The partner's cancel: recorded before the ministry is asked (payment-cancel.service). */

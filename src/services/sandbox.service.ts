@@ -10,7 +10,7 @@ import type { SimulatorControl } from '../adapters/simulator-control.client.js';
  * API itself: this service approves a partner's own submitted payment there on its behalf.
  */
 export interface SandboxServiceDeps {
-  payments: Pick<PaymentRepository, 'findForPartner'>;
+  payments: Pick<PaymentRepository, 'findForPartner' | 'forgetStatusCheck'>;
   invoices: Pick<InvoiceRepository, 'findById'>;
   simulator: SimulatorControl;
 }
@@ -39,6 +39,8 @@ export function createSandboxService(deps: SandboxServiceDeps) {
       }
       // The simulator has no submitted payment for the invoice: approved already (e.g. automatically) or canceled.
       if (answer === 'unknown') throw new ConflictError('The simulator has no submitted payment for this invoice; it may be approved already');
+      // The partner's next read shows the approval, however soon after its last read it comes.
+      await deps.payments.forgetStatusCheck(payment.id);
       return { id: payment.id, approved: true };
     },
   };

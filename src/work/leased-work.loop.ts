@@ -1,5 +1,5 @@
 import type { Job } from '../jobs/job-runner.js';
-import { createKeyedPool, type KeyedPool } from './keyed-pool.js';
+import { createKeyedPool, type KeyedPool, type KeyedPoolOptions } from './keyed-pool.js';
 import { createSerialPass } from './serial-pass.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
@@ -25,13 +25,16 @@ export interface ClaimResult<W> {
 /** One lane of leased work: its slots, how it claims for them, and what one claimed item does. */
 export interface WorkLane<W> {
   name: string;
-  /** Slots per key (a ministry system, a webhook, a partner): fixed, or read each time work may start. */
-  perKey: number | ((key: string) => number);
+  /** Slots per key (a ministry system, a webhook, a partner): fixed, read each time work may start, or shared with work outside the loop. */
+  perKey: KeyedPoolOptions['perKey'];
   /** Slots overall. */
   total: number;
   keyOf(work: W): string;
   idOf(work: W): string;
-  /** Claims no more than the free slots (at `at`) allow. */
+  /**
+   * Claims no more than the free slots (at `at`) allow. A lane whose slots are shared holds the
+   * slots it offers (`pool.hold`) before it claims, so the work it claims always finds them.
+   */
   claim(slots: LaneSlots<W>, at: Date): Promise<ClaimResult<W>>;
   /** Does one claimed item; its lease hands the item back if this throws. */
   perform(work: W): Promise<void>;
@@ -116,9 +119,14 @@ export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
   async function pass(): Promise<void> {
     const at = now();
     for (const r of running) {
-      const { claimed, saturated } = await r.lane.claim({ pool: r.pool, inFlight: () => [...r.inFlight.values()] }, at);
-      claimed.forEach((work) => start(r, work));
-      r.saturated = new Set(saturated);
+      try {
+        const { claimed, saturated } = await r.lane.claim({ pool: r.pool, inFlight: () => [...r.inFlight.values()] }, at);
+        claimed.forEach((work) => start(r, work));
+        r.saturated = new Set(saturated);
+      } finally {
+        // Slots the claim held and found no work for go back to whoever shares them.
+        r.pool.dropHolds();
+      }
     }
   }
 

@@ -17,7 +17,8 @@ export type PaymentRow = Selectable<PaymentsTable>;
 /** A payment row's columns, named by every query that returns whole rows. */
 const PAYMENT_COLUMNS = tableColumns<PaymentsTable>()([
   'id', 'partner_id', 'invoice_id', 'amount', 'source', 'status', 'failure_reason', 'submitted_at', 'paid_at', 'canceled_at', 'next_check_at',
-  'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance', 'created_at', 'updated_at',
+  'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance', 'status_check_until', 'status_check_token',
+  'status_checked_at', 'created_at', 'updated_at',
 ]);
 const paymentColumns = columnList(PAYMENT_COLUMNS);
 
@@ -37,13 +38,24 @@ const invoiceIdsColumn = sql<string[]>`(
   FROM payment_invoices pi WHERE pi.payment_id = payments.id
 )`.as('invoiceIds');
 
-/** Unresolved payments due for a check, in one lane per ministry system with that system's free slots. */
-const dueChecks = (free: Partial<Record<string, number>>): LeasedWorkSpec => ({
+/** No status check of the payment is under way at `at`: nobody holds its lease, or the lease ran out. */
+const statusCheckFree = (at: Date, alias?: string) => {
+  const until = sql.ref(alias ? `${alias}.status_check_until` : 'status_check_until');
+  return sql`(${until} IS NULL OR ${until} <= ${at}::timestamptz)`;
+};
+
+/**
+ * Unresolved payments due for a check, in one lane per ministry system with that system's free
+ * slots; one a live read is checking is left until it is done. The claim also takes the payment's
+ * status-check lease, with no token of its own (the job's token is its check count).
+ */
+const dueChecks = (free: Partial<Record<string, number>>, at: Date, leaseUntil: Date): LeasedWorkSpec => ({
   table: 'payments',
   key: ['id'],
   dueColumn: 'next_check_at',
   token: { column: 'check_attempts', next: sql`t.check_attempts + 1` },
-  pending: sql`status IN (${sql.join(UNRESOLVED_STATUSES)})`,
+  pending: sql`status IN (${sql.join(UNRESOLVED_STATUSES)}) AND ${statusCheckFree(at)}`,
+  alsoSet: sql`status_check_until = ${leaseUntil}::timestamptz, status_check_token = NULL`,
   laneColumn: 'source',
   lanes: lanesOf(free),
   returning: sql`${columnList(PAYMENT_COLUMNS, 't')}, (SELECT i.ref_num FROM invoices i WHERE i.id = t.invoice_id) AS ref_num`,
@@ -352,25 +364,31 @@ function paymentReads(db: Db) {
 }
 
 /** The confirmation job's claims of payments due for a check. */
-function paymentChecks(db: Db) {
+function paymentChecks(db: Db, now: Clock) {
   return {
     /**
      * Claims due unresolved payments for this instance, at most `limits[source]` of each ministry
      * system (its free check slots); check_attempts counts the checks.
      */
     async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<ClaimedPayment[]> {
-      return claimLeased(db, dueChecks(limits), { now, leaseUntil, batch: totalFree(limits) });
+      return claimLeased(db, dueChecks(limits, now, leaseUntil), { now, leaseUntil, batch: totalFree(limits) });
     },
 
     /**
      * The next check of a payment still unresolved after one; a resolved payment is left alone.
      * Fenced by the claim's lease token (its check count): a later claim (this one's lease ran
      * out, another instance took it) has counted on, so a late reschedule changes nothing. False then.
+     * Ends the status check: its lease is let go unless a live read has taken it since (it has a
+     * token), and a read within the live interval answers from this check.
      */
     async reschedule(id: string, nextCheckAt: Date, leaseToken: number): Promise<boolean> {
       const row = await db
         .updateTable('payments')
-        .set({ next_check_at: nextCheckAt })
+        .set({
+          next_check_at: nextCheckAt,
+          status_checked_at: now(),
+          status_check_until: sql<Date | null>`CASE WHEN status_check_token IS NULL THEN NULL ELSE status_check_until END`,
+        })
         .where('id', '=', id)
         .where('status', 'in', UNRESOLVED_STATUSES)
         .where('check_attempts', '=', leaseToken)
@@ -381,8 +399,62 @@ function paymentChecks(db: Db) {
   };
 }
 
+/** A payment whose status a live read holds the lease of, with its invoice's refNum (the ministry is asked by it). */
+export type StatusCheckClaim = Leased<PaymentRow & { ref_num: string }, string>;
+
+/** A partner's live read asking the ministry for one payment's status, under the payment's status-check lease. */
+function liveStatusChecks(db: Db) {
+  return {
+    /**
+     * Takes the status-check lease of an unresolved payment for a live read, until `leaseUntil`,
+     * under the caller's new `token`: only when no check of it (the job's or another read's, on
+     * any instance) is under way at `at` and none ended after `checkedBefore`. Null otherwise.
+     */
+    async claimStatusCheck(input: { id: string; at: Date; leaseUntil: Date; checkedBefore: Date; token: string }): Promise<StatusCheckClaim | null> {
+      const { rows } = await sql<StatusCheckClaim>`
+        UPDATE payments p SET status_check_until = ${input.leaseUntil}::timestamptz, status_check_token = ${input.token}::uuid
+        WHERE p.id = ${input.id}::uuid AND p.status IN (${sql.join(UNRESOLVED_STATUSES)}) AND ${statusCheckFree(input.at, 'p')}
+          AND (p.status_checked_at IS NULL OR p.status_checked_at <= ${input.checkedBefore}::timestamptz)
+        RETURNING ${columnList(PAYMENT_COLUMNS, 'p')}, (SELECT i.ref_num FROM invoices i WHERE i.id = p.invoice_id) AS ref_num,
+          p.status_check_token AS lease_token`.execute(db);
+      return rows[0] ?? null;
+    },
+
+    /**
+     * Ends a live read's status check at `at`, presenting its token: false when it no longer
+     * holds the lease (it ran out and the job or another read took it), and then changes nothing.
+     */
+    async releaseStatusCheck(id: string, token: string, at: Date): Promise<boolean> {
+      const row = await db
+        .updateTable('payments')
+        .set({ status_check_until: null, status_check_token: null, status_checked_at: at })
+        .where('id', '=', id)
+        .where('status_check_token', '=', token)
+        .returning('id')
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
+    /**
+     * The ministry's status of the payment changed by the service's own doing (the sandbox's
+     * approve): the next read asks again rather than answer from the check before it.
+     */
+    async forgetStatusCheck(id: string): Promise<void> {
+      await db.updateTable('payments').set({ status_checked_at: null }).where('id', '=', id).execute();
+    },
+  };
+}
+
 export function createPaymentRepository(db: Db, now: Clock = systemClock) {
-  return { ...paymentInserts(db), ...ministryAnswers(db), ...paymentLocks(db), ...paymentMoves(now), ...paymentReads(db), ...paymentChecks(db) };
+  return {
+    ...paymentInserts(db),
+    ...ministryAnswers(db),
+    ...paymentLocks(db),
+    ...paymentMoves(now),
+    ...paymentReads(db),
+    ...paymentChecks(db, now),
+    ...liveStatusChecks(db),
+  };
 }
 
 export type PaymentRepository = ReturnType<typeof createPaymentRepository>;

@@ -1,0 +1,276 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestContext, dropSchema, MINISTRY_TIMEOUT_MS, type TestContext } from '../helpers/test-context.js';
+import { testConfig } from '../helpers/test-config.js';
+import { getPayment, partnerWithInvoice, partnerWithPayment, payOk, type Payment } from '../helpers/api.js';
+import { createPaymentRepository } from '../../src/db/repositories/payment.repository.js';
+import type { Config } from '../../src/config.js';
+import type { CallReport } from '../../simulator/call-tracker.js';
+
+/*
+ * GET /payments/{id} asks the ministry live, within what the ministry system is allowed: the
+ * per-system limit the confirmation job's checks share, one status call per payment at a time
+ * (across instances: the payment's status-check lease), none again within the live interval,
+ * and an answer within the ministry timeout + 1 s whatever the ministry does. Status calls
+ * failing never refuse a payment's submit. Counted at the simulator, over real HTTP.
+ */
+
+/** Status checks in flight per system and instance: the adaptive limit pinned (floor = cap). */
+const LIMIT = 2;
+/** How long a read may take at most: the ministry timeout + 1 s (a bound on a hang, not a speed). */
+const READ_BOUND_MS = MINISTRY_TIMEOUT_MS + 1000;
+
+/**
+ * A check interval far longer than a test: a payment the job checked is not due again, so a pass
+ * checks each payment once.
+ */
+const POLL_MS = 60_000;
+const LIVE: Partial<Config> = {
+  confirmConcurrencyPerSource: LIMIT,
+  confirmConcurrencyMaxPerSource: LIMIT,
+  confirmLiveMinIntervalMs: 1000,
+  confirmPollMs: POLL_MS,
+  confirmBackoffMaxMs: POLL_MS,
+};
+
+const contexts: TestContext[] = [];
+afterEach(async () => {
+  for (const c of contexts.splice(0)) await c.close();
+});
+
+async function context(config: Partial<Config> = {}, opts: Parameters<typeof createTestContext>[0] = {}): Promise<TestContext> {
+  const c = await createTestContext({ ...opts, config: { ...LIVE, ...config } });
+  contexts.push(c);
+  return c;
+}
+
+interface Submitted {
+  apiKey: string;
+  id: string;
+}
+
+/** `n` submitted etax payments, each of a partner of its own. */
+async function submittedPayments(c: TestContext, n: number): Promise<Submitted[]> {
+  const made: Submitted[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const { partner, payment } = await partnerWithPayment(c, 'etax');
+    made.push({ apiKey: partner.apiKey, id: payment.id });
+  }
+  return made;
+}
+
+async function setStatusFault(c: TestContext, mode: 'slow' | 'timeout' | 'none', delayMs = 0): Promise<void> {
+  const res = await c.sim('/__control/faults', { source: 'etax', operation: 'status', mode, delayMs });
+  expect(res.statusCode, res.body).toBe(200);
+}
+
+/** etax's status calls as the simulator counted them since the last reset. */
+async function statusCalls(c: TestContext): Promise<CallReport> {
+  const res = await c.simulator.inject({ method: 'GET', url: '/__control/calls?source=etax&operation=status' });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json<CallReport>();
+}
+
+async function resetCalls(c: TestContext): Promise<void> {
+  expect((await c.simulator.inject({ method: 'POST', url: '/__control/calls/reset' })).statusCode).toBe(200);
+}
+
+interface Read {
+  statusCode: number;
+  status: string;
+  ms: number;
+}
+
+async function timedRead(c: TestContext, p: Submitted): Promise<Read> {
+  const startedAt = performance.now();
+  const res = await getPayment(c, p.apiKey, p.id);
+  return { statusCode: res.statusCode, status: res.json<Payment>().status, ms: performance.now() - startedAt };
+}
+
+/** `count` reads at once, spread over the payments, each payment's reads over every instance. */
+function burst(instances: TestContext[], payments: Submitted[], count: number): Promise<Read[]> {
+  const instanceOf = (i: number) => instances[Math.floor(i / payments.length) % instances.length] as TestContext;
+  return Promise.all(Array.from({ length: count }, (_, i) => timedRead(instanceOf(i), payments[i % payments.length] as Submitted)));
+}
+
+/** One pass of the confirmation job, waiting for the checks it started. */
+async function confirmationPass(c: TestContext): Promise<void> {
+  const job = c.deps.jobs.find((j) => j.name === 'payment-confirmation');
+  if (!job) throw new Error('no confirmation job');
+  await job.run();
+  await job.drain?.();
+}
+
+/** Another partner's POST /payments of an etax invoice; its answer's status code. */
+async function anotherPartnerPays(c: TestContext): Promise<number> {
+  const { partner, invoice } = await partnerWithInvoice(c, 'etax');
+  const res = await c.api(partner.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: invoice.id } });
+  return res.statusCode;
+}
+
+function expectAnsweredInTime(reads: Read[]): void {
+  for (const read of reads) {
+    expect(read.statusCode).toBe(200);
+    expect(read.status).toBe('submitted');
+    expect(read.ms).toBeLessThanOrEqual(READ_BOUND_MS);
+  }
+}
+
+describe('live status checks', () => {
+  it('keeps a burst of reads and the confirmation job within the limit, one status call per payment at a time', async () => {
+    const c = await context();
+    const payments = await submittedPayments(c, 5);
+    await setStatusFault(c, 'slow', 1500);
+    await resetCalls(c);
+    // Every payment is due for the job too, which checks beside the reads.
+    c.advance(c.config.confirmPollMs + 1000);
+    const [reads] = await Promise.all([burst([c], payments, 60), confirmationPass(c)]);
+    expectAnsweredInTime(reads);
+    const calls = await statusCalls(c);
+    expect(calls.calls).toBeGreaterThan(0);
+    expect(calls.maxInFlight).toBeLessThanOrEqual(LIMIT);
+    expect(calls.maxInFlightPerPayment).toBe(1);
+  });
+
+  it('answers from a check just made, or one under way elsewhere, and asks again after the interval', async () => {
+    const c = await context();
+    const [p] = await submittedPayments(c, 1);
+    if (!p) throw new Error('no payment');
+    await resetCalls(c);
+    expect((await timedRead(c, p)).status).toBe('submitted');
+    expect((await statusCalls(c)).calls).toBe(1);
+    expect((await timedRead(c, p)).status).toBe('submitted');
+    expect((await statusCalls(c)).calls).toBe(1);
+
+    c.advance(c.config.confirmLiveMinIntervalMs + 1);
+    // Another instance holds the payment's status-check lease: its check is under way.
+    const at = c.now();
+    const other = await createPaymentRepository(c.deps.db, c.now).claimStatusCheck({
+      id: p.id,
+      at,
+      leaseUntil: new Date(at.getTime() + 60_000),
+      checkedBefore: at,
+      token: '00000000-0000-4000-8000-000000000001',
+    });
+    expect(other?.id).toBe(p.id);
+    expect((await timedRead(c, p)).status).toBe('submitted');
+    expect((await statusCalls(c)).calls).toBe(1);
+
+    expect(await createPaymentRepository(c.deps.db, c.now).releaseStatusCheck(p.id, '00000000-0000-4000-8000-000000000001', c.now())).toBe(true);
+    c.advance(c.config.confirmLiveMinIntervalMs + 1);
+    await timedRead(c, p);
+    expect((await statusCalls(c)).calls).toBe(2);
+  });
+
+  it("never lets status calls timing out refuse another partner's POST /payments to the same system", async () => {
+    const c = await context({ circuitBreaker: { failureThreshold: 2, openMs: 60_000 } });
+    const payments = await submittedPayments(c, 3);
+    await setStatusFault(c, 'timeout');
+    await resetCalls(c);
+    const [reads, duringBurst] = await Promise.all([burst([c], payments, 12), anotherPartnerPays(c)]);
+    expect(duringBurst).toBe(201);
+    expectAnsweredInTime(reads);
+    expect((await statusCalls(c)).maxInFlight).toBeLessThanOrEqual(LIMIT);
+
+    // The status calls timed out often enough to open their circuit...
+    const [p] = payments;
+    if (!p) throw new Error('no payment');
+    await expect(c.deps.ministries.etax.getPayment({ paymentId: p.id, refNum: 'any' })).rejects.toMatchObject({ kind: 'circuit-open' });
+    // ...and reads answer the stored status at once, while submissions still go through.
+    c.advance(c.config.confirmLiveMinIntervalMs + 1);
+    expectAnsweredInTime(await burst([c], payments, 6));
+    expect(await anotherPartnerPays(c)).toBe(201);
+  });
+
+  it('does not hold a read past the ministry timeout + 1 s when a merged check outlives it', async () => {
+    const c = await context();
+    const [p] = await submittedPayments(c, 1);
+    if (!p) throw new Error('no payment');
+    await setStatusFault(c, 'timeout');
+    await resetCalls(c);
+    const first = timedRead(c, p);
+    // Joins the first read's check, which the ministry holds until its timeout.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const reads = await Promise.all([first, timedRead(c, p)]);
+    expectAnsweredInTime(reads);
+    expect((await statusCalls(c)).calls).toBe(1);
+  });
+});
+
+describe('status-check lease', () => {
+  const TOKEN_A = '00000000-0000-4000-8000-00000000000a';
+  const TOKEN_B = '00000000-0000-4000-8000-00000000000b';
+
+  async function leaseSetup() {
+    const c = await context();
+    const [p] = await submittedPayments(c, 1);
+    if (!p) throw new Error('no payment');
+    const repo = createPaymentRepository(c.deps.db, c.now);
+    const live = (token: string, at: Date) => repo.claimStatusCheck({ id: p.id, at, leaseUntil: new Date(at.getTime() + 10_000), checkedBefore: at, token });
+    // Far enough on that the payment is due for the job whatever its schedule.
+    const jobClaim = async (at: Date) => (await repo.claimDue(at, new Date(at.getTime() + 10_000), { etax: 10 })).find((row) => row.id === p.id) ?? null;
+    return { c, p, repo, live, jobClaim };
+  }
+
+  it('gives a payment to one of two live reads claiming it at once, on any instance', async () => {
+    const { c, live } = await leaseSetup();
+    const at = c.now();
+    const claims = await Promise.all([live(TOKEN_A, at), live(TOKEN_B, at)]);
+    expect(claims.filter((claim) => claim !== null)).toHaveLength(1);
+  });
+
+  it('keeps the confirmation job and a live read from checking one payment at the same time', async () => {
+    const { c, p, repo, live, jobClaim } = await leaseSetup();
+    const later = new Date(c.now().getTime() + POLL_MS * 2);
+    expect(await live(TOKEN_A, later)).not.toBeNull();
+    expect(await jobClaim(later)).toBeNull();
+    expect(await repo.releaseStatusCheck(p.id, TOKEN_A, later)).toBe(true);
+
+    const job = await jobClaim(later);
+    expect(job).not.toBeNull();
+    expect(await live(TOKEN_B, later)).toBeNull();
+    // The job's lease ran out (it stalled) and a read took the payment: the job's late reschedule
+    // is its own to make, but leaves the read's lease alone.
+    const afterJobLease = new Date(later.getTime() + 20_000);
+    expect(await live(TOKEN_B, afterJobLease)).not.toBeNull();
+    expect(await repo.reschedule(p.id, new Date(afterJobLease.getTime() + POLL_MS), job?.lease_token ?? -1)).toBe(true);
+    const row = await c.deps.db.selectFrom('payments').select(['status_check_token', 'status_check_until']).where('id', '=', p.id).executeTakeFirstOrThrow();
+    expect(row.status_check_token).toBe(TOKEN_B);
+    expect(row.status_check_until?.getTime()).toBeGreaterThan(afterJobLease.getTime());
+    // A read whose lease was taken from it changes nothing when it lets go.
+    expect(await repo.releaseStatusCheck(p.id, TOKEN_A, afterJobLease)).toBe(false);
+  });
+});
+
+const shared = testConfig();
+describe.skipIf(!shared.databaseUrl)('live status checks on two instances (shared PostgreSQL)', () => {
+  it('keeps reads and both confirmation jobs to one status call per payment and each instance within its limit', async () => {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    try {
+      const a = await context({}, { reuseSchema: schema });
+      const b = await context({}, { reuseSchema: schema, ministryUrl: a.simulatorUrl });
+      const payments = await submittedPayments(a, 8);
+      await setStatusFault(a, 'slow', 1000);
+      await resetCalls(a);
+      for (const c of [a, b]) c.advance(a.config.confirmPollMs + 1000);
+      const [reads, posted] = await Promise.all([
+        burst([a, b], payments, 80),
+        (async () => {
+          const { partner, invoice } = await partnerWithInvoice(a, 'etax');
+          return payOk(b, partner.apiKey, { invoiceId: invoice.id });
+        })(),
+        confirmationPass(a),
+        confirmationPass(b),
+      ]);
+      expect(posted.status).toBe('submitted');
+      expectAnsweredInTime(reads);
+      const calls = await statusCalls(a);
+      expect(calls.calls).toBeGreaterThan(0);
+      expect(calls.maxInFlightPerPayment).toBe(1);
+      expect(calls.maxInFlight).toBeLessThanOrEqual(2 * LIMIT);
+    } finally {
+      for (const c of contexts.splice(0)) await c.close();
+      if (shared.databaseUrl) await dropSchema(shared.databaseUrl, schema);
+    }
+  });
+});
