@@ -1,4 +1,5 @@
 import { FaultRegistry } from './fault.registry.js';
+import { SubmitDesk } from './submit.desk.js';
 import type { FixtureFile, InvoiceFixture } from './fixtures.schema.js';
 import { mongoFromNumber } from './simulator.money.js';
 import { financeDayOf } from './simulator.time.js';
@@ -92,6 +93,7 @@ export class SimulatorState {
   private readonly answers = new Map<string, SubmitOutcome>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   readonly faults = new FaultRegistry();
+  readonly submits = new SubmitDesk();
   /*
    * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
    * still answers at once: invoices by search field value, and the submitted payment holding each
@@ -125,6 +127,7 @@ export class SimulatorState {
     this.settlementAmounts.clear();
     this.reported.clear();
     this.faults.clear();
+    this.submits.clear();
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
 
@@ -189,14 +192,20 @@ export class SimulatorState {
     return [...this.payments.values()];
   }
 
-  submit(source: SimSource, command: SubmitCommand): SubmitOutcome {
+  /** A submit request as it arrives over the wire: logged, and held when a test armed a hold for its invoice. */
+  submitRequest(source: SimSource, command: SubmitCommand, closing: AbortSignal): Promise<SubmitOutcome> {
+    return this.submits.take(source, command.paymentId, command.refNum, () => this.submitOnce(source, command), closing);
+  }
+
+  /** `repeat` when the payment id was submitted before: the first answer again, nothing new at the ministry. */
+  private submitOnce(source: SimSource, command: SubmitCommand): { outcome: SubmitOutcome; repeat: boolean } {
     const key = keyOf(source, command.paymentId);
     const known = this.answers.get(key);
-    if (known) return known;
+    if (known) return { outcome: known, repeat: true };
     const reason = this.rejectionReason(source, command);
     const outcome: SubmitOutcome = reason ? { accepted: false, reason } : { accepted: true, payment: this.accept(source, command) };
     this.answers.set(key, outcome);
-    return outcome;
+    return { outcome, repeat: false };
   }
 
   private rejectionReason(source: SimSource, command: SubmitCommand): string | null {

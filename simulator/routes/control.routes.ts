@@ -1,10 +1,10 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { SIM_OPERATIONS } from '../fault.registry.js';
 import { parseFixtureFile } from '../fixtures.schema.js';
 import { mongoFromNumber, mongoToFixed2 } from '../simulator.money.js';
-import type { SimPayment } from '../simulator.state.js';
+import type { SimPayment, SimulatorState } from '../simulator.state.js';
 import type { SourceRouteOptions } from './source-routes.types.js';
 
 const SourceSchema = Type.Union([Type.Literal('mof'), Type.Literal('etax'), Type.Literal('police')]);
@@ -32,6 +32,9 @@ const OutcomeBody = Type.Object({
   outcome: Type.Union([Type.Literal('rejected'), Type.Literal('canceled'), Type.Literal('unknown')]),
 });
 
+const HoldBody = Type.Object({ source: SourceSchema, refNum: Type.String({ minLength: 1 }), point: Type.Optional(Type.Union([Type.Literal('before'), Type.Literal('after')])) });
+const ReleaseBody = Type.Object({ source: SourceSchema, refNum: Type.String({ minLength: 1 }), fail: Type.Optional(Type.Boolean()) });
+
 const DropBody = Type.Object({ refNum: Type.String({ minLength: 1 }) });
 const AmountBody = Type.Object({ refNum: Type.String({ minLength: 1 }), amount: Type.Number({ minimum: 0 }) });
 
@@ -56,6 +59,33 @@ function describePayment(payment: SimPayment) {
     confirmedAt: payment.confirmedAt?.toISOString() ?? null,
     canceledAt: payment.canceledAt?.toISOString() ?? null,
   };
+}
+
+/** Submits held on the way and the log of every submit the ministry took: a stalled request made to order. */
+function submitRoutes(app: FastifyInstance, state: SimulatorState): void {
+  /** The next submit of the invoice is held, before the ministry sees it (default) or after it answered, until released. */
+  app.post('/submits/hold', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(HoldBody, body)) return reply.code(400).send({ error: 'body must be { source, refNum, point?: before|after }' });
+    const point = body.point ?? 'before';
+    state.submits.hold(body.source, body.refNum, point);
+    return { hold: { source: body.source, refNum: body.refNum, point } };
+  });
+
+  /** `fail`: the held submit answers 500, as a ministry that broke off the call. */
+  app.post('/submits/release', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(ReleaseBody, body)) return reply.code(400).send({ error: 'body must be { source, refNum, fail?: boolean }' });
+    const fail = body.fail ?? false;
+    if (!state.submits.release(body.source, body.refNum, fail)) return reply.code(404).send({ error: `no hold for ${body.refNum}` });
+    return { released: { source: body.source, refNum: body.refNum, fail } };
+  });
+
+  /** Every submit the ministry took (`repeat`: a payment id it already had), and the ones held now. */
+  app.get<{ Querystring: { refNum?: string } }>('/submits', async (request) => ({
+    submits: state.submits.submits(request.query.refNum).map((r) => ({ ...r, at: r.at.toISOString() })),
+    held: state.submits.held(),
+  }));
 }
 
 export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state }) => {
@@ -122,6 +152,8 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
     state.setSettlementAmount(body.refNum, amountMongo);
     return { amount: { refNum: body.refNum, amount: mongoToFixed2(amountMongo) } };
   });
+
+  submitRoutes(app, state);
 
   app.post('/reset', async () => {
     state.reset();
