@@ -39,6 +39,7 @@ interface PaymentServiceParts {
   db: Db;
   ministries: MinistryAdapters;
   logger: PinoLogger;
+  onStaleLease: StaleLeaseReport;
   now?: Clock;
 }
 
@@ -65,6 +66,7 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
     log: parts.logger,
     ministryTimeoutMs: config.ministryTimeoutMs,
     idempotencyTtlMs: config.idempotencyTtlMs,
+    onStaleLease: parts.onStaleLease,
     now,
   });
   return { payments, idempotency };
@@ -84,7 +86,7 @@ export async function createPayments(config: Config, deps: PaymentsDeps) {
   const flow = createPaymentFlow(config, { db, stores, ministries, logger: log, metrics: deps.metrics, onStaleLease: deps.onStaleLease, now });
   // One QR service: the landing page rebuilds the very QR and links POST /payments answered with.
   const qr = createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase });
-  const { payments, idempotency } = paymentService(config, { stores, flow, qr, db, ministries, logger: log, now });
+  const { payments, idempotency } = paymentService(config, { stores, flow, qr, db, ministries, logger: log, onStaleLease: deps.onStaleLease, now });
   const reportRepo = createReportRepository(db);
   const services = {
     invoices: createInvoiceService({ invoices: stores.cachedInvoices, ministries, log, now }),

@@ -26,6 +26,7 @@ import * as m015 from './migrations/015-reconciliation-lease-token.migration.js'
 import * as m016 from './migrations/016-webhook-slow-lane.migration.js';
 import * as m017 from './migrations/017-partner-events.migration.js';
 import * as m018 from './migrations/018-status-checks.migration.js';
+import * as m019 from './migrations/019-idempotency-lease-token.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -73,6 +74,7 @@ const migrations: Record<string, Migration> = {
   '016-webhook-slow-lane': m016,
   '017-partner-events': m017,
   '018-status-checks': m018,
+  '019-idempotency-lease-token': m019,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
