@@ -19,6 +19,7 @@ import { createShortLinkService } from '../services/short-link.service.js';
 import { createSandboxService, type SandboxService } from '../services/sandbox.service.js';
 import type { Source, StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';
+import { leasePolicyOf } from './data.factory.js';
 import { createInvoiceStores, createPaymentFlow, type InvoiceStores, type PaymentFlow } from './payment-flow.factory.js';
 
 export interface PaymentsDeps {
@@ -66,6 +67,7 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
     log: parts.logger,
     ministryTimeoutMs: config.ministryTimeoutMs,
     idempotencyTtlMs: config.idempotencyTtlMs,
+    idempotencyLeaseMs: leasePolicyOf(config).idempotency,
     onStaleLease: parts.onStaleLease,
     now,
   });

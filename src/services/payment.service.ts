@@ -34,6 +34,8 @@ export interface PaymentServiceDeps {
   log: Logger;
   ministryTimeoutMs: number;
   idempotencyTtlMs: number;
+  /** How long a request holds its idempotency key before another may take it over (LeasePolicy.idempotency). */
+  idempotencyLeaseMs: number;
   onStaleLease?: StaleLeaseReport;
   now?: Clock;
   /** A new payment's id; it is chosen before the insert because the QR payload carries it. */
@@ -203,8 +205,7 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
       key,
       requestHash: hash,
       now: at,
-      // Long enough for one request to finish; short enough that a crashed holder's key frees up soon.
-      lockUntil: new Date(at.getTime() + 2 * deps.ministryTimeoutMs + 2000),
+      lockUntil: new Date(at.getTime() + deps.idempotencyLeaseMs),
       expiresAt: new Date(at.getTime() + deps.idempotencyTtlMs),
     });
     if (claim.kind === 'mismatch') throw new UnprocessableError('Idempotency key was already used with a different request');
