@@ -65,7 +65,6 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
     cancels,
     qr: parts.qr,
     log: parts.logger,
-    ministryTimeoutMs: config.ministryTimeoutMs,
     idempotencyTtlMs: config.idempotencyTtlMs,
     idempotencyLeaseMs: leasePolicyOf(config).idempotency,
     onStaleLease: parts.onStaleLease,

@@ -32,9 +32,11 @@ export interface PaymentServiceDeps {
   cancels: PaymentCancelService;
   qr: QrService;
   log: Logger;
-  ministryTimeoutMs: number;
   idempotencyTtlMs: number;
-  /** How long a request holds its idempotency key before another may take it over (LeasePolicy.idempotency). */
+  /**
+   * How long a request holds its idempotency key before another may take it over
+   * (LeasePolicy.idempotency); a new pending payment waits as long for its first check.
+   */
   idempotencyLeaseMs: number;
   onStaleLease?: StaleLeaseReport;
   now?: Clock;
@@ -114,8 +116,9 @@ type Execute = (partner: AuthenticatedPartner, input: CreateInput, lease: Idempo
 function paymentCreation(deps: PaymentServiceDeps): Execute {
   const now = deps.now ?? systemClock;
   const newId = deps.newId ?? randomUUID;
-  // A pending payment is left alone while its submit may still be in flight.
-  const pendingGraceMs = Math.max(2 * deps.ministryTimeoutMs, 5000);
+  // A pending payment is left alone while the request that made it may still submit it: the lease
+  // on a request's key covers its reads, the insert, the submit and the writes that record it.
+  const pendingGraceMs = deps.idempotencyLeaseMs;
 
   async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, lease: IdempotencyLease | null, userId: string | undefined, standard: QrStandard): Promise<PaymentRow> {
     const id = newId();
@@ -147,14 +150,24 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
     return { kind: 'created', body: createdBody(deps.qr, payment, invoice, standard), replayed: false };
   }
 
+  /**
+   * The pending payment an earlier request under the key left, submitted again: the payment id
+   * makes the submit idempotent at the ministry, so a stalled request's submit arriving too gets
+   * the same answer and no second payment. The check is pushed out under the key's token first,
+   * so the confirmation job does not conclude the ministry never received it meanwhile.
+   */
+  async function resume(partner: AuthenticatedPartner, paymentId: string, lease: IdempotencyLease): Promise<CreateOutcome> {
+    const existing = await deps.payments.findById(paymentId);
+    const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
+    const hold = existing?.status === 'pending' ? await deps.payments.holdPendingForKey(paymentId, lease, new Date(now().getTime() + pendingGraceMs)) : 'not_pending';
+    if (hold === 'lease_lost') throw new ConflictError(KEY_IN_FLIGHT);
+    const submitted = existing && hold === 'held' ? await deps.submitter.submit(existing, invoice, 'partner_request') : null;
+    return outcomeOf(paymentId, invoice, partner.qrStandard, submitted);
+  }
+
   return async function execute(partner, input, lease, resumeId) {
     const { invoiceId, amount: requested, userId } = input;
-    if (resumeId) {
-      const existing = await deps.payments.findById(resumeId);
-      const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
-      const submitted = existing?.status === 'pending' ? await deps.submitter.submit(existing, invoice, 'partner_request') : null;
-      return outcomeOf(resumeId, invoice, partner.qrStandard, submitted);
-    }
+    if (resumeId && lease) return resume(partner, resumeId, lease);
     const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
     const status = effectiveInvoiceStatus(invoice.status, invoice.due_date, now());
     if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);

@@ -187,6 +187,20 @@ describe('a request that stalled past its lease', () => {
     const before = await keyRow(partner.id, 'k-new-holder-busy');
     const current = await claimAt(partner.id, 'k-new-holder-busy', before.request_hash, ctx.now());
     expect(current.paymentId).toBe(stalled.paymentId);
+
+    // The new holder keeps the confirmation job off the payment while it submits it; the stalled one cannot.
+    const payments = createPaymentRepository(ctx.deps.db, ctx.now);
+    const check = async () => (await ctx.deps.db.selectFrom('payments').select('next_check_at').where('id', '=', stalled.paymentId).executeTakeFirstOrThrow()).next_check_at?.getTime();
+    expect(await check()).toBeLessThanOrEqual(ctx.now().getTime());
+    const until = new Date(ctx.now().getTime() + leaseMs);
+    const stale: IdempotencyLease = { partnerId: partner.id, key: 'k-new-holder-busy', token: before.lease_token ?? '' };
+    expect(await payments.holdPendingForKey(stalled.paymentId, stale, until)).toBe('lease_lost');
+    expect(await check()).toBeLessThanOrEqual(ctx.now().getTime());
+    expect(await payments.holdPendingForKey(stalled.paymentId, current, until)).toBe('held');
+    expect(await check()).toBe(until.getTime());
+    // The ministry has not seen the payment: a check now would end it as never received.
+    await ctx.runJobs();
+    expect(await paymentsOf(invoice.id)).toEqual([{ id: stalled.paymentId, status: 'pending' }]);
     const taken = await keyRow(partner.id, 'k-new-holder-busy');
     const staleBefore = await staleWrites();
 

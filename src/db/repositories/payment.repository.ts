@@ -159,6 +159,29 @@ function paymentInserts(db: Db) {
         throw err;
       }
     },
+
+    /**
+     * The request that took an idempotency key over, about to submit the key's pending payment
+     * again: pushes the payment's first check out to `until` so the confirmation job leaves the
+     * submit to it, presenting the key's lease token. `lease_lost` when the key is no longer the
+     * caller's (nothing written); `not_pending` when another actor has moved the payment already.
+     */
+    async holdPendingForKey(paymentId: string, lease: IdempotencyLease, until: Date): Promise<'held' | 'not_pending' | 'lease_lost'> {
+      const { rows } = await sql<{ held: boolean; deferred: boolean }>`
+        WITH k AS (
+          SELECT 1 FROM idempotency_keys
+          WHERE partner_id = ${lease.partnerId}::uuid AND key = ${lease.key} AND lease_token = ${lease.token}::uuid AND state = 'in_progress' AND payment_id = ${paymentId}::uuid
+          FOR UPDATE
+        ), d AS (
+          UPDATE payments SET next_check_at = GREATEST(next_check_at, ${until}::timestamptz)
+          WHERE id = ${paymentId}::uuid AND status = 'pending' AND EXISTS (SELECT 1 FROM k)
+          RETURNING id
+        )
+        SELECT EXISTS (SELECT 1 FROM k) AS held, EXISTS (SELECT 1 FROM d) AS deferred`.execute(db);
+      const row = rows[0];
+      if (!row?.held) return 'lease_lost';
+      return row.deferred ? 'held' : 'not_pending';
+    },
   };
 }
 
