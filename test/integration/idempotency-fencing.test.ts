@@ -231,4 +231,22 @@ describe('a request that stalled past its lease', () => {
     expect(await keyRow(partner.id, 'k-late-failure')).toEqual(completed);
     expect((await submitsOf(invoice.refNum)).submits).toEqual([expect.objectContaining({ paymentId: body.id, repeat: false })]);
   });
+
+  it('whose submit reaches the ministry after the check ended its payment as never received has it canceled there', async () => {
+    const { partner, invoice } = await partnerWithInvoice(ctx, 'etax');
+    const stalled = await stalledRequest(partner, 'k-never-received', invoice, 'before');
+    ctx.advance(leaseMs + 1);
+    // Nobody retried: the check finds no such payment at the ministry and ends it.
+    await ctx.runJobs();
+    expect(await paymentsOf(invoice.id)).toEqual([{ id: stalled.paymentId, status: 'failed' }]);
+
+    expect((await releaseSubmit(invoice)).statusCode).toBe(200);
+    const late = await stalled.answer;
+    expect(late.statusCode, late.body).toBe(422);
+    expect(await paymentsOf(invoice.id)).toEqual([{ id: stalled.paymentId, status: 'failed' }]);
+    const atMinistry = (await ctx.simulator.inject({ method: 'GET', url: '/__control/payments' })).json<{ payments: { paymentId: string; status: string }[] }>();
+    expect(atMinistry.payments.filter((p) => p.paymentId === stalled.paymentId)).toEqual([expect.objectContaining({ status: 'canceled' })]);
+    const owed = await ctx.deps.db.selectFrom('ministry_cancellations').select(['done_at']).where('payment_id', '=', stalled.paymentId).executeTakeFirstOrThrow();
+    expect(owed.done_at).not.toBeNull();
+  });
 });
