@@ -1,5 +1,6 @@
 import { CallTracker } from './call-tracker.js';
 import { FaultRegistry } from './fault.registry.js';
+import { SubmitDesk } from './submit.desk.js';
 import type { FixtureFile, InvoiceFixture } from './fixtures.schema.js';
 import { mongoFromNumber } from './simulator.money.js';
 import { financeDayOf } from './simulator.time.js';
@@ -95,6 +96,7 @@ export class SimulatorState {
   readonly faults = new FaultRegistry();
   /** Calls in flight per source and operation (and payment), for tests that bound them. */
   readonly calls = new CallTracker();
+  readonly submits = new SubmitDesk();
   /*
    * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
    * still answers at once: invoices by search field value, and the submitted payment holding each
@@ -129,6 +131,7 @@ export class SimulatorState {
     this.reported.clear();
     this.faults.clear();
     this.calls.reset();
+    this.submits.clear();
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
 
@@ -193,14 +196,20 @@ export class SimulatorState {
     return [...this.payments.values()];
   }
 
-  submit(source: SimSource, command: SubmitCommand): SubmitOutcome {
+  /** A submit request as it arrives over the wire: logged, and held when a test armed a hold for its invoice. */
+  submitRequest(source: SimSource, command: SubmitCommand, closing: AbortSignal): Promise<SubmitOutcome> {
+    return this.submits.take(source, command.paymentId, command.refNum, () => this.submitOnce(source, command), closing);
+  }
+
+  /** `repeat` when the payment id was submitted before: the first answer again, nothing new at the ministry. */
+  private submitOnce(source: SimSource, command: SubmitCommand): { outcome: SubmitOutcome; repeat: boolean } {
     const key = keyOf(source, command.paymentId);
     const known = this.answers.get(key);
-    if (known) return known;
+    if (known) return { outcome: known, repeat: true };
     const reason = this.rejectionReason(source, command);
     const outcome: SubmitOutcome = reason ? { accepted: false, reason } : { accepted: true, payment: this.accept(source, command) };
     this.answers.set(key, outcome);
-    return outcome;
+    return { outcome, repeat: false };
   }
 
   private rejectionReason(source: SimSource, command: SubmitCommand): string | null {

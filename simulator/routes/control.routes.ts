@@ -33,6 +33,8 @@ const OutcomeBody = Type.Object({
 });
 
 const CallsQuery = Type.Object({ source: SourceSchema, operation: Type.Union(SIM_OPERATIONS.map((name) => Type.Literal(name))) });
+const HoldBody = Type.Object({ source: SourceSchema, refNum: Type.String({ minLength: 1 }), point: Type.Optional(Type.Union([Type.Literal('before'), Type.Literal('after')])) });
+const ReleaseBody = Type.Object({ source: SourceSchema, refNum: Type.String({ minLength: 1 }), fail: Type.Optional(Type.Boolean()) });
 
 const DropBody = Type.Object({ refNum: Type.String({ minLength: 1 }) });
 const AmountBody = Type.Object({ refNum: Type.String({ minLength: 1 }), amount: Type.Number({ minimum: 0 }) });
@@ -74,6 +76,33 @@ function callRoutes(app: FastifyInstance, state: SimulatorState): void {
     state.calls.reset();
     return { reset: true };
   });
+}
+
+/** Submits held on the way and the log of every submit the ministry took: a stalled request made to order. */
+function submitRoutes(app: FastifyInstance, state: SimulatorState): void {
+  /** The next submit of the invoice is held, before the ministry sees it (default) or after it answered, until released. */
+  app.post('/submits/hold', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(HoldBody, body)) return reply.code(400).send({ error: 'body must be { source, refNum, point?: before|after }' });
+    const point = body.point ?? 'before';
+    state.submits.hold(body.source, body.refNum, point);
+    return { hold: { source: body.source, refNum: body.refNum, point } };
+  });
+
+  /** `fail`: the held submit answers 500, as a ministry that broke off the call. */
+  app.post('/submits/release', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(ReleaseBody, body)) return reply.code(400).send({ error: 'body must be { source, refNum, fail?: boolean }' });
+    const fail = body.fail ?? false;
+    if (!state.submits.release(body.source, body.refNum, fail)) return reply.code(404).send({ error: `no hold for ${body.refNum}` });
+    return { released: { source: body.source, refNum: body.refNum, fail } };
+  });
+
+  /** Every submit the ministry took (`repeat`: a payment id it already had), and the ones held now. */
+  app.get<{ Querystring: { refNum?: string } }>('/submits', async (request) => ({
+    submits: state.submits.submits(request.query.refNum).map((r) => ({ ...r, at: r.at.toISOString() })),
+    held: state.submits.held(),
+  }));
 }
 
 export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state }) => {
@@ -141,13 +170,14 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
     return { amount: { refNum: body.refNum, amount: mongoToFixed2(amountMongo) } };
   });
 
+  submitRoutes(app, state);
+
   app.post('/reset', async () => {
     state.reset();
     return { reset: true };
   });
 
   app.get('/payments', async () => ({ payments: state.listPayments().map(describePayment) }));
-
 
   callRoutes(app, state);
 };

@@ -90,7 +90,7 @@ export const etaxRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { 
     if (!SubmitBody.Check(body)) return fail(reply, 400, 'E_BAD_REQUEST', 'invalid payment request');
     const amountMongo = mongoFromDecimal(body.paid_amount);
     if (amountMongo === null) return fail(reply, 400, 'E_BAD_REQUEST', 'paid_amount must be a decimal string');
-    const outcome = state.submit('etax', { paymentId: body.payment_id, refNum: body.bill_no, amountMongo });
+    const outcome = await state.submitRequest('etax', { paymentId: body.payment_id, refNum: body.bill_no, amountMongo }, closing);
     if (!outcome.accepted) return fail(reply, 422, 'E_REJECTED', outcome.reason);
     return { result: { payment_id: body.payment_id, status_code: 10, linked_bill_nos: outcome.payment.linkedRefNums } };
   });

@@ -83,7 +83,7 @@ export const mofRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { s
     if (!SubmitBody.Check(body)) return fail(reply, 400, 'BAD_REQUEST', 'invalid payment request');
     const amountMongo = mongoFromNumber(body.amount);
     if (amountMongo === null) return fail(reply, 400, 'BAD_REQUEST', 'amount has more than 2 decimals');
-    const outcome = state.submit('mof', { paymentId: body.paymentId, refNum: body.invoiceNo, amountMongo });
+    const outcome = await state.submitRequest('mof', { paymentId: body.paymentId, refNum: body.invoiceNo, amountMongo }, closing);
     return outcome.accepted
       ? { data: { paymentId: body.paymentId, accepted: true, linkedInvoices: outcome.payment.linkedRefNums } }
       : { data: { paymentId: body.paymentId, accepted: false, rejectReason: outcome.reason } };

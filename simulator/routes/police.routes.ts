@@ -96,7 +96,7 @@ export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, 
   app.post('/api/payments', operation('submit'), async (request, reply) => {
     const body = request.body;
     if (!SubmitBody.Check(body)) return fail(reply, 400, 'INVALID PAYMENT');
-    const outcome = state.submit('police', { paymentId: body.PAYMENT_ID, refNum: body.FINE_NO, amountMongo: body.PAY_AMOUNT });
+    const outcome = await state.submitRequest('police', { paymentId: body.PAYMENT_ID, refNum: body.FINE_NO, amountMongo: body.PAY_AMOUNT }, closing);
     if (!outcome.accepted) return { RESULT_CODE: REFUSED, RESULT_MSG: outcome.reason };
     return { RESULT_CODE: 0, PAYMENT: { ...toWirePayment(outcome.payment), LINKED_FINE_NOS: outcome.payment.linkedRefNums } };
   });

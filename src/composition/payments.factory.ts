@@ -91,6 +91,8 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
     log: parts.logger,
     ministryTimeoutMs: config.ministryTimeoutMs,
     idempotencyTtlMs: config.idempotencyTtlMs,
+    idempotencyLeaseMs: parts.leases.idempotency,
+    onStaleLease: parts.onStaleLease,
     now,
   });
   return { payments, idempotency };

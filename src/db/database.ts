@@ -27,6 +27,7 @@ import * as m015 from './migrations/015-reconciliation-lease-token.migration.js'
 import * as m016 from './migrations/016-webhook-slow-lane.migration.js';
 import * as m017 from './migrations/017-partner-events.migration.js';
 import * as m018 from './migrations/018-status-checks.migration.js';
+import * as m019 from './migrations/019-idempotency-lease-token.migration.js';
 import * as m020 from './migrations/020-status-check-lease.migration.js';
 
 export type Db = Kysely<Database>;
@@ -85,6 +86,7 @@ const migrations: Record<string, Migration> = {
   '016-webhook-slow-lane': m016,
   '017-partner-events': m017,
   '018-status-checks': m018,
+  '019-idempotency-lease-token': m019,
   '020-status-check-lease': m020,
 };
 

@@ -118,6 +118,8 @@ export interface IdempotencyKeysTable {
   request_hash: string;
   state: 'in_progress' | 'completed';
   locked_until: Timestamp;
+  /** The current claim's token; null only on rows claimed before tokens existed. */
+  lease_token: string | null;
   payment_id: string | null;
   response_status: number | null;
   response_body: ColumnType<unknown, string | null, string | null>;

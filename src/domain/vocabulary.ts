@@ -33,7 +33,7 @@ export const CANCELLATION_KINDS = ['owed', 'partner'] as const;
 export type CancellationKind = (typeof CANCELLATION_KINDS)[number];
 
 /** Kinds of leased background work, each of whose late writes is fenced by its lease. */
-export const LEASED_WORK = ['confirmation_check', 'status_check', 'ministry_cancellation', 'reconciliation', 'webhook_attempt', 'push_attempt'] as const;
+export const LEASED_WORK = ['confirmation_check', 'status_check', 'ministry_cancellation', 'reconciliation', 'webhook_attempt', 'push_attempt', 'idempotency_key'] as const;
 export type LeasedWork = (typeof LEASED_WORK)[number];
 
 /** A holder that lost its lease tried to write: nothing was changed; reported for the operator. */

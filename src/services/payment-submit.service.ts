@@ -13,6 +13,7 @@ import { systemClock, type Clock } from '../domain/clock.port.js';
 
 const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
 const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with this one is unknown to the ministry system';
+const ACCEPTED_AFTER_END = 'The ministry accepted the payment after it had failed here as never received';
 
 export interface PaymentSubmitterDeps {
   payments: PaymentRepository;
@@ -80,6 +81,19 @@ async function holdLinkedOrRefuse(
 }
 
 /**
+ * A submit that reached the ministry after the check had ended the payment here as never received
+ * (a request frozen before its submit went out): the ministry now holds a payment the service
+ * will never confirm, so it is owed a cancellation there, as a refused linked payment is.
+ */
+async function cancelIfNeverReceived(deps: PaymentSubmitterDeps, payment: PaymentRow, refNum: string, at: Date): Promise<void> {
+  const current = await deps.payments.findById(payment.id);
+  if (current?.status !== 'failed' || current.status_event !== 'never_received') return;
+  await deps.payments.transaction((uow) => deps.cancellations.add(uow, { paymentId: payment.id, source: payment.source, refNum, reason: ACCEPTED_AFTER_END, dueAt: at }));
+  deps.log.warn({ paymentId: payment.id }, 'the ministry accepted a payment that had failed here as never received; canceling it at the ministry');
+  await deps.ministryCancellation.attempt({ payment_id: payment.id, source: payment.source, ref_num: refNum, attempts: 0 });
+}
+
+/**
  * Sends a pending payment to its ministry and records the answer. An accepted payment takes every
  * invoice the ministry settles with it, or none: if one is held by another payment or paid, the
  * payment is refused and, in the same transaction, a cancellation at the ministry is owed.
@@ -110,6 +124,12 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
   }
 
   async function accept(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[], cause: PaymentCause): Promise<PaymentDetail | null> {
+    const submitted = await recordAcceptance(payment, invoice, linkedRefNums, cause);
+    if (!submitted) await cancelIfNeverReceived(deps, payment, invoice.ref_num, now());
+    return submitted;
+  }
+
+  async function recordAcceptance(payment: PaymentRow, invoice: InvoiceRow, linkedRefNums: string[], cause: PaymentCause): Promise<PaymentDetail | null> {
     const why = { cause, detail: { ministry: 'accepted', linkedRefNums } };
     const linked = await linkedInvoices(deps, invoice.source, linkedRefNums.filter((r) => r !== invoice.ref_num));
     // An unknown linked invoice takes the same path as a taken one: nothing can be held for it.

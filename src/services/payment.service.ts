@@ -4,7 +4,7 @@ import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
 import { amountToNumber, canonicalAmount, compareAmounts, requestedAmount } from '../domain/money.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
-import type { IdempotencyRepository, StoredOutcome } from '../db/repositories/idempotency.repository.js';
+import type { IdempotencyAnswer, IdempotencyLease, IdempotencyRepository, StoredOutcome } from '../db/repositories/idempotency.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import { settledWithin, type PaymentLiveCheck } from './payment-live-check.service.js';
@@ -15,7 +15,7 @@ import type { Logger } from '../domain/logger.port.js';
 import { billNumberFor, type QrBuildInput, type QrService } from './qr.service.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import { EmvcoPayloadError } from '../domain/emvco-qr.js';
-import type { QrStandard } from '../domain/vocabulary.js';
+import type { QrStandard, StaleLeaseReport } from '../domain/vocabulary.js';
 
 /** A payment the ministry accepted, or one it refused: both are answers a replay repeats. */
 export type CreateOutcome =
@@ -33,8 +33,15 @@ export interface PaymentServiceDeps {
   cancels: PaymentCancelService;
   qr: QrService;
   log: Logger;
+  /** A read's live check answers within this + 1 s. */
   ministryTimeoutMs: number;
   idempotencyTtlMs: number;
+  /**
+   * How long a request holds its idempotency key before another may take it over
+   * (LeasePolicy.idempotency); a new pending payment waits as long for its first check.
+   */
+  idempotencyLeaseMs: number;
+  onStaleLease?: StaleLeaseReport;
   now?: Clock;
   /** Monotonic milliseconds for a read's deadline; the injected clock may jump. */
   elapsed?: () => number;
@@ -43,6 +50,7 @@ export interface PaymentServiceDeps {
 }
 
 const IN_PROGRESS = 'Another payment for this invoice is in progress';
+const KEY_IN_FLIGHT = 'A request with this idempotency key is still in progress';
 
 /**
  * Kept from a read's ministry timeout + 1 s for what follows the live check (the answer's
@@ -113,16 +121,17 @@ function createdBody(qr: QrService, payment: PaymentDetail, invoice: InvoiceRow,
   return { success: true, ...toPaymentView(payment), qrpay };
 }
 
-type Execute = (partner: AuthenticatedPartner, input: CreateInput, idemKey: string | undefined, resumeId: string | null) => Promise<CreateOutcome>;
+type Execute = (partner: AuthenticatedPartner, input: CreateInput, lease: IdempotencyLease | null, resumeId: string | null) => Promise<CreateOutcome>;
 
 /** A payment's creation: a new pending payment sent to its ministry, or one a key's earlier request left pending. */
 function paymentCreation(deps: PaymentServiceDeps): Execute {
   const now = deps.now ?? systemClock;
   const newId = deps.newId ?? randomUUID;
-  // A pending payment is left alone while its submit may still be in flight.
-  const pendingGraceMs = Math.max(2 * deps.ministryTimeoutMs, 5000);
+  // A pending payment is left alone while the request that made it may still submit it: the lease
+  // on a request's key covers its reads, the insert, the submit and the writes that record it.
+  const pendingGraceMs = deps.idempotencyLeaseMs;
 
-  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, idemKey: string | undefined, userId: string | undefined, standard: QrStandard): Promise<PaymentRow> {
+  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, lease: IdempotencyLease | null, userId: string | undefined, standard: QrStandard): Promise<PaymentRow> {
     const id = newId();
     const payment = await deps.payments.insertPending({
       id,
@@ -132,10 +141,12 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
       source: invoice.source,
       amount,
       nextCheckAt: new Date(now().getTime() + pendingGraceMs),
-      idempotencyKey: idemKey,
+      lease: lease ?? undefined,
       userId,
     });
-    if (!payment) throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
+    if (payment === 'invoice_held') throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
+    // The key was taken over while this request stalled: the request that took it answers for it.
+    if (payment === 'lease_lost') throw new ConflictError(KEY_IN_FLIGHT);
     return payment;
   }
 
@@ -150,53 +161,88 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
     return { kind: 'created', body: createdBody(deps.qr, payment, invoice, standard), replayed: false };
   }
 
-  return async function execute(partner, input, idemKey, resumeId) {
+  /**
+   * The pending payment an earlier request under the key left, submitted again: the payment id
+   * makes the submit idempotent at the ministry, so a stalled request's submit arriving too gets
+   * the same answer and no second payment. The check is pushed out under the key's token first,
+   * so the confirmation job does not conclude the ministry never received it meanwhile.
+   */
+  async function resume(partner: AuthenticatedPartner, paymentId: string, lease: IdempotencyLease): Promise<CreateOutcome> {
+    const existing = await deps.payments.findById(paymentId);
+    const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
+    const hold = existing?.status === 'pending' ? await deps.payments.holdPendingForKey(paymentId, lease, new Date(now().getTime() + pendingGraceMs)) : 'not_pending';
+    if (hold === 'lease_lost') throw new ConflictError(KEY_IN_FLIGHT);
+    const submitted = existing && hold === 'held' ? await deps.submitter.submit(existing, invoice, 'partner_request') : null;
+    return outcomeOf(paymentId, invoice, partner.qrStandard, submitted);
+  }
+
+  return async function execute(partner, input, lease, resumeId) {
     const { invoiceId, amount: requested, userId } = input;
-    if (resumeId) {
-      const existing = await deps.payments.findById(resumeId);
-      const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
-      const submitted = existing?.status === 'pending' ? await deps.submitter.submit(existing, invoice, 'partner_request') : null;
-      return outcomeOf(resumeId, invoice, partner.qrStandard, submitted);
-    }
+    if (resumeId && lease) return resume(partner, resumeId, lease);
     const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
     const status = effectiveInvoiceStatus(invoice.status, invoice.due_date, now());
     if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
     const amount = resolveAmount(invoice, requested);
-    const payment = await createPending(partner.id, invoice, amount, idemKey, userId, partner.qrStandard);
+    const payment = await createPending(partner.id, invoice, amount, lease, userId, partner.qrStandard);
     return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice, 'partner_request'));
   };
 }
 
-/** A creation under an idempotency key: the first request's answer is kept, and a repeat gets it again. */
+/** The stored answer as a replay gives it. */
+function replayOf(answer: Extract<IdempotencyAnswer, { kind: 'replay' }>): CreateOutcome {
+  if (answer.outcome === 'rejected') return { kind: 'rejected', body: answer.body as PaymentFailedBody, replayed: true };
+  return { kind: 'created', body: { ...(answer.body as PaymentCreatedBody), message: 'idempotent' }, replayed: true };
+}
+
+/**
+ * A creation under an idempotency key: the first request's answer is kept, and a repeat gets it
+ * again. The request holds the key under a lease whose token it presents to create the payment,
+ * store the answer or give the key back; one that stalled past its lease (a GC pause, a frozen
+ * VM) and lost the key to a retry changes nothing and answers as the retry did.
+ */
 function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
   const now = deps.now ?? systemClock;
+
+  /** False when the key was taken over; a release that failed (the database is away) leaves the key to its lease. */
+  async function releaseOrLeave(lease: IdempotencyLease): Promise<boolean> {
+    try {
+      return await deps.idempotency.release(lease, now());
+    } catch (e) {
+      deps.log.warn({ reason: e instanceof Error ? e.message : String(e) }, 'idempotency release failed; the key frees when its lock expires');
+      return true;
+    }
+  }
+
+  /** The request that took the key over answers for it: its stored answer, or 409 while it is still at work. */
+  async function answerOfNewHolder(lease: IdempotencyLease, hash: string): Promise<CreateOutcome> {
+    deps.onStaleLease?.('idempotency_key', `${lease.partnerId}/${lease.key}`);
+    const answer = await deps.idempotency.answerFor(lease.partnerId, lease.key, hash);
+    if (answer.kind === 'replay') return replayOf(answer);
+    throw new ConflictError(KEY_IN_FLIGHT);
+  }
+
   return async function withIdempotency(partner: AuthenticatedPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
-    const { invoiceId, amount } = input;
     const at = now();
+    const hash = requestHash(input.invoiceId, input.amount, input.userId);
     const claim = await deps.idempotency.claim({
       partnerId: partner.id,
       key,
-      requestHash: requestHash(invoiceId, amount, input.userId),
+      requestHash: hash,
       now: at,
-      // Long enough for one request to finish; short enough that a crashed holder's key frees up soon.
-      lockUntil: new Date(at.getTime() + 2 * deps.ministryTimeoutMs + 2000),
+      lockUntil: new Date(at.getTime() + deps.idempotencyLeaseMs),
       expiresAt: new Date(at.getTime() + deps.idempotencyTtlMs),
     });
     if (claim.kind === 'mismatch') throw new UnprocessableError('Idempotency key was already used with a different request');
-    if (claim.kind === 'in_flight') throw new ConflictError('A request with this idempotency key is still in progress');
-    if (claim.kind === 'replay') {
-      if (claim.outcome === 'rejected') return { kind: 'rejected', body: claim.body as PaymentFailedBody, replayed: true };
-      return { kind: 'created', body: { ...(claim.body as PaymentCreatedBody), message: 'idempotent' }, replayed: true };
-    }
+    if (claim.kind === 'in_flight') throw new ConflictError(KEY_IN_FLIGHT);
+    if (claim.kind === 'replay') return replayOf(claim);
+    const lease: IdempotencyLease = { partnerId: partner.id, key, token: claim.token };
     try {
-      const outcome = await execute(partner, input, key, claim.paymentId);
-      await deps.idempotency.complete(partner.id, key, outcome.kind satisfies StoredOutcome, outcome.body);
-      return outcome;
+      const outcome = await execute(partner, input, lease, claim.paymentId);
+      if (await deps.idempotency.complete(lease, outcome.kind satisfies StoredOutcome, outcome.body)) return outcome;
     } catch (err) {
-      // Unreleased (the database is away, say), the key's lock still runs out by itself: a retry waits, it is never lost.
-      await deps.idempotency.release(partner.id, key, now()).catch((e: unknown) => deps.log.warn({ reason: e instanceof Error ? e.message : String(e) }, 'idempotency release failed; the key frees when its lock expires'));
-      throw err;
+      if (await releaseOrLeave(lease)) throw err;
     }
+    return answerOfNewHolder(lease, hash);
   };
 }
 
@@ -211,7 +257,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     /** `userId` is the partner's end user (X-User-Id): their devices are pushed once the payment is confirmed. */
     async create(partner: AuthenticatedPartner, input: CreateInput, idemKey: string | undefined): Promise<CreateOutcome> {
       if (idemKey) return withIdempotency(partner, idemKey, input);
-      return execute(partner, input, undefined, null);
+      return execute(partner, input, null, null);
     },
 
     /**

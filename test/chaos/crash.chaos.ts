@@ -9,6 +9,8 @@ import type { FastifyInstance } from 'fastify';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
 import { serviceEnv, startApiProcess } from '../helpers/api-process.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
+import { loadConfig } from '../../src/config.js';
+import { leasePolicyOf } from '../../src/composition/data.factory.js';
 
 /**
  * Kills the API with SIGKILL while payments, confirmations and webhook deliveries are in flight,
@@ -89,6 +91,9 @@ async function buildLinkedSimulator(): Promise<FastifyInstance> {
 }
 
 let starts = 0;
+
+/** How long a killed request's idempotency key stays locked: its lease, with the deadlines the processes run with (the defaults). */
+const KEY_LEASE_MS = leasePolicyOf(loadConfig({})).idempotency;
 
 async function startApi(ministryUrl = simulatorUrl): Promise<void> {
   // Rate limits in Redis when the run names one, as CI's does.
@@ -250,7 +255,7 @@ describe.skipIf(!DATABASE_URL)('crash consistency (SIGKILL)', () => {
           if (res.status === 409) throw new Error(`key ${a.key} still locked: ${JSON.stringify(res.body)}`);
           return res;
         },
-        { timeout: 20_000, interval: 500 },
+        { timeout: KEY_LEASE_MS + 12_000, interval: 500 },
       );
       if (a.seenId) {
         expect(retry.status, JSON.stringify(retry.body)).toBe(201);

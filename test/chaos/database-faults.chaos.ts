@@ -11,6 +11,11 @@ import { canRunOwnCluster, createPgCluster, type PgCluster } from '../helpers/pg
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
+import { loadConfig } from '../../src/config.js';
+import { leasePolicyOf } from '../../src/composition/data.factory.js';
+
+/** How long a cut-off request's idempotency key stays locked: its lease, with the deadlines the processes run with (the defaults). */
+const KEY_LEASE_MS = leasePolicyOf(loadConfig({})).idempotency;
 
 /**
  * A database fault drill: two API instances on a PostgreSQL cluster of this test's own, with
@@ -215,7 +220,8 @@ describe.skipIf(!canRunOwnCluster())('database faults (own PostgreSQL cluster, t
           await tryPay(attempt, n);
           if (!attempt.paymentId) throw new Error(`payment of ${attempt.invoiceId} not made yet`);
         },
-        { timeout: 30_000, interval: 500 },
+        // A request cut off with the database could not give its key back: the key waits out its lease.
+        { timeout: KEY_LEASE_MS + 22_000, interval: 500 },
       );
     }
 

@@ -120,16 +120,18 @@ describe('idempotency repository claim of an expired key', () => {
     const { id: partnerId } = await ctx.partner();
     const key = `k-race-${otherHash}`;
     const t0 = ctx.now();
-    expect((await repo.claim(claimInput(partnerId, key, 'h1', t0))).kind).toBe('claimed');
-    await repo.complete(partnerId, key, 'created', { id: 'old' });
+    const first = await repo.claim(claimInput(partnerId, key, 'h1', t0));
+    if (first.kind !== 'claimed') throw new Error(`expected a claim, got ${first.kind}`);
+    expect(await repo.complete({ partnerId, key, token: first.token }, 'created', { id: 'old' })).toBe(true);
 
     const later = new Date(t0.getTime() + ttlMs);
     const claims = await Promise.all([repo.claim(claimInput(partnerId, key, 'h2', later)), repo.claim(claimInput(partnerId, key, otherHash, later))]);
     const kinds = claims.map((c) => c.kind).sort();
     expect(kinds).toEqual(['claimed', loserKind].sort());
-    expect(claims.find((c) => c.kind === 'claimed')).toEqual({ kind: 'claimed', paymentId: null });
-
     const row = await ctx.deps.db.selectFrom('idempotency_keys').selectAll().where('partner_id', '=', partnerId).where('key', '=', key).executeTakeFirstOrThrow();
+    // The winner holds the key under a token of its own, not the expired claim's.
+    expect(claims.find((c) => c.kind === 'claimed')).toEqual({ kind: 'claimed', paymentId: null, token: row.lease_token });
+    expect(row.lease_token).not.toBe(first.token);
     expect(row).toMatchObject({ state: 'in_progress', response_body: null, response_status: null, payment_id: null });
     expect(row.expires_at.getTime()).toBe(later.getTime() + ttlMs);
   });
@@ -138,8 +140,9 @@ describe('idempotency repository claim of an expired key', () => {
     const repo = createIdempotencyRepository(ctx.deps.db);
     const { id: partnerId } = await ctx.partner();
     const t0 = ctx.now();
-    await repo.claim(claimInput(partnerId, 'k-edge', 'h1', t0));
-    await repo.complete(partnerId, 'k-edge', 'created', { id: 'old' });
+    const first = await repo.claim(claimInput(partnerId, 'k-edge', 'h1', t0));
+    if (first.kind !== 'claimed') throw new Error(`expected a claim, got ${first.kind}`);
+    expect(await repo.complete({ partnerId, key: 'k-edge', token: first.token }, 'created', { id: 'old' })).toBe(true);
     const beforeExpiry = new Date(t0.getTime() + ttlMs - 1);
     expect(await repo.claim(claimInput(partnerId, 'k-edge', 'h1', beforeExpiry))).toEqual({ kind: 'replay', outcome: 'created', body: { id: 'old' } });
     expect((await repo.claim(claimInput(partnerId, 'k-edge', 'h1', new Date(t0.getTime() + ttlMs)))).kind).toBe('claimed');

@@ -10,6 +10,7 @@ import { paymentMove, UNRESOLVED_STATUSES, type PaymentChange, type PaymentEvent
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { OutboxWrite } from './event.repository.js';
+import type { IdempotencyLease } from './idempotency.repository.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
@@ -121,8 +122,10 @@ function paymentInserts(db: Db) {
     /**
      * Inserts a pending payment holding its invoice, with the QR payload it keeps for life, and ties
      * it to the caller's idempotency key, in one statement: the partial unique index refuses a
-     * second holder and nothing is written.
-     * Null when another payment holds the invoice.
+     * second holder and nothing is written. Under a key the insert presents the key's lease token,
+     * so a request that stalled past its lease cannot add a second payment beside the one made by
+     * the request that took the key over.
+     * `invoice_held` when another payment holds the invoice; `lease_lost` when the key is no longer the caller's.
      */
     async insertPending(input: {
       id: string;
@@ -131,31 +134,65 @@ function paymentInserts(db: Db) {
       source: Source;
       amount: string;
       nextCheckAt: Date;
-      idempotencyKey?: string;
+      lease?: IdempotencyLease;
       userId?: string;
       qrText: string;
-    }): Promise<PaymentRow | null> {
+    }): Promise<PaymentRow | 'invoice_held' | 'lease_lost'> {
+      const { lease } = input;
+      // Under a key, the payment is inserted only while the key's row, locked here, still carries the caller's token.
+      const leaseCte = lease
+        ? sql`lease AS (
+            SELECT 1 FROM idempotency_keys
+            WHERE partner_id = ${lease.partnerId}::uuid AND key = ${lease.key} AND lease_token = ${lease.token}::uuid AND state = 'in_progress'
+            FOR UPDATE
+          ), `
+        : sql``;
       const inserted = sql<PaymentRow>`
-        WITH p AS (
+        WITH ${leaseCte}p AS (
           INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text)
-          VALUES (${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText})
+          SELECT ${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText}
+          WHERE ${lease ? sql`EXISTS (SELECT 1 FROM lease)` : sql`true`}
           RETURNING ${paymentColumns}
         ), held AS (
           INSERT INTO payment_invoices (payment_id, invoice_id, position, active)
           SELECT id, invoice_id, 0, true FROM p
-        )${input.idempotencyKey === undefined ? sql`` : sql`, attached AS (
-          UPDATE idempotency_keys SET payment_id = (SELECT id FROM p)
-          WHERE partner_id = ${input.partnerId}::uuid AND key = ${input.idempotencyKey}
+        )${lease === undefined ? sql`` : sql`, attached AS (
+          UPDATE idempotency_keys k SET payment_id = p.id FROM p
+          WHERE k.partner_id = ${lease.partnerId}::uuid AND k.key = ${lease.key} AND k.lease_token = ${lease.token}::uuid
         )`}
         SELECT ${paymentColumns} FROM p`;
       try {
         const row = (await inserted.execute(db)).rows[0];
-        if (!row) throw new Error('payment insert returned no row');
-        return row;
+        if (row) return row;
+        if (lease) return 'lease_lost';
+        throw new Error('payment insert returned no row');
       } catch (err) {
-        if (isUniqueViolation(err)) return null;
+        if (isUniqueViolation(err)) return 'invoice_held';
         throw err;
       }
+    },
+
+    /**
+     * The request that took an idempotency key over, about to submit the key's pending payment
+     * again: pushes the payment's first check out to `until` so the confirmation job leaves the
+     * submit to it, presenting the key's lease token. `lease_lost` when the key is no longer the
+     * caller's (nothing written); `not_pending` when another actor has moved the payment already.
+     */
+    async holdPendingForKey(paymentId: string, lease: IdempotencyLease, until: Date): Promise<'held' | 'not_pending' | 'lease_lost'> {
+      const { rows } = await sql<{ held: boolean; deferred: boolean }>`
+        WITH k AS (
+          SELECT 1 FROM idempotency_keys
+          WHERE partner_id = ${lease.partnerId}::uuid AND key = ${lease.key} AND lease_token = ${lease.token}::uuid AND state = 'in_progress' AND payment_id = ${paymentId}::uuid
+          FOR UPDATE
+        ), d AS (
+          UPDATE payments SET next_check_at = GREATEST(next_check_at, ${until}::timestamptz)
+          WHERE id = ${paymentId}::uuid AND status = 'pending' AND EXISTS (SELECT 1 FROM k)
+          RETURNING id
+        )
+        SELECT EXISTS (SELECT 1 FROM k) AS held, EXISTS (SELECT 1 FROM d) AS deferred`.execute(db);
+      const row = rows[0];
+      if (!row?.held) return 'lease_lost';
+      return row.deferred ? 'held' : 'not_pending';
     },
   };
 }
