@@ -9,6 +9,8 @@ import { isDatabaseUnavailable } from './pg-error.js';
  */
 export interface DatabaseOutage {
   readonly down: boolean;
+  /** How many outages have begun: a connection made before the latest one may lead nowhere. */
+  readonly outages: number;
   /**
    * True when `err` says the database is unreachable (the caller need not log it); the first such
    * error of an outage is logged here.
@@ -26,6 +28,7 @@ const PROBE_EVERY_MS = 250;
 /** `ping` answers whether the database is there, within its own deadline (never through the request pool). */
 export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => void, ping?: () => Promise<boolean>): DatabaseOutage {
   let down = false;
+  let outages = 0;
   let since = 0;
   let probing = false;
   let lastProbeAt = 0;
@@ -33,10 +36,14 @@ export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => 
     get down() {
       return down;
     },
+    get outages() {
+      return outages;
+    },
     absorb(err) {
       if (!isDatabaseUnavailable(err)) return false;
       if (!down) {
         down = true;
+        outages += 1;
         since = Date.now();
         const reason = err instanceof Error ? err.message : String(err);
         log.warn({ reason }, 'database unavailable: background work paused, requests that need it answer 503 until it is back');

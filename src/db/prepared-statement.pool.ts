@@ -68,6 +68,8 @@ export type StatementNamer = ReturnType<typeof createStatementNamer>;
 /** What the pool tells of the database's health, and asks before handing out a connection (the process's DatabaseOutage). */
 export interface DatabaseHealth {
   readonly down: boolean;
+  /** Outages begun so far; connections made before the latest are not handed out again. */
+  readonly outages: number;
   /** True when `err` says the database is away; the outage begins. */
   absorb(err: unknown): boolean;
   /** While away: one probe at a time asks whether it is back. */
@@ -107,6 +109,8 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
   // One wrapper per pg client, reused on every checkout: Kysely keeps its connection object per
   // client it is given, so a new wrapper each time would also cost it a new connection per query.
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  /** The outage count when each connection was made. */
+  const madeIn = new WeakMap<pg.PoolClient, number>();
   const { queryTimeoutMs, health } = opts;
 
   function wrap(client: pg.PoolClient): PostgresPoolClient {
@@ -163,7 +167,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
       }
       let client: pg.PoolClient;
       try {
-        client = await pool.connect();
+        client = await freshConnection(pool, madeIn, health);
       } catch (err) {
         health?.absorb(err);
         throw err;
@@ -177,6 +181,24 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
     },
     end: () => pool.end(),
   };
+}
+
+/**
+ * A free connection from the pool, never one made before the latest outage began. A failover
+ * that never closed the old primary's sockets leaves the pool's idle connections open to a server
+ * that will not answer: handed out once the database is back, each would hold its request for a
+ * whole query deadline and start the outage again. Such a connection is destroyed instead and the
+ * pool asked again; it makes new ones once those are gone.
+ */
+async function freshConnection(pool: pg.Pool, madeIn: WeakMap<pg.PoolClient, number>, health: DatabaseHealth | undefined): Promise<pg.PoolClient> {
+  for (;;) {
+    const client = await pool.connect();
+    const outages = health?.outages ?? 0;
+    const made = madeIn.get(client);
+    if (made === undefined) madeIn.set(client, outages);
+    if (made === undefined || made === outages) return client;
+    client.release(new Error('connection made before the database was last found away'));
+  }
 }
 
 /** PostgreSQL's refusal to run a prepared statement whose result columns changed since it was prepared. */
