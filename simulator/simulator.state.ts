@@ -1,4 +1,5 @@
 import { FaultRegistry } from './fault.registry.js';
+import { StatusCalls } from './status-calls.js';
 import type { FixtureFile, InvoiceFixture } from './fixtures.schema.js';
 import { mongoFromNumber } from './simulator.money.js';
 import { financeDayOf } from './simulator.time.js';
@@ -92,6 +93,7 @@ export class SimulatorState {
   private readonly answers = new Map<string, SubmitOutcome>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   readonly faults = new FaultRegistry();
+  readonly statusCalls = new StatusCalls();
   /*
    * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
    * still answers at once: invoices by search field value, and the submitted payment holding each
@@ -125,6 +127,7 @@ export class SimulatorState {
     this.settlementAmounts.clear();
     this.reported.clear();
     this.faults.clear();
+    this.statusCalls.clear();
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
 

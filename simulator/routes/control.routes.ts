@@ -129,4 +129,7 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
   });
 
   app.get('/payments', async () => ({ payments: state.listPayments().map(describePayment) }));
+
+  /** How many status calls arrived, and every one that arrived while another for the same payment was unanswered. */
+  app.get('/status-calls', async () => state.statusCalls.report());
 };
