@@ -1,6 +1,7 @@
 import { CallTracker } from './call-tracker.js';
 import { FaultRegistry } from './fault.registry.js';
 import { SubmitDesk } from './submit.desk.js';
+import { StatusCalls } from './status-calls.js';
 import type { FixtureFile, InvoiceFixture } from './fixtures.schema.js';
 import { mongoFromNumber } from './simulator.money.js';
 import { financeDayOf } from './simulator.time.js';
@@ -97,6 +98,7 @@ export class SimulatorState {
   /** Calls in flight per source and operation (and payment), for tests that bound them. */
   readonly calls = new CallTracker();
   readonly submits = new SubmitDesk();
+  readonly statusCalls = new StatusCalls();
   /*
    * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
    * still answers at once: invoices by search field value, and the submitted payment holding each
@@ -132,6 +134,7 @@ export class SimulatorState {
     this.faults.clear();
     this.calls.reset();
     this.submits.clear();
+    this.statusCalls.clear();
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
 

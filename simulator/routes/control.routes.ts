@@ -180,4 +180,6 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
   app.get('/payments', async () => ({ payments: state.listPayments().map(describePayment) }));
 
   callRoutes(app, state);
+  /** How many status calls arrived, and every one that arrived while another for the same payment was unanswered. */
+  app.get('/status-calls', async () => state.statusCalls.report());
 };

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { faultHook } from '../fault.hook.js';
+import { statusCallHook } from '../status-calls.js';
 import { operation } from '../fault.registry.js';
 import { mongoFromNumber, mongoToNumber } from '../simulator.money.js';
 import type { SearchField, SimInvoice, SimPayment, SettlementRow } from '../simulator.state.js';
@@ -64,6 +65,7 @@ function fail(reply: FastifyReply, status: number, code: string, message: string
 }
 
 export const mofRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
+  app.addHook('onRequest', statusCallHook('mof', state.statusCalls));
   app.addHook('onRequest', faultHook('mof', state, closing));
 
   app.get<{ Querystring: Record<string, string | undefined> }>('/api/invoices', operation('search'), async (request, reply) => {

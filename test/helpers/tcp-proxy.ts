@@ -15,12 +15,17 @@ export interface TcpProxy {
   cut(): void;
   silence(): void;
   restore(): void;
+  /** Connections accepted while silenced that are still open, waiting for `restore()`. */
+  heldOpen(): number;
   close(): Promise<void>;
 }
 
 interface Pair {
   client: Socket;
   upstream: Socket | null;
+  /** What a held client sent before `restore()`, passed on first. */
+  pending: Buffer[];
+  keep?: (chunk: Buffer) => void;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
@@ -33,6 +38,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const { client } = pair;
     const upstream = connect(target.port, target.host);
     pair.upstream = upstream;
+    if (pair.keep) client.off('data', pair.keep);
+    for (const chunk of pair.pending.splice(0)) upstream.write(chunk);
     open.add(upstream);
     const drop = () => {
       open.delete(client);
@@ -49,10 +56,22 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const server = createServer((client) => {
     if (mode === 'down') return client.resetAndDestroy();
     open.add(client);
-    const pair: Pair = { client, upstream: null };
+    const pair: Pair = { client, upstream: null, pending: [] };
     if (mode === 'silent') {
+      // Read and kept rather than left unread, so a client that gives up waiting is seen to go
+      // (a paused socket never sees its peer's end) and is forgotten: forwarded on restore(), its
+      // upstream connection would stay open with nobody at the other end.
+      pair.keep = (chunk) => pair.pending.push(chunk);
+      client.on('data', pair.keep);
       client.on('error', () => client.destroy());
-      client.pause();
+      client.on('end', () => {
+        if (!pair.upstream) client.destroy();
+      });
+      client.on('close', () => {
+        open.delete(client);
+        const at = held.indexOf(pair);
+        if (at >= 0) held.splice(at, 1);
+      });
       held.push(pair);
       return;
     }
@@ -76,11 +95,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     restore() {
       mode = 'up';
-      for (const pair of held.splice(0)) {
-        pair.client.resume();
-        forward(pair);
-      }
+      for (const pair of held.splice(0)) forward(pair);
     },
+    heldOpen: () => held.length,
     async close() {
       mode = 'down';
       for (const socket of open) socket.destroy();

@@ -12,10 +12,19 @@ export interface ReceivedRequest {
   at: number;
 }
 
+/** A delivery that arrived while another with the same `webhook-id` was still unanswered. */
+export interface OverlappingDelivery {
+  webhookId: string;
+  at: number;
+  /** Deliveries of this id unanswered when it arrived, itself included. */
+  inFlight: number;
+}
+
 export interface WebhookReceiver {
   url: string;
   port: number;
   received: ReceivedRequest[];
+  overlapping: OverlappingDelivery[];
   close(): Promise<void>;
 }
 
@@ -25,8 +34,18 @@ export interface WebhookReceiver {
  */
 export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { delayMs?: number } = {}): Promise<WebhookReceiver> {
   const received: ReceivedRequest[] = [];
+  const overlapping: OverlappingDelivery[] = [];
+  const inFlight = new Map<string, number>();
   const queue = [...script];
   const server = createServer((req, res) => {
+    const webhookId = req.headers['webhook-id'];
+    if (typeof webhookId === 'string') {
+      const now = (inFlight.get(webhookId) ?? 0) + 1;
+      inFlight.set(webhookId, now);
+      if (now > 1) overlapping.push({ webhookId, at: Date.now(), inFlight: now });
+      // Answered, or given up by the sender: no longer in flight either way.
+      res.once('close', () => inFlight.set(webhookId, (inFlight.get(webhookId) ?? 1) - 1));
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -45,6 +64,7 @@ export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { de
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
+    overlapping,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

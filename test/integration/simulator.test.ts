@@ -205,6 +205,22 @@ describe('simulator HTTP', () => {
       expect((await app.inject({ method: 'GET', url: '/mof/api/invoices/MOF-T001' })).statusCode).toBe(200);
     });
 
+    it('reports a status call that arrived while another for the same payment was unanswered, and reset forgets them', async () => {
+      await post('/mof/api/payments', { paymentId: 's1', invoiceNo: 'MOF-T002', amount: 300 });
+      await post('/__control/faults', { source: 'mof', mode: 'slow', delayMs: 200, operation: 'status' });
+      const status = (id: string) => app.inject({ method: 'GET', url: `/mof/api/payments/${id}` });
+      const statusCalls = async () => (await app.inject({ method: 'GET', url: '/__control/status-calls' })).json<{ calls: number; overlaps: { source: string; paymentId: string; inFlight: number }[] }>();
+      // One after the other, and beside a call for another payment: no overlap.
+      await Promise.all([status('s1'), status('other')]);
+      await status('s1');
+      expect(await statusCalls()).toEqual({ calls: 3, overlaps: [] });
+      const both = await Promise.all([status('s1'), status('s1')]);
+      expect(both.map((r) => r.statusCode)).toEqual([200, 200]);
+      expect(await statusCalls()).toMatchObject({ calls: 5, overlaps: [{ source: 'mof', paymentId: 's1', inFlight: 2 }] });
+      await post('/__control/reset', {});
+      expect(await statusCalls()).toEqual({ calls: 0, overlaps: [] });
+    });
+
     it('refuses an unknown fault mode', async () => {
       expect((await post('/__control/faults', { source: 'mof', mode: 'explode' })).statusCode).toBe(400);
     });
