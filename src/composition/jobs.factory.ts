@@ -72,15 +72,19 @@ export function createJobs(config: Config, deps: JobsDeps): Job[] {
   const { db, logger: log } = deps.data;
   const now = deps.now;
   const deadlines = deps.data.leases.passes;
-  const webhookHealth = createWebhookHealthJob({ webhooks: deps.webhooks.repo, disableAfterMs: config.webhookDisableAfterMs, intervalMs: config.webhookHealthCheckMs, log, now });
-  const retention = createRetentionSweepJob({ idempotency: deps.payments.idempotency, retention: createRetentionRepository(db), settings: config.retention, log, now });
-  const rollup = createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, log });
   return [
     confirmationJob(config, deps),
     deps.webhooks.job,
-    { ...webhookHealth, deadlineMs: deadlines.webhookHealth },
-    { ...retention, deadlineMs: deadlines.retention },
-    { ...rollup, deadlineMs: deadlines.counterRollup },
+    createWebhookHealthJob({
+      webhooks: deps.webhooks.repo,
+      disableAfterMs: config.webhookDisableAfterMs,
+      intervalMs: config.webhookHealthCheckMs,
+      deadlineMs: deadlines.webhookHealth,
+      log,
+      now,
+    }),
+    createRetentionSweepJob({ idempotency: deps.payments.idempotency, retention: createRetentionRepository(db), settings: config.retention, deadlineMs: deadlines.retention, log, now }),
+    createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, deadlineMs: deadlines.counterRollup, log }),
     createReconciliationJob({ service: deps.reconciliation, intervalMs: config.reconciliation.pollMs, deadlineMs: deadlines.reconciliation }),
     pushJob(config, deps),
   ];

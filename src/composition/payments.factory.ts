@@ -75,7 +75,7 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
     invoices: stores.invoices,
     cancellations: flow.cancellations,
     attempt: (row) => flow.ministryCancellation.attempt(row),
-    graceMs: Math.max(2 * config.ministryTimeoutMs, 5000),
+    graceMs: parts.leases.partnerCancel,
     now,
   });
   const idempotency = createIdempotencyRepository(parts.db);

@@ -27,6 +27,8 @@ export interface LeasePolicy {
   confirmation: number;
   /** A partner's live read of a payment: one status call. */
   statusCheck: number;
+  /** A partner's cancel: its own cancel call at the ministry, before the job may take the intent over. */
+  partnerCancel: number;
   /** One webhook delivery attempt. */
   webhook: number;
   /** One push. */
@@ -52,6 +54,7 @@ export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
   return {
     confirmation: around(2, d.ministryMs),
     statusCheck: around(1, d.ministryMs),
+    partnerCancel: around(1, d.ministryMs),
     webhook: around(1, d.webhookMs),
     push: around(1, d.pushMs),
     idempotency: d.queryMs + around(2, d.ministryMs),

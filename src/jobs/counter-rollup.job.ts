@@ -15,11 +15,12 @@ const MAX_BATCHES_PER_PASS = 10;
  * Folds the counters' deltas into their totals, so readers add a short tail of deltas to one row
  * per bucket. Nothing is lost if a pass fails or never runs: readers count the deltas as well.
  */
-export function createCounterRollupJob(deps: { counters: CounterRepository; settings: CounterRollupSettings; log: Logger }): Job {
+export function createCounterRollupJob(deps: { counters: CounterRepository; settings: CounterRollupSettings; log: Logger; deadlineMs?: number }): Job {
   const { batchSize } = deps.settings;
   return {
     name: 'counter-rollup',
     intervalMs: deps.settings.intervalMs,
+    deadlineMs: deps.deadlineMs,
     async run() {
       let folded = 0;
       for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {

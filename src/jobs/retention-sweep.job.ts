@@ -22,6 +22,8 @@ export function createRetentionSweepJob(deps: {
   idempotency: IdempotencyRepository;
   retention: RetentionRepository;
   settings: RetentionSettings;
+  /** A pass past this is abandoned (Job.deadlineMs). */
+  deadlineMs?: number;
   log: Logger;
   now?: Clock;
 }): Job {
@@ -30,6 +32,7 @@ export function createRetentionSweepJob(deps: {
   return {
     name: 'retention-sweep',
     intervalMs: settings.sweepMs,
+    deadlineMs: deps.deadlineMs,
     async run() {
       const at = now().getTime();
       const idempotencyKeys = await deps.idempotency.purgeExpired(new Date(at), settings.batchSize);

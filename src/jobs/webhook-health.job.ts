@@ -16,6 +16,8 @@ export function createWebhookHealthJob(deps: {
   webhooks: Pick<WebhookRepository, 'disableFailing'>;
   disableAfterMs: number;
   intervalMs: number;
+  /** A pass past this is abandoned (Job.deadlineMs). */
+  deadlineMs?: number;
   log: Logger;
   now?: Clock;
 }): Job {
@@ -23,6 +25,7 @@ export function createWebhookHealthJob(deps: {
   return {
     name: 'webhook-health',
     intervalMs: deps.intervalMs,
+    deadlineMs: deps.deadlineMs,
     async run() {
       const disabled = await deps.webhooks.disableFailing(deps.disableAfterMs, now(), BATCH);
       for (const w of disabled) {

@@ -128,6 +128,7 @@ describe('lease policy', () => {
   it('never leases work for less than the deadlines of what it waits on before its outside effect', () => {
     expect(leases.confirmation).toBeGreaterThanOrEqual(d.queryMs + 2 * d.ministryMs);
     expect(leases.statusCheck).toBeGreaterThanOrEqual(d.queryMs + d.ministryMs);
+    expect(leases.partnerCancel).toBeGreaterThanOrEqual(d.queryMs + d.ministryMs);
     expect(leases.webhook).toBeGreaterThanOrEqual(d.queryMs + d.webhookMs);
     expect(leases.push).toBeGreaterThanOrEqual(d.queryMs + d.pushMs);
     expect(leases.idempotency).toBeGreaterThanOrEqual(2 * d.queryMs + 2 * d.ministryMs);
@@ -136,7 +137,7 @@ describe('lease policy', () => {
 
   it('follows the deadlines it is given: a longer query deadline lengthens every lease and pass', () => {
     const slower = createLeasePolicy({ ...d, queryMs: 20_000 });
-    for (const key of ['confirmation', 'statusCheck', 'webhook', 'push', 'idempotency'] as const) expect(slower[key]).toBeGreaterThan(leases[key]);
+    for (const key of ['confirmation', 'statusCheck', 'partnerCancel', 'webhook', 'push', 'idempotency'] as const) expect(slower[key]).toBeGreaterThan(leases[key]);
     for (const [pass, ms] of Object.entries(leases.passes)) {
       if (pass !== 'reconciliation') expect(slower.passes[pass as keyof typeof leases.passes]).toBeGreaterThan(ms);
       expect(ms).toBeGreaterThanOrEqual(d.queryMs + LEASE_MARGIN_MS);
