@@ -1,5 +1,5 @@
 import type { Logger } from '../domain/logger.port.js';
-import { isDatabaseUnavailable } from './pg-error.js';
+import { isDatabaseUnavailable, isDatabaseUnresponsive } from './pg-error.js';
 
 /**
  * Whether the database is away, as the process last saw it. Background work checks it before each
@@ -9,6 +9,12 @@ import { isDatabaseUnavailable } from './pg-error.js';
  */
 export interface DatabaseOutage {
   readonly down: boolean;
+  /**
+   * Down because it stopped answering (a deadline passed), not because it refused or closed
+   * connections: until a probe finds it, connections are refused at once rather than each
+   * request waiting out a deadline of its own.
+   */
+  readonly unresponsive: boolean;
   /** How many outages have begun: a connection made before the latest one is not trusted after it. */
   readonly outages: number;
   /**
@@ -23,11 +29,12 @@ export interface DatabaseOutage {
 }
 
 /** While the database is away, probes start at most this often, however many requests and passes ask. */
-const PROBE_EVERY_MS = 250;
+const PROBE_EVERY_MS = 500;
 
 /** `ping` answers whether the database is there, within its own deadline (never through the request pool). */
 export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => void, ping?: () => Promise<boolean>): DatabaseOutage {
   let down = false;
+  let unresponsive = false;
   let outages = 0;
   let since = 0;
   let probing = false;
@@ -39,8 +46,12 @@ export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => 
     get outages() {
       return outages;
     },
+    get unresponsive() {
+      return unresponsive;
+    },
     absorb(err) {
       if (!isDatabaseUnavailable(err)) return false;
+      if (isDatabaseUnresponsive(err)) unresponsive = true;
       if (!down) {
         down = true;
         outages += 1;
@@ -54,6 +65,7 @@ export function createDatabaseOutage(log: Logger, onChange?: (down: boolean) => 
     recovered() {
       if (!down) return;
       down = false;
+      unresponsive = false;
       log.info({ outageMs: Date.now() - since }, 'database available again: background work resumed');
       onChange?.(false);
     },

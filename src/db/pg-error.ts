@@ -52,3 +52,14 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * True when an error says the database stopped answering rather than refused: a query or a new
+ * connection outlived its deadline, or the server's own statement_timeout (the same deadline) ended
+ * a statement. Asking again soon would only wait out another deadline.
+ */
+export function isDatabaseUnresponsive(err: unknown): boolean {
+  if (pgErrorCode(err) === '57014') return true;
+  if (!(err instanceof Error)) return false;
+  return ['database query deadline passed', 'database is away', 'timeout exceeded when trying to connect'].some((m) => err.message.startsWith(m));
+}

@@ -68,6 +68,11 @@ export type StatementNamer = ReturnType<typeof createStatementNamer>;
 /** What the pool tells of the database's health, and asks before handing out a connection (the process's DatabaseOutage). */
 export interface DatabaseHealth {
   readonly down: boolean;
+  /**
+   * The database stopped answering (a query or a new connection outlived its deadline), rather
+   * than refusing or closing connections: asking it again would only wait out another deadline.
+   */
+  readonly unresponsive: boolean;
   /** How many outages have begun. */
   readonly outages: number;
   /** True when `err` says the database is away; the outage begins. */
@@ -81,6 +86,9 @@ export interface DeadlineOptions {
   queryTimeoutMs?: number;
   health?: DatabaseHealth;
 }
+
+/** The queries in flight on a pool's connections, each with the way to give it up. */
+type InFlight = Set<(err: Error) => void>;
 
 /** A query outlived its deadline: the server, or the network to it, stopped answering. */
 export class QueryDeadlineError extends Error {
@@ -98,8 +106,13 @@ export class DatabaseAwayError extends Error {
   }
 }
 
-/** One pg client as Kysely's connection: its queries named when repeated, each within the deadline. */
-function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: DeadlineOptions): PostgresPoolClient {
+/**
+ * One pg client as Kysely's connection: its queries named when repeated, each within the deadline.
+ * A query past its deadline gives up every other query in flight on the pool too: they were sent
+ * to the same silent server, and a request waiting on one of them (or on a lookup it shares with
+ * other requests) would otherwise wait out a deadline of its own after the process knows.
+ */
+function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: DeadlineOptions, inFlight: InFlight): PostgresPoolClient {
   const { queryTimeoutMs, health } = opts;
   let broken: Error | null = null;
 
@@ -107,16 +120,32 @@ function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: Deadline
     if (queryTimeoutMs === undefined) return query;
     // Settles later, or never: its outcome no longer matters to anyone.
     query.catch(() => undefined);
-    return withDeadline(query, queryTimeoutMs, () => {
-      broken = new QueryDeadlineError(queryTimeoutMs);
-      throw broken;
+    let giveUp: (err: Error) => void = () => undefined;
+    const abandoned = new Promise<never>((_, reject) => {
+      giveUp = (err) => {
+        broken = err;
+        reject(err);
+      };
     });
+    inFlight.add(giveUp);
+    const answered = withDeadline(Promise.race([query, abandoned]), queryTimeoutMs, () => {
+      const err = new QueryDeadlineError(queryTimeoutMs);
+      inFlight.delete(giveUp);
+      for (const other of [...inFlight]) other(new DatabaseAwayError());
+      inFlight.clear();
+      broken = err;
+      throw err;
+    });
+    return answered.finally(() => inFlight.delete(giveUp));
   }
 
   async function run(text: string, values: unknown[]) {
     if (broken) throw broken;
     try {
-      return await bounded(prepared(text, values));
+      const result = await bounded(prepared(text, values));
+      // Answered while the process thinks it away: a probe confirms it (one at a time, not every query).
+      if (health?.down) health.probe();
+      return result;
     } catch (err) {
       health?.absorb(err);
       throw err;
@@ -158,6 +187,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
   // client it is given, so a new wrapper each time would also cost it a new connection per query.
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   const { health } = opts;
+  const inFlight: InFlight = new Set();
   // The outage count when each connection was made. A failover that never closed the old
   // primary's sockets leaves idle connections that look fine and will never answer: once an
   // outage has begun, no connection made before it is handed out again.
@@ -174,7 +204,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
 
   return {
     async connect(): Promise<PostgresPoolClient> {
-      if (health?.down) {
+      if (health?.unresponsive) {
         health.probe();
         throw new DatabaseAwayError();
       }
@@ -187,7 +217,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
       }
       let wrapped = wrappers.get(client);
       if (!wrapped) {
-        wrapped = wrapClient(client, namer, opts);
+        wrapped = wrapClient(client, namer, opts, inFlight);
         wrappers.set(client, wrapped);
       }
       return wrapped;

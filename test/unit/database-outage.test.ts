@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
+import { isDatabaseUnavailable, isDatabaseUnresponsive } from '../../src/db/pg-error.js';
 import { createDatabaseOutage } from '../../src/db/database-outage.monitor.js';
 import { startJobs, type Job } from '../../src/jobs/job-runner.js';
 
@@ -41,6 +41,28 @@ describe('isDatabaseUnavailable', () => {
     ['nothing', undefined],
   ])('is false for %s', (_name, err) => {
     expect(isDatabaseUnavailable(err)).toBe(false);
+  });
+});
+
+describe('isDatabaseUnresponsive', () => {
+  it('tells a database that stopped answering from one that refused or closed', () => {
+    expect(isDatabaseUnresponsive(new Error('database query deadline passed: no answer within 10000 ms'))).toBe(true);
+    expect(isDatabaseUnresponsive(new Error('timeout exceeded when trying to connect'))).toBe(true);
+    expect(isDatabaseUnresponsive(pgError('57014', 'canceling statement due to statement timeout'))).toBe(true);
+    expect(isDatabaseUnresponsive(pgError('57P01'))).toBe(false);
+    expect(isDatabaseUnresponsive(pgError('ECONNREFUSED'))).toBe(false);
+    expect(isDatabaseUnresponsive(new Error('Connection terminated unexpectedly'))).toBe(false);
+  });
+
+  it('makes the outage refuse at once only while the database is unresponsive', () => {
+    const { log } = recordingLog();
+    const outage = createDatabaseOutage(log);
+    outage.absorb(pgError('57P01'));
+    expect([outage.down, outage.unresponsive]).toEqual([true, false]);
+    outage.absorb(new Error('database query deadline passed: no answer within 10 ms'));
+    expect([outage.down, outage.unresponsive]).toEqual([true, true]);
+    outage.recovered();
+    expect([outage.down, outage.unresponsive]).toEqual([false, false]);
   });
 });
 

@@ -103,13 +103,16 @@ describe('query deadlines', () => {
     let probes = 0;
     const h = {
       down,
+      unresponsive: down,
       outages: 0,
       absorb(err: unknown) {
         absorbed.push(err);
         h.down = true;
+        h.unresponsive = true;
         h.outages += 1;
         return true;
       },
+
       probe: () => void probes++,
       probes: () => probes,
     };
@@ -167,4 +170,34 @@ describe('query deadlines', () => {
     expect((await after.query('SELECT 1', [])).rows).toEqual([{ id: 2 }]);
   });
 
+  it('gives up every other query in flight once one passes its deadline: they were sent to the same silent server', async () => {
+    const { h } = health();
+    const listeners: ((client: unknown) => void)[] = [];
+    const released: unknown[] = [];
+    const pool = {
+      on: (_event: string, fn: (client: unknown) => void) => listeners.push(fn),
+      async connect() {
+        const client = { query: () => new Promise(() => undefined), release: (err?: unknown) => void released.push(err) };
+        listeners.forEach((fn) => fn(client));
+        return client;
+      },
+      end: async () => {},
+    } as unknown as pg.Pool;
+    const prepared = preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: 200, health: h });
+    const first = await prepared.connect();
+    const firstQuery = first.query('SELECT 1', []);
+    await new Promise((r) => setTimeout(r, 150));
+    const second = await prepared.connect();
+    const started = performance.now();
+    const secondQuery = second.query('SELECT 2', []);
+    await expect(firstQuery).rejects.toThrow(/database query deadline passed/);
+    await expect(secondQuery).rejects.toThrow(/database is away/);
+    expect(performance.now() - started).toBeLessThan(150);
+    expect(h.unresponsive).toBe(true);
+    await expect(prepared.connect()).rejects.toThrow(/database is away/);
+    first.release();
+    second.release();
+    expect(released).toHaveLength(2);
+    expect(released.every((err) => err instanceof Error)).toBe(true);
+  });
 });
