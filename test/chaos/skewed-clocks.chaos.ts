@@ -15,7 +15,8 @@ import { freePorts } from '../walkthrough/walkthrough.js';
  * Two instances on one database, one of them under libfaketime a minute ahead. They compare
  * leases and due times on the database's clock, so neither takes over work the other holds: no
  * webhook delivery is attempted while another attempt of it is in flight (the receiver takes 4 s
- * to answer), and no payment's status is asked of its ministry while another ask is unanswered.
+ * to answer), and no payment's status is asked of its ministry while another ask is unanswered,
+ * whether the job or a partner's read on either instance asks.
  */
 const DATABASE_URL = process.env.DATABASE_URL;
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
@@ -137,8 +138,22 @@ describe.skipIf(!canRun())('two instances on clocks a minute apart (libfaketime)
       paymentIds.push(res.body.id as string);
     }
 
-    // Only the background work is watched: a partner's GET /payments/{id} asks the ministry on its
-    // own, beside the job's check (CONFIRM_LIVE_MIN_INTERVAL_MS is read but nothing holds reads to it).
+    // The partner reads its payments on both instances meanwhile: a read asks the ministry under the
+    // same status-check lease as the job, so it is watched for overlaps too.
+    let reading = true;
+    let reads = 0;
+    const reader = (async () => {
+      for (let round = 0; reading; round++) {
+        await Promise.all(
+          paymentIds.map(async (id, n) => {
+            const res = await call((n + round) % 2 === 0 ? onTime : ahead, apiKey, 'GET', `/payments/${id}`);
+            expect(res.status, JSON.stringify(res.body)).toBe(200);
+            reads++;
+          }),
+        );
+        await sleep(300);
+      }
+    })();
     const delivered = () => new Set(receiver.received.map((r) => r.headers['webhook-id']));
     const confirmedEvents = () =>
       new Set(
@@ -148,6 +163,9 @@ describe.skipIf(!canRun())('two instances on clocks a minute apart (libfaketime)
           .map((m) => m.data.id),
       );
     const allDelivered = await until(() => paymentIds.every((id) => confirmedEvents().has(id)));
+    reading = false;
+    await reader;
+    expect(reads).toBeGreaterThanOrEqual(PAYMENTS * 2);
     expect(allDelivered, `payments without payment.confirmed delivered: ${JSON.stringify(paymentIds.filter((id) => !confirmedEvents().has(id)))}`).toBe(true);
     // Any further attempt in flight is answered before the overlaps are read.
     await sleep(RECEIVER_DELAY_MS + 1000);
@@ -162,6 +180,6 @@ describe.skipIf(!canRun())('two instances on clocks a minute apart (libfaketime)
 
     const run: RunSql = (text) => queryOnce<Record<string, unknown>>(dbUrl, text);
     expect(await checkInvariants(run)).toEqual([]);
-    console.info('skewed clocks', { skewMs, statusCalls: calls.calls, deliveries: receiver.received.length, events: delivered().size });
+    console.info('skewed clocks', { skewMs, reads, statusCalls: calls.calls, deliveries: receiver.received.length, events: delivered().size });
   }, 240_000);
 });
