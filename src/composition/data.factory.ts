@@ -3,7 +3,7 @@ import { redactDbError } from '../http/db-error.redactor.js';
 import type { Config } from '../config.js';
 import { createDatabase, createDatabasePinger, migrateToLatest, pingDatabase, type DatabaseOptions, type Db } from '../db/database.js';
 import { createDatabaseClock } from '../db/database-clock.js';
-import { withDeadline } from '../work/deadline.js';
+import { withDeadline } from '../work/deadline.helper.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import { createDatabaseOutage, type DatabaseOutage } from '../db/database-outage.monitor.js';
 import { createWorkPriority, type WorkPriority } from '../db/work-priority.js';

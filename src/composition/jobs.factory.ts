@@ -9,7 +9,7 @@ import { createCounterRollupJob } from '../jobs/counter-rollup.job.js';
 import { createReconciliationJob } from '../jobs/reconciliation.job.js';
 import { createPushDeliveryJob } from '../jobs/push-delivery.job.js';
 import { startJobs, type Job, type RunningJobs } from '../jobs/job-runner.js';
-import { createWorkHealth, type WorkHealth } from '../work/work-health.js';
+import { createWorkHealth, type WorkHealth } from '../work/work-health.monitor.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { Source } from '../domain/vocabulary.js';

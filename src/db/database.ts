@@ -7,7 +7,7 @@ import type { Database } from './db.types.js';
 import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
 import type { WorkPriority } from './work-priority.js';
-import { withDeadline } from '../work/deadline.js';
+import { withDeadline } from '../work/deadline.helper.js';
 import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
 import * as m001 from './migrations/001-initial.migration.js';
 import * as m002 from './migrations/002-webhooks.migration.js';

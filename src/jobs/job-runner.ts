@@ -1,7 +1,7 @@
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import type { WorkPriority } from '../db/work-priority.js';
-import type { WorkHealth } from '../work/work-health.js';
+import type { WorkHealth } from '../work/work-health.monitor.js';
 
 export interface Job {
   name: string;

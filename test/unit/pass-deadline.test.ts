@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { startJobs, type Job } from '../../src/jobs/job-runner.js';
-import { createWorkHealth } from '../../src/work/work-health.js';
+import { createWorkHealth } from '../../src/work/work-health.monitor.js';
 import { createSerialPass } from '../../src/work/serial-pass.js';
 import { createLeasePolicy, LEASE_MARGIN_MS } from '../../src/domain/lease-policy.js';
 
