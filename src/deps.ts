@@ -101,7 +101,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const checks = { limits: ministries.confirmLimits, slots: ministries.checkSlots };
   const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, leases: data.leases, checks, ministryUrls: opts.ministryUrls, now });
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
-  const access = await createAccess(config, { db, dbOutage: data.dbOutage, logger, metrics, now: opts.now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
+  const access = await createAccess(config, { db, logger, metrics, now: opts.now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
   const webhooks = createWebhooks(config, { ...data, now });
   const pushes = createPushes(config, { ...data, now });
   const services: AppServices = {

@@ -6,12 +6,9 @@ import { createPartnerService, type PartnerService } from '../services/partner.s
 import { createRateLimitersFromConfig, type RateLimiters } from '../adapters/rate-limit/rate-limit.factory.js';
 import type { Metrics } from '../adapters/metrics.js';
 import type { Clock } from '../domain/clock.port.js';
-import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 
 export interface AccessDeps {
   db: Db;
-  /** Whether the process knows the database is away: key checks then wait on no read begun before. */
-  dbOutage: Pick<DatabaseOutage, 'down'>;
   logger: PinoLogger;
   metrics: Metrics;
   now?: Clock;
@@ -30,13 +27,12 @@ function epochMs(now: (() => Date) | undefined): (() => number) | undefined {
   return now ? () => now().getTime() : undefined;
 }
 
-function createPartners(config: Config, deps: Pick<AccessDeps, 'db' | 'dbOutage' | 'now'>): PartnerService {
+function createPartners(config: Config, deps: Pick<AccessDeps, 'db' | 'now'>): PartnerService {
   return createPartnerService({
     partners: createPartnerRepository(deps.db, deps.now),
     appEnv: config.appEnv,
     keyRotationGraceMs: config.keyRotationGraceMs,
     authCacheTtlMs: config.authCacheTtlMs,
-    databaseAway: () => deps.dbOutage.down,
     now: deps.now,
   });
 }

@@ -42,7 +42,7 @@ interface FetchContext {
 const freshFor = (ms: number) => Math.max(Math.ceil(ms) - 1, 1);
 
 /** Keys checked against the database, kept for up to the TTL (see lookup), and how a change here forgets them. */
-function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: number; now?: Clock; databaseAway?: () => boolean }, accepted: KeyEnvironment) {
+function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: number; now?: Clock }, accepted: KeyEnvironment) {
   const ttl = deps.authCacheTtlMs ?? 0;
   const injected = deps.now;
   // Read on every request: without an injected clock, no Date is built for it.
@@ -89,10 +89,6 @@ function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: numb
     try {
       // Past the TTL (half of it stale) the request waits for a fresh read.
       const allowStale = known.getRemainingTTL(hash) > freshFor(ttl / 2) - ttl;
-      // The key's read in flight may have begun before the database was found away: joined, it
-      // would hold this request until that read's deadline, when a request the process knows it
-      // cannot serve is refused at once. Its own read is, by the pool.
-      if (deps.databaseAway?.()) return known.peek(hash, { allowStale }) ?? (await load(hash));
       return (await known.fetch(hash, { allowStale, context })) ?? null;
     } catch {
       // The read failed, or a change discarded it: its first caller gets what that read gave (never
@@ -122,8 +118,6 @@ export function createPartnerService(deps: {
   keyRotationGraceMs: number;
   /** How long a verified key is trusted without a database read; 0 disables the cache. */
   authCacheTtlMs?: number;
-  /** Whether the process knows the database is away (its DatabaseOutage): no request then waits on a key read begun before. */
-  databaseAway?: () => boolean;
   now?: Clock;
   /** Makes each new key; the domain's random generator unless a test needs to know the next one. */
   generateKey?: (environment: KeyEnvironment) => string;
