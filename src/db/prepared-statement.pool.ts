@@ -107,11 +107,18 @@ export class DatabaseAwayError extends Error {
 }
 
 /**
- * One pg client as Kysely's connection: its queries named when repeated, each within the deadline.
- * A query past its deadline gives up every other query in flight on the pool too: they were sent
- * to the same silent server, and a request waiting on one of them (or on a lookup it shares with
- * other requests) would otherwise wait out a deadline of its own after the process knows.
+ * Tells the health of a failed query or checkout. Once the database is known to have stopped
+ * answering, every other query in flight is given up: each was sent to the same silent server, and
+ * a request waiting on one of them (or on a lookup it shares with other requests) would otherwise
+ * wait out a deadline of its own after the process knows.
  */
+function noteFailure(err: unknown, health: DatabaseHealth | undefined, inFlight: InFlight): void {
+  if (!health?.absorb(err) || !health.unresponsive) return;
+  for (const giveUp of [...inFlight]) giveUp(new DatabaseAwayError());
+  inFlight.clear();
+}
+
+/** One pg client as Kysely's connection: its queries named when repeated, each within the deadline. */
 function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: DeadlineOptions, inFlight: InFlight): PostgresPoolClient {
   const { queryTimeoutMs, health } = opts;
   let broken: Error | null = null;
@@ -129,12 +136,9 @@ function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: Deadline
     });
     inFlight.add(giveUp);
     const answered = withDeadline(Promise.race([query, abandoned]), queryTimeoutMs, () => {
-      const err = new QueryDeadlineError(queryTimeoutMs);
       inFlight.delete(giveUp);
-      for (const other of [...inFlight]) other(new DatabaseAwayError());
-      inFlight.clear();
-      broken = err;
-      throw err;
+      broken = new QueryDeadlineError(queryTimeoutMs);
+      throw broken;
     });
     return answered.finally(() => inFlight.delete(giveUp));
   }
@@ -147,7 +151,7 @@ function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: Deadline
       if (health?.down) health.probe();
       return result;
     } catch (err) {
-      health?.absorb(err);
+      noteFailure(err, health, inFlight);
       throw err;
     }
   }
@@ -212,7 +216,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
       try {
         client = await checkout();
       } catch (err) {
-        health?.absorb(err);
+        noteFailure(err, health, inFlight);
         throw err;
       }
       let wrapped = wrappers.get(client);

@@ -1,7 +1,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { withDeadline } from '../../src/work/deadline.js';
+import { withDeadline } from '../../src/work/deadline.helper.js';
 
 /** Blocks the event loop, as a paused process or a long synchronous task does. */
 function stall(ms: number): void {
