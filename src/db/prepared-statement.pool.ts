@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
 import { pgErrorCode } from './pg-error.js';
-import { withDeadline } from '../work/deadline.helper.js';
+import { createDeadlineSweep, type DeadlineSweep } from '../work/deadline.helper.js';
 
 export interface PreparedStatementOptions {
   /** Executions of a statement text before it is prepared; one-off statements stay unnamed. */
@@ -87,8 +87,7 @@ export interface DeadlineOptions {
   health?: DatabaseHealth;
 }
 
-/** The queries in flight on a pool's connections, each with the way to give it up. */
-type InFlight = Set<(err: Error) => void>;
+
 
 /** A query outlived its deadline: the server, or the network to it, stopped answering. */
 export class QueryDeadlineError extends Error {
@@ -112,35 +111,28 @@ export class DatabaseAwayError extends Error {
  * a request waiting on one of them (or on a lookup it shares with other requests) would otherwise
  * wait out a deadline of its own after the process knows.
  */
-function noteFailure(err: unknown, health: DatabaseHealth | undefined, inFlight: InFlight): void {
+function noteFailure(err: unknown, health: DatabaseHealth | undefined, deadlines: DeadlineSweep | null): void {
   if (!health?.absorb(err) || !health.unresponsive) return;
-  for (const giveUp of [...inFlight]) giveUp(new DatabaseAwayError());
-  inFlight.clear();
+  deadlines?.giveUpAll(new DatabaseAwayError());
+}
+
+/** What every connection of a pool shares: the database's health and the deadline its queries are held to. */
+interface PoolWatch {
+  health?: DatabaseHealth;
+  deadlines: DeadlineSweep | null;
+  queryTimeoutMs: number;
 }
 
 /** One pg client as Kysely's connection: its queries named when repeated, each within the deadline. */
-function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: DeadlineOptions, inFlight: InFlight): PostgresPoolClient {
-  const { queryTimeoutMs, health } = opts;
+function wrapClient(client: pg.PoolClient, namer: StatementNamer, watch: PoolWatch): PostgresPoolClient {
+  const { health, deadlines } = watch;
   let broken: Error | null = null;
 
   function bounded<T>(query: Promise<T>): Promise<T> {
-    if (queryTimeoutMs === undefined) return query;
+    if (!deadlines) return query;
     // Settles later, or never: its outcome no longer matters to anyone.
     query.catch(() => undefined);
-    let giveUp: (err: Error) => void = () => undefined;
-    const abandoned = new Promise<never>((_, reject) => {
-      giveUp = (err) => {
-        broken = err;
-        reject(err);
-      };
-    });
-    inFlight.add(giveUp);
-    const answered = withDeadline(Promise.race([query, abandoned]), queryTimeoutMs, () => {
-      inFlight.delete(giveUp);
-      broken = new QueryDeadlineError(queryTimeoutMs);
-      throw broken;
-    });
-    return answered.finally(() => inFlight.delete(giveUp));
+    return deadlines.bound(query, () => new QueryDeadlineError(watch.queryTimeoutMs));
   }
 
   async function run(text: string, values: unknown[]) {
@@ -151,7 +143,9 @@ function wrapClient(client: pg.PoolClient, namer: StatementNamer, opts: Deadline
       if (health?.down) health.probe();
       return result;
     } catch (err) {
-      noteFailure(err, health, inFlight);
+      // Past its deadline or given up with the rest, the connection may never answer again.
+      if (err instanceof QueryDeadlineError || err instanceof DatabaseAwayError) broken = err;
+      noteFailure(err, health, deadlines);
       throw err;
     }
   }
@@ -191,7 +185,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
   // client it is given, so a new wrapper each time would also cost it a new connection per query.
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   const { health } = opts;
-  const inFlight: InFlight = new Set();
+  const watch: PoolWatch = { health, deadlines: opts.queryTimeoutMs === undefined ? null : createDeadlineSweep(opts.queryTimeoutMs), queryTimeoutMs: opts.queryTimeoutMs ?? 0 };
   // The outage count when each connection was made. A failover that never closed the old
   // primary's sockets leaves idle connections that look fine and will never answer: once an
   // outage has begun, no connection made before it is handed out again.
@@ -216,17 +210,20 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
       try {
         client = await checkout();
       } catch (err) {
-        noteFailure(err, health, inFlight);
+        noteFailure(err, health, watch.deadlines);
         throw err;
       }
       let wrapped = wrappers.get(client);
       if (!wrapped) {
-        wrapped = wrapClient(client, namer, opts, inFlight);
+        wrapped = wrapClient(client, namer, watch);
         wrappers.set(client, wrapped);
       }
       return wrapped;
     },
-    end: () => pool.end(),
+    end: () => {
+      watch.deadlines?.stop();
+      return pool.end();
+    },
   };
 }
 

@@ -1,7 +1,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { withDeadline } from '../../src/work/deadline.helper.js';
+import { createDeadlineSweep, withDeadline } from '../../src/work/deadline.helper.js';
 
 /** Blocks the event loop, as a paused process or a long synchronous task does. */
 function stall(ms: number): void {
@@ -59,5 +59,25 @@ describe('withDeadline', () => {
     );
     expect(await outcome).toBe('answered');
     expect(lateRan).toBe(false);
+  });
+});
+
+describe('a deadline shared by many works', () => {
+  it('rejects a work past the deadline with its own error, leaves one answered in time alone, and gives up the rest at once when asked', async () => {
+    const sweep = createDeadlineSweep(60, 10);
+    try {
+      const never = new Promise<string>(() => undefined);
+      let answer: (v: string) => void = () => undefined;
+      const answered = sweep.bound(new Promise<string>((resolve) => (answer = resolve)), () => new Error('late answered'));
+      const late = sweep.bound(never, () => new Error('late never'));
+      answer('yes');
+      await expect(answered).resolves.toBe('yes');
+      await expect(late).rejects.toThrow('late never');
+      const waiting = [sweep.bound(never, () => new Error('x')), sweep.bound(never, () => new Error('y'))];
+      sweep.giveUpAll(new Error('away'));
+      for (const w of waiting) await expect(w).rejects.toThrow('away');
+    } finally {
+      sweep.stop();
+    }
   });
 });
