@@ -200,6 +200,19 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
     }
   }
 
+  /** A checkout waiting for a connection is given up with the queries, as it waits on them. */
+  async function waitForClient(): Promise<pg.PoolClient> {
+    const pending = checkout();
+    if (!watch.deadlines) return pending;
+    try {
+      return await watch.deadlines.bound(pending, () => new Error('timeout exceeded when trying to connect'));
+    } catch (err) {
+      // Given up while waiting: a connection it gets later goes straight back to the pool.
+      pending.then((client) => client.release(), () => undefined);
+      throw err;
+    }
+  }
+
   return {
     async connect(): Promise<PostgresPoolClient> {
       if (health?.unresponsive) {
@@ -208,7 +221,7 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
       }
       let client: pg.PoolClient;
       try {
-        client = await checkout();
+        client = await waitForClient();
       } catch (err) {
         noteFailure(err, health, watch.deadlines);
         throw err;

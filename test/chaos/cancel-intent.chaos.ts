@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
-import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
 import { queryOnce } from '../helpers/pg-query.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
@@ -80,12 +80,7 @@ afterAll(async () => {
 describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
   it('finishes a cancel the ministry made before the service could record it', async () => {
     await startApi(600_000);
-    const admin = await fetch(`http://127.0.0.1:${adminPort}/admin/partners`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Cancel Bank' }),
-    });
-    const { apiKey } = (await admin.json()) as { apiKey: string };
+    const apiKey = await createPartnerKey(adminPort, ADMIN_TOKEN, 'Cancel Bank');
     const call = (method: string, path: string, body?: unknown) =>
       fetch(`http://127.0.0.1:${port}/api/v1${path}`, {
         method,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import type { FastifyInstance } from 'fastify';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
@@ -135,13 +135,7 @@ afterAll(async () => {
 describe.skipIf(!canRunOwnCluster())('database faults (own PostgreSQL cluster, two instances)', () => {
   it('survives terminated connections and a restart: 503 while away, serving within 5 s of its return, every payment confirmed and delivered', async () => {
     const [a, b] = instances as [Instance, Instance];
-    const partnerRes = await fetch(`http://127.0.0.1:${a.adminPort}/admin/partners`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Faults Bank' }),
-    });
-    expect(partnerRes.status).toBe(201);
-    const apiKey = ((await partnerRes.json()) as { apiKey: string }).apiKey;
+    const apiKey = await createPartnerKey(a.adminPort, ADMIN_TOKEN, 'Faults Bank');
     const hook = await call(a, apiKey, 'POST', '/webhooks', { url: receiver.url, secret: 'faults-secret-0123456789', events: ['payment.confirmed'] });
     expect(hook.status).toBe(201);
     const search = await call(b, apiKey, 'GET', '/invoices?ttd=9900995');

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
@@ -147,14 +147,8 @@ async function call(instance: Instance, key: string, method: string, path: strin
 }
 
 /** A partner of its own for a part of the drill: its API key. */
-async function newPartner(instance: Instance, name: string): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${instance.adminPort}/admin/partners`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name }),
-  });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { apiKey: string }).apiKey;
+function newPartner(instance: Instance, name: string): Promise<string> {
+  return createPartnerKey(instance.adminPort, ADMIN_TOKEN, name);
 }
 
 /** A call to the simulator's control API; its answer, or throws when it refused. */

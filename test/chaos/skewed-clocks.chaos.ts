@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
+import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { StatusOverlap } from '../../simulator/status-calls.js';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
@@ -114,13 +114,7 @@ afterAll(async () => {
 describe.skipIf(!canRun())('two instances on clocks a minute apart (libfaketime)', () => {
   it('never attempts a webhook delivery or asks a payment status while another attempt or ask of it is in flight', async () => {
     const [onTime, ahead] = instances as [Instance, Instance];
-    const partnerRes = await fetch(`http://127.0.0.1:${onTime.adminPort}/admin/partners`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Skew Bank' }),
-    });
-    expect(partnerRes.status).toBe(201);
-    const apiKey = ((await partnerRes.json()) as { apiKey: string }).apiKey;
+    const apiKey = await createPartnerKey(onTime.adminPort, ADMIN_TOKEN, 'Skew Bank');
     expect((await call(onTime, apiKey, 'POST', '/webhooks', { url: receiver.url, secret: 'skew-secret-0123456789', events: ['payment.confirmed'] })).status).toBe(201);
 
     // The skew is real: the instance's own clock (its HTTP Date header) runs a minute ahead.

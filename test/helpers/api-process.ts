@@ -70,3 +70,14 @@ export async function startApiProcess(name: string, env: Record<string, string>,
     },
   };
 }
+
+/** A partner made through the operator API of a service process; its API key. */
+export async function createPartnerKey(adminPort: number, adminToken: string, name: string): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${adminPort}/admin/partners`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
+  if (res.status !== 201) throw new Error(`creating partner ${name}: HTTP ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { apiKey: string }).apiKey;
+}

@@ -200,4 +200,34 @@ describe('query deadlines', () => {
     expect(released).toHaveLength(2);
     expect(released.every((err) => err instanceof Error)).toBe(true);
   });
+
+  it('gives up a checkout still waiting for a connection too, and lets go of the connection it gets later', async () => {
+    const { h } = health();
+    const listeners: ((client: unknown) => void)[] = [];
+    const released: unknown[] = [];
+    let connects = 0;
+    let lateConnection: (client: unknown) => void = () => undefined;
+    const pool = {
+      on: (_event: string, fn: (client: unknown) => void) => listeners.push(fn),
+      connect() {
+        connects++;
+        const client = { query: () => new Promise(() => undefined), release: (err?: unknown) => void released.push(err ?? 'returned') };
+        listeners.forEach((fn) => fn(client));
+        // The first checkout gets a connection; the second waits, as behind a full pool.
+        return connects === 1 ? Promise.resolve(client) : new Promise((resolve) => (lateConnection = () => resolve(client)));
+      },
+      end: async () => {},
+    } as unknown as pg.Pool;
+    const prepared = preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: 200, health: h });
+    const first = await prepared.connect();
+    const stuck = first.query('SELECT 1', []);
+    await new Promise((r) => setTimeout(r, 120));
+    const waiting = prepared.connect();
+    await expect(stuck).rejects.toThrow(/database query deadline passed/);
+    await expect(waiting).rejects.toThrow(/database is away/);
+    lateConnection(null);
+    // It was made before the outage began, so it goes back destroyed rather than kept.
+    await expect.poll(() => released.length).toBe(1);
+    expect(released[0]).toBeInstanceOf(Error);
+  });
 });
