@@ -25,7 +25,11 @@ async function list(partner: Partner, query = ''): Promise<EventList> {
 /** Writes events through the outbox the payment services use (without a payment behind each). */
 async function appendEvents(partnerId: string, events: PaymentEvent[]): Promise<void> {
   const outbox = createEventRepository({ now: ctx.now });
-  for (const e of events) await unitOfWorkRunner(ctx.deps.db)((uow) => outbox.append(uow, partnerId, e));
+  for (const e of events) {
+    await unitOfWorkRunner(ctx.deps.db)((uow) => outbox.append(uow, partnerId, e));
+    // Each its own millisecond: two appends within one would tie, and a time range could not part them.
+    ctx.advance(1);
+  }
 }
 
 describe('GET /events', () => {
