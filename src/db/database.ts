@@ -56,7 +56,7 @@ export interface DatabaseOptions {
   queryTimeoutMs?: number;
   /** PostgreSQL only: silence on a connection before TCP keepalive probes it. */
   keepAliveMs?: number;
-  /** PostgreSQL only: told of every failure that says the database is away; while it is down, no connection is handed out. */
+  /** PostgreSQL only: told of every failure that says the database is away; while it does not answer, no connection is handed out. */
   health?: DatabaseHealth;
   /** On embedded PGlite (one connection), requests are served before waiting background work. */
   priority?: WorkPriority;

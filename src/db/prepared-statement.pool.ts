@@ -178,7 +178,7 @@ function wrapClient(client: pg.PoolClient, namer: StatementNamer, watch: PoolWat
  * query has a deadline: past it the query fails, the connection is marked broken (anything else
  * asked of it fails at once, a transaction's ROLLBACK included) and on release the pool destroys
  * it instead of handing it out again, since its server may never answer on it. While the database
- * is away, connections are refused at once rather than waited for.
+ * does not answer (a deadline passed), connections are refused at once rather than waited for.
  */
 export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts: DeadlineOptions = {}): PostgresPool {
   // One wrapper per pg client, reused on every checkout: Kysely keeps its connection object per

@@ -6,6 +6,7 @@ import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '
 import { invoiceFixture } from '../helpers/fixtures.js';
 import { queryOnce } from '../helpers/pg-query.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
+import { listenLocal } from '../helpers/listen-local.js';
 
 /**
  * Kills the service after the ministry has canceled a payment at the partner's request and before
@@ -63,9 +64,7 @@ beforeAll(async () => {
     }
     return payload;
   });
-  await simulator.listen({ port: 0, host: '127.0.0.1' });
-  const sa = simulator.server.address();
-  simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+  simulatorUrl = await listenLocal(simulator);
   [port = 0, adminPort = 0] = await freePorts(2);
 }, 60_000);
 

@@ -11,6 +11,7 @@ import { serviceEnv, startApiProcess } from '../helpers/api-process.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 import { loadConfig } from '../../src/config.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
+import { listenLocal } from '../helpers/listen-local.js';
 
 /**
  * Kills the API with SIGKILL while payments, confirmations and webhook deliveries are in flight,
@@ -169,14 +170,10 @@ beforeAll(async () => {
   dbUrl = url.toString();
 
   simulator = await buildSimulator({ fixtures: fixtures(), autoApproveMs: 150 });
-  await simulator.listen({ port: 0, host: '127.0.0.1' });
-  const sa = simulator.server.address();
-  simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+  simulatorUrl = await listenLocal(simulator);
 
   linkedSimulator = await buildLinkedSimulator();
-  await linkedSimulator.listen({ port: 0, host: '127.0.0.1' });
-  const la = linkedSimulator.server.address();
-  linkedSimulatorUrl = `http://127.0.0.1:${typeof la === 'object' && la ? la.port : 0}`;
+  linkedSimulatorUrl = await listenLocal(linkedSimulator);
 
   receiver = createServer((req, res) => {
     let data = '';

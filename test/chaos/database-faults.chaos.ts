@@ -13,6 +13,7 @@ import { freePorts } from '../walkthrough/walkthrough.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
 import { loadConfig } from '../../src/config.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
+import { listenLocal } from '../helpers/listen-local.js';
 
 /** How long a cut-off request's idempotency key stays locked: its lease, with the deadlines the processes run with (the defaults). */
 const KEY_LEASE_MS = leasePolicyOf(loadConfig({})).idempotency;
@@ -115,9 +116,7 @@ beforeAll(async () => {
   await admin.end();
 
   simulator = await buildSimulator({ fixtures: fixtures(), autoApproveMs: 200 });
-  await simulator.listen({ port: 0, host: '127.0.0.1' });
-  const sa = simulator.server.address();
-  simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+  simulatorUrl = await listenLocal(simulator);
   receiver = await startReceiver();
 
   // One after the other: the first migrates, the second finds the schema in place.

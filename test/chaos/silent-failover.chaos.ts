@@ -16,6 +16,7 @@ import { invoiceFixture } from '../helpers/fixtures.js';
 import { unique } from '../helpers/own-invoice.js';
 import { loadConfig } from '../../src/config.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
+import { listenLocal } from '../helpers/listen-local.js';
 
 /**
  * Fault drills on two API instances sharing a PostgreSQL cluster of this test's own, each part with
@@ -243,9 +244,7 @@ beforeAll(async () => {
 
   // Payments are approved by the drill itself, one as the database is silent.
   simulator = await buildSimulator({ fixtures: fixtures(), autoApproveMs: 0 });
-  await simulator.listen({ port: 0, host: '127.0.0.1' });
-  const sa = simulator.server.address();
-  simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+  simulatorUrl = await listenLocal(simulator);
   receiver = await startReceiver();
 
   // One after the other: the first migrates, the second finds the schema in place.

@@ -10,6 +10,7 @@ import { invoiceFixture } from '../helpers/fixtures.js';
 import { queryOnce } from '../helpers/pg-query.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
+import { listenLocal } from '../helpers/listen-local.js';
 
 /**
  * Two instances on one database, one of them under libfaketime a minute ahead. They compare
@@ -90,9 +91,7 @@ beforeAll(async () => {
     fixtures: { invoices: Array.from({ length: PAYMENTS }, (_, i) => invoiceFixture((['mof', 'etax', 'police'] as const)[i % 3] ?? 'mof', `SK-${i}`, { amount: 4000 + i, payer: { register: '9900997', name: 'Skew' } })) },
     autoApproveMs: 6000,
   });
-  await simulator.listen({ port: 0, host: '127.0.0.1' });
-  const sa = simulator.server.address();
-  simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+  simulatorUrl = await listenLocal(simulator);
   for (const source of ['mof', 'etax', 'police']) {
     const res = await fetch(`${simulatorUrl}/__control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source, mode: 'slow', delayMs: STATUS_DELAY_MS, operation: 'status' }) });
     if (res.status !== 200) throw new Error(`simulator refused the slow status fault: ${res.status}`);

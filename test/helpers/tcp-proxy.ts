@@ -106,3 +106,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
   };
 }
+
+/** A proxy in front of the PostgreSQL at `databaseUrl`, and the same URL through it. */
+export async function startDatabaseProxy(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(databaseUrl);
+  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+  const url = new URL(target);
+  url.host = `127.0.0.1:${proxy.port}`;
+  return { proxy, url: url.toString() };
+}

@@ -14,6 +14,7 @@ import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 import { testFixtures } from './fixtures.js';
 import { attachContract } from './contract.js';
+import { listenLocal } from './listen-local.js';
 
 export interface TestContext {
   config: Config;
@@ -69,10 +70,7 @@ export const MINISTRY_TIMEOUT_MS = 3000;
 /** A whole service on a fresh database (PGlite, or its own PostgreSQL schema) and a live simulator. */
 export async function createTestContext(opts: ContextOptions = {}): Promise<TestContext> {
   const simulator = await buildSimulator({ fixtures: opts.fixtures ?? testFixtures(), autoApproveMs: opts.autoApproveMs ?? 0 });
-  await simulator.listen({ port: 0, host: '127.0.0.1' });
-  const address = simulator.server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  const simulatorUrl = `http://127.0.0.1:${port}`;
+  const simulatorUrl = await listenLocal(simulator);
   // The simulator answers in milliseconds; the timeout only bounds a hang. One second failed
   // lookups when the machine was busy (the simulator shares the test's event loop).
   const config = testConfig({ ministryTimeoutMs: MINISTRY_TIMEOUT_MS, ...opts.config });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { capturingLogger } from '../helpers/log-capture.js';
 import { testConfig } from '../helpers/test-config.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { startDatabaseProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { getPayment, partnerWithInvoice, partnerWithPayment, pay } from '../helpers/api.js';
 import type { RunningJobs } from '../../src/jobs/job-runner.js';
 
@@ -21,11 +21,10 @@ describe.skipIf(!databaseUrl)('database outage', () => {
   const said = (msg: string) => lines.filter((l) => l.msg === msg).length;
 
   beforeAll(async () => {
-    const target = new URL(databaseUrl as string);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const viaProxy = new URL(target);
-    viaProxy.host = `127.0.0.1:${proxy.port}`;
-    ctx = await createTestContext({ logger, config: { databaseUrl: viaProxy.toString(), dbConnectTimeoutMs: 1000, confirmPollMs: 100, webhookPollMs: 50 } });
+    const started = await startDatabaseProxy(databaseUrl as string);
+    proxy = started.proxy;
+    const viaProxy = started.url;
+    ctx = await createTestContext({ logger, config: { databaseUrl: viaProxy, dbConnectTimeoutMs: 1000, confirmPollMs: 100, webhookPollMs: 50 } });
   });
 
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { capturingLogger } from '../helpers/log-capture.js';
 import { testConfig } from '../helpers/test-config.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { startDatabaseProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { getPayment, partnerWithPayment } from '../helpers/api.js';
 
 /*
@@ -26,13 +26,12 @@ describe.skipIf(!databaseUrl)('a silent database', () => {
   const { logger, lines } = capturingLogger();
 
   beforeAll(async () => {
-    const target = new URL(databaseUrl as string);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const viaProxy = new URL(target);
-    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    const started = await startDatabaseProxy(databaseUrl as string);
+    proxy = started.proxy;
+    const viaProxy = started.url;
     ctx = await createTestContext({
       logger,
-      config: { databaseUrl: viaProxy.toString(), dbQueryTimeoutMs: QUERY_TIMEOUT_MS, dbConnectTimeoutMs: QUERY_TIMEOUT_MS, readyDbTimeoutMs: READY_TIMEOUT_MS },
+      config: { databaseUrl: viaProxy, dbQueryTimeoutMs: QUERY_TIMEOUT_MS, dbConnectTimeoutMs: QUERY_TIMEOUT_MS, readyDbTimeoutMs: READY_TIMEOUT_MS },
     });
   });
 

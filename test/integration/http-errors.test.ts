@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { REG } from '../helpers/fixtures.js';
 import { testConfig } from '../helpers/test-config.js';
-import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { startDatabaseProxy } from '../helpers/tcp-proxy.js';
 
 let ctx: TestContext;
 let key: string;
@@ -134,9 +134,9 @@ describe('readiness', () => {
     const { databaseUrl } = testConfig();
     // On PostgreSQL readiness pings over a connection of its own, so the database itself must go:
     // a proxy in front of it is cut. The embedded database has only the one connection to lose.
-    const proxy = databaseUrl ? await startTcpProxy({ host: new URL(databaseUrl).hostname, port: Number(new URL(databaseUrl).port || 5432) }) : null;
-    const viaProxy = proxy && databaseUrl ? Object.assign(new URL(databaseUrl), { host: `127.0.0.1:${proxy.port}` }).toString() : null;
-    const local = await createTestContext(viaProxy ? { config: { databaseUrl: viaProxy } } : {});
+    const via = databaseUrl ? await startDatabaseProxy(databaseUrl) : null;
+    const proxy = via?.proxy;
+    const local = await createTestContext(via ? { config: { databaseUrl: via.url } } : {});
     try {
       if (proxy) proxy.cut();
       else await local.deps.db.destroy();

@@ -8,6 +8,7 @@ import { invoiceFixture } from '../helpers/fixtures.js';
 import { queryOnce } from '../helpers/pg-query.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
+import { listenLocal } from '../helpers/listen-local.js';
 
 /*
  * PROCESS_ROLE=api serves the listeners and runs no background work; PROCESS_ROLE=worker runs the
@@ -39,9 +40,7 @@ describe.skipIf(!databaseUrl)('process roles', () => {
       fixtures: { invoices: [invoiceFixture('mof', 'ROLE-1', { amount: 1500 })] },
       autoApproveMs: 0,
     });
-    await simulator.listen({ port: 0, host: '127.0.0.1' });
-    const sa = simulator.server.address();
-    simulatorUrl = `http://127.0.0.1:${typeof sa === 'object' && sa ? sa.port : 0}`;
+    simulatorUrl = await listenLocal(simulator);
     receiver = await startReceiver();
   }, 60_000);
 

@@ -4,7 +4,7 @@ import { createDatabase, createDatabasePinger, type Db, type DatabasePinger } fr
 import { createDatabaseOutage, type DatabaseOutage } from '../../src/db/database-outage.monitor.js';
 import { capturingLogger } from '../helpers/log-capture.js';
 import { testConfig } from '../helpers/test-config.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { startDatabaseProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /*
  * A failover that never closes the old primary's sockets: the pool's idle connections stay open
@@ -23,13 +23,12 @@ describe.skipIf(!databaseUrl)('pool after a silent failover', () => {
   const { logger, lines } = capturingLogger();
 
   beforeAll(async () => {
-    const target = new URL(databaseUrl as string);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const viaProxy = new URL(target);
-    viaProxy.host = `127.0.0.1:${proxy.port}`;
-    pinger = createDatabasePinger({ url: viaProxy.toString(), timeoutMs: 500 });
+    const started = await startDatabaseProxy(databaseUrl as string);
+    proxy = started.proxy;
+    const viaProxy = started.url;
+    pinger = createDatabasePinger({ url: viaProxy, timeoutMs: 500 });
     outage = createDatabaseOutage(logger, undefined, pinger.ping);
-    db = await createDatabase({ databaseUrl: viaProxy.toString(), dataDir: '', poolSize: 4, connectTimeoutMs: 500, queryTimeoutMs: QUERY_TIMEOUT_MS, health: outage });
+    db = await createDatabase({ databaseUrl: viaProxy, dataDir: '', poolSize: 4, connectTimeoutMs: 500, queryTimeoutMs: QUERY_TIMEOUT_MS, health: outage });
   });
 
   afterAll(async () => {
