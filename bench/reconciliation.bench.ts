@@ -36,8 +36,8 @@ function seedStatements(rows: number): string[] {
   return [
     `INSERT INTO partners (id, name, qr_standard, environment)
        SELECT ${uuid('00000000', 'g')}, 'Bank ' || g, 'qrpay', 'sandbox' FROM generate_series(1, 200) g`,
-    `INSERT INTO invoices (id, source, ref_num, description, amount, status, payee_id, payee_name)
-       SELECT ${uuid('10000000', 'g')}, (ARRAY['mof','etax','police'])[1 + g % 3], 'REF-' || g, 'volume', 1000, 'paid', 'ORG', 'Org'
+    `INSERT INTO invoices (id, source, ref_num, description, amount, billed_amount, status, payee_id, payee_name)
+       SELECT ${uuid('10000000', 'g')}, (ARRAY['mof','etax','police'])[1 + g % 3], 'REF-' || g, 'volume', 1000, 1000, 'paid', 'ORG', 'Org'
        FROM generate_series(1, ${rows}) g`,
     // Spread over DAYS finance days ending with the measured one; 98% confirmed, 1% still submitted, 1% canceled.
     `INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, submitted_at, paid_at, created_at)

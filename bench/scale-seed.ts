@@ -45,8 +45,8 @@ export function seedStatements(shape: SeedShape): string[] {
     `INSERT INTO webhooks (id, partner_id, url, events, secret_ciphertext)
        SELECT ${uuidOf('30000000', 'g')}, (${others})[g], 'https://example.test/hook', '["payment.confirmed","payment.submitted"]', 'x'
        FROM generate_series(1, ${shape.otherPartnerIds.length}) g`,
-    `INSERT INTO invoices (id, source, ref_num, description, amount, status, due_date, issued_at, vehicle_no, tax_ref, payer_register, payer_name, payee_id, payee_name, year, created_at, updated_at)
-       SELECT ${uuidOf('10000000', 'g')}, (ARRAY['mof','etax','police'])[1 + g % 3], 'SC-' || g, 'Scale invoice', 1000 + (g % 97) * 500,
+    `INSERT INTO invoices (id, source, ref_num, description, amount, billed_amount, status, due_date, issued_at, vehicle_no, tax_ref, payer_register, payer_name, payee_id, payee_name, year, created_at, updated_at)
+       SELECT ${uuidOf('10000000', 'g')}, (ARRAY['mof','etax','police'])[1 + g % 3], 'SC-' || g, 'Scale invoice', 1000 + (g % 97) * 500, 1000 + (g % 97) * 500,
               CASE WHEN g % 3 = 0 AND (g / 3) <= ${shape.payments} AND (g / 3) % 50 < 35 THEN 'paid' ELSE 'open' END,
               CASE WHEN g % 4 = 0 THEN NULL ELSE now() + ((g % 730) - 365) * interval '1 day' END,
               now() - (g % 365) * interval '1 day',

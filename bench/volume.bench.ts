@@ -28,9 +28,9 @@ function seedStatements(rows: number): string[] {
   return [
     `INSERT INTO partners (id, name, qr_standard, environment)
        SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'Bank ' || g, 'qrpay', 'sandbox' FROM generate_series(1, 200) g`,
-    `INSERT INTO invoices (id, source, ref_num, description, amount, status, payee_id, payee_name)
+    `INSERT INTO invoices (id, source, ref_num, description, amount, billed_amount, status, payee_id, payee_name)
        SELECT ('10000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, (ARRAY['mof','etax','police'])[1 + g % 3], 'REF-' || g,
-              'volume', 1000, CASE WHEN g % 100 < 90 THEN 'paid' ELSE 'open' END, 'ORG', 'Org'
+              'volume', 1000, 1000, CASE WHEN g % 100 < 90 THEN 'paid' ELSE 'open' END, 'ORG', 'Org'
        FROM generate_series(1, ${rows}) g`,
     // 90% confirmed, 8% canceled, 1% failed, 1% submitted (a tenth of those due now).
     `INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, submitted_at, created_at)

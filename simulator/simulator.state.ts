@@ -112,6 +112,9 @@ export class SimulatorState {
   private readonly settlementAmounts = new Map<string, number>();
   /** Payments a settlement report has listed: paid out, so a later reversal does not unlist them. */
   private readonly reported = new Set<string>();
+  /** Invoices whose view lags behind an approval, and for how long; and the views still lagging. */
+  private readonly viewLags = new Map<string, number>();
+  private readonly staleViews = new Map<string, { view: SimInvoice; until: number }>();
 
   constructor(
     private readonly fixtures: FixtureFile,
@@ -131,6 +134,8 @@ export class SimulatorState {
     this.settlementDrops.clear();
     this.settlementAmounts.clear();
     this.reported.clear();
+    this.viewLags.clear();
+    this.staleViews.clear();
     this.faults.clear();
     this.calls.reset();
     this.submits.clear();
@@ -159,7 +164,33 @@ export class SimulatorState {
     const found = this.bySearch.get(searchKey(source, field, value)) ?? [];
     // Insertion order, as a scan of the invoice map gives it (a replaced invoice keeps its place).
     const seq = (i: SimInvoice) => this.insertedAt.get(keyOf(i.source, i.refNum)) ?? 0;
-    return [...found].sort((a, b) => seq(a) - seq(b));
+    return [...found].sort((a, b) => seq(a) - seq(b)).map((i) => this.viewOf(i));
+  }
+
+  /**
+   * From the next approval of a payment of this invoice on, the ministry's view of it (lookups,
+   * searches and its own checks of a new payment) keeps showing it as it was before the approval
+   * for `lagMs`: the lagging read replica of an upstream system. False for an unknown invoice.
+   */
+  lagViewAfterApproval(source: SimSource, refNum: string, lagMs: number): boolean {
+    if (!this.getInvoice(source, refNum)) return false;
+    this.viewLags.set(keyOf(source, refNum), lagMs);
+    return true;
+  }
+
+  /** The invoice as the ministry's lookups and searches show it, a lagging view included. */
+  viewInvoice(source: SimSource, refNum: string): SimInvoice | undefined {
+    const invoice = this.getInvoice(source, refNum);
+    return invoice && this.viewOf(invoice);
+  }
+
+  private viewOf(invoice: SimInvoice): SimInvoice {
+    const key = keyOf(invoice.source, invoice.refNum);
+    const stale = this.staleViews.get(key);
+    if (!stale) return invoice;
+    if (Date.now() < stale.until) return stale.view;
+    this.staleViews.delete(key);
+    return invoice;
   }
 
   private searchKeys(invoice: SimInvoice): string[] {
@@ -216,7 +247,7 @@ export class SimulatorState {
   }
 
   private rejectionReason(source: SimSource, command: SubmitCommand): string | null {
-    const invoice = this.getInvoice(source, command.refNum);
+    const invoice = this.viewInvoice(source, command.refNum);
     if (!invoice) return 'invoice not found';
     if (invoice.status === 'paid') return 'already paid';
     if (invoice.status === 'canceled') return 'canceled';
@@ -335,6 +366,8 @@ export class SimulatorState {
     payment.status = 'confirmed';
     payment.confirmedAt = new Date();
     const invoice = this.getInvoice(payment.source, payment.refNum);
+    const lagMs = this.viewLags.get(keyOf(payment.source, payment.refNum));
+    if (invoice && lagMs !== undefined) this.staleViews.set(keyOf(invoice.source, invoice.refNum), { view: { ...invoice }, until: Date.now() + lagMs });
     if (invoice?.status === 'open' && payment.amountMongo < invoice.amountMongo) {
       // A part-payment: the rest stays owed, and the linked invoices wait for the payment that clears it.
       invoice.amountMongo -= payment.amountMongo;

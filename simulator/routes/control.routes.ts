@@ -37,6 +37,7 @@ const HoldBody = Type.Object({ source: SourceSchema, refNum: Type.String({ minLe
 const ReleaseBody = Type.Object({ source: SourceSchema, refNum: Type.String({ minLength: 1 }), fail: Type.Optional(Type.Boolean()) });
 
 const DropBody = Type.Object({ refNum: Type.String({ minLength: 1 }) });
+const LagBody = Type.Object({ refNum: Type.String({ minLength: 1 }), source: Type.Optional(SourceSchema), seconds: Type.Number({ minimum: 0, maximum: 3600 }) });
 const AmountBody = Type.Object({ refNum: Type.String({ minLength: 1 }), amount: Type.Number({ minimum: 0 }) });
 
 const DEFAULT_SLOW_MS = 800;
@@ -112,6 +113,16 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
     const { invoices } = parsed.file;
     invoices.forEach((invoice) => state.upsertInvoice(invoice));
     return { upserted: invoices.map(({ source, refNum }) => ({ source, refNum })) };
+  });
+
+  /** After the next approval of a payment of this invoice, its view keeps answering as before the approval for `seconds`. */
+  app.post('/invoices/lag', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(LagBody, body)) return reply.code(400).send({ error: 'body must be { refNum, source?, seconds: 0-3600 }' });
+    const sources = body.source ? [body.source] : (['mof', 'etax', 'police'] as const);
+    const lagged = sources.filter((source) => state.lagViewAfterApproval(source, body.refNum, body.seconds * 1000));
+    if (lagged.length === 0) return reply.code(404).send({ error: `no invoice ${body.refNum}` });
+    return { lag: { refNum: body.refNum, sources: lagged, seconds: body.seconds } };
   });
 
   app.post('/approve', async (request, reply) => {

@@ -82,7 +82,7 @@ export const etaxRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { 
   });
 
   app.get<{ Params: { billNo: string } }>('/v2/bills/:billNo', operation('invoice'), async (request, reply) => {
-    const invoice = state.getInvoice('etax', request.params.billNo);
+    const invoice = state.viewInvoice('etax', request.params.billNo);
     if (!invoice) return fail(reply, 404, 'E_NOT_FOUND', 'bill not found');
     return { result: { bills: [toWireBill(invoice)] } };
   });

@@ -75,7 +75,7 @@ export const mofRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { s
   });
 
   app.get<{ Params: { invoiceNo: string } }>('/api/invoices/:invoiceNo', operation('invoice'), async (request, reply) => {
-    const invoice = state.getInvoice('mof', request.params.invoiceNo);
+    const invoice = state.viewInvoice('mof', request.params.invoiceNo);
     if (!invoice) return fail(reply, 404, 'NOT_FOUND', 'invoice not found');
     return { data: toWireInvoice(invoice) };
   });

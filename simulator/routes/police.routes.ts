@@ -90,7 +90,7 @@ export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, 
   });
 
   app.get<{ Params: { fineNo: string } }>('/api/fines/:fineNo', operation('invoice'), async (request, reply) => {
-    const invoice = state.getInvoice('police', request.params.fineNo);
+    const invoice = state.viewInvoice('police', request.params.fineNo);
     if (!invoice) return fail(reply, 404, 'FINE NOT FOUND');
     return { RESULT_CODE: 0, FINES: [toWireFine(invoice)] };
   });

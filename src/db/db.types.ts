@@ -34,7 +34,10 @@ export interface InvoicesTable {
   source: Source;
   ref_num: string;
   description: string;
+  /** The balance: what is still owed. */
   amount: Numeric;
+  /** What the ministry billed before a payment of ours was confirmed: the most our books let it collect. */
+  billed_amount: Numeric;
   status: StoredInvoiceStatus;
   due_date: Timestamp | null;
   issued_at: Timestamp | null;

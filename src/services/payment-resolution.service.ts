@@ -39,14 +39,18 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
   const now = deps.now ?? systemClock;
 
   /**
-   * What the ministry still shows owing on the invoice `refNum` once it has confirmed a payment of
-   * it: null when nothing is (paid, or no longer known there), else the balance left by a
-   * part-payment. Asked every time: only the ministry knows whether it took the payment as a part.
+   * What is still owed on the payment's invoice once the ministry has confirmed it: null when
+   * nothing is, else the balance a part-payment left. Our books set the ceiling (a whole-balance
+   * payment leaves nothing, and no balance exceeds what was billed less what was confirmed); the
+   * ministry, asked only when our books leave something, can lower it, never raise it, since its
+   * view may lag behind the approval it just gave.
    */
-  async function remainingBalance(source: Source, refNum: string): Promise<string | null> {
-    const invoice = await deps.ministries[source].getByRef(refNum);
+  async function remainingBalance(payment: PaymentRow, refNum: string): Promise<string | null> {
+    const owed = await deps.payments.owedAfter(payment.id);
+    if (owed === null) return null;
+    const invoice = await deps.ministries[payment.source].getByRef(refNum);
     if (!invoice || invoice.status !== 'open' || compareAmounts(invoice.amount, '0') <= 0) return null;
-    return invoice.amount;
+    return compareAmounts(invoice.amount, owed) < 0 ? invoice.amount : owed;
   }
 
   /**
@@ -55,7 +59,7 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
    * the ministry shows. False when another actor moved the payment first.
    */
   async function confirm(payment: PaymentRow, refNum: string, paidAt: Date, why: PaymentChange): Promise<boolean> {
-    const remaining = await remainingBalance(payment.source, refNum);
+    const remaining = await remainingBalance(payment, refNum);
     const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
     const at = now();
     const change = remaining ? { ...why, detail: { ...why.detail, remainingBalance: remaining } } : why;

@@ -39,6 +39,11 @@ const INVARIANTS: Record<string, string> = {
     FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
     WHERE p.status = 'confirmed' AND p.remaining_balance IS NULL
     GROUP BY pi.invoice_id HAVING count(*) > 1`,
+  'the confirmed payments of an invoice sum to at most what it billed': `
+    SELECT i.id, i.billed_amount, sum(p.amount) AS confirmed
+    FROM invoices i JOIN payments p ON p.invoice_id = i.id
+    WHERE p.status = 'confirmed'
+    GROUP BY i.id, i.billed_amount HAVING sum(p.amount) > i.billed_amount`,
   'a confirmed payment holds every invoice it settled and none it paid only part of': `
     SELECT p.id, pi.invoice_id, pi.active, p.remaining_balance
     FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id

@@ -86,8 +86,8 @@ describe('payment search and timeline', () => {
     // 120 stored payments of one partner, a second apart.
     await sql`
       WITH inv AS (
-        INSERT INTO invoices (source, ref_num, description, amount, status, payee_id, payee_name)
-        SELECT 'mof', 'PAGE-' || ${partner.id}::text || '-' || g, 'x', 100, 'paid', 'ORG-100', 'x' FROM generate_series(1, 120) g
+        INSERT INTO invoices (source, ref_num, description, amount, billed_amount, status, payee_id, payee_name)
+        SELECT 'mof', 'PAGE-' || ${partner.id}::text || '-' || g, 'x', 100, 100, 'paid', 'ORG-100', 'x' FROM generate_series(1, 120) g
         RETURNING id, ref_num
       )
       INSERT INTO payments (partner_id, invoice_id, source, amount, status, created_at, updated_at)

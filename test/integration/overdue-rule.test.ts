@@ -30,8 +30,8 @@ it('counts overdue in the summary exactly as the domain overdue rule says', asyn
     const partner = await ctx.partner();
     await sql`
       WITH i AS (
-        INSERT INTO invoices (source, ref_num, description, amount, status, due_date, payee_id, payee_name)
-        VALUES ('mof', ${`OVERDUE-${partner.id}`}, 'rule', 100, ${status}, ${due}::timestamptz, 'ORG', 'Org')
+        INSERT INTO invoices (source, ref_num, description, amount, billed_amount, status, due_date, payee_id, payee_name)
+        VALUES ('mof', ${`OVERDUE-${partner.id}`}, 'rule', 100, 100, ${status}, ${due}::timestamptz, 'ORG', 'Org')
         RETURNING id
       )
       INSERT INTO partner_invoices (partner_id, invoice_id) SELECT ${partner.id}::uuid, id FROM i`.execute(ctx.deps.db);

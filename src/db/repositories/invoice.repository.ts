@@ -12,7 +12,7 @@ export type InvoiceRow = Selectable<InvoicesTable>;
 
 /** An invoice row's columns, named by every query that returns whole rows. */
 const INVOICE_COLUMNS = tableColumns<InvoicesTable>()([
-  'id', 'source', 'ref_num', 'description', 'amount', 'status', 'due_date', 'issued_at', 'vehicle_no', 'tax_ref',
+  'id', 'source', 'ref_num', 'description', 'amount', 'billed_amount', 'status', 'due_date', 'issued_at', 'vehicle_no', 'tax_ref',
   'payer_register', 'payer_name', 'payee_id', 'payee_name', 'year', 'created_at', 'updated_at',
 ]);
 
@@ -24,6 +24,7 @@ function toValues(inv: UpstreamInvoice) {
     ref_num: inv.refNum,
     description: inv.description,
     amount: inv.amount,
+    billed_amount: inv.amount,
     status: inv.status,
     due_date: inv.dueDate,
     issued_at: inv.issuedAt,
@@ -37,6 +38,10 @@ function toValues(inv: UpstreamInvoice) {
   };
 }
 
+/** What the invoice's confirmed part-payments took (the payment that settles it holds it instead). */
+const PART_PAID = sql<string>`(SELECT coalesce(sum(p.amount), 0) FROM payments p
+  WHERE p.invoice_id = invoices.id AND p.status = 'confirmed' AND p.remaining_balance IS NOT NULL)`;
+
 /** Inserts or refreshes ministry invoices; (source, ref_num) keeps each one's UUID stable. */
 async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<InvoiceRow[]> {
   if (invoices.length === 0) return [];
@@ -46,7 +51,13 @@ async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<In
     .onConflict((oc) =>
       oc.columns(['source', 'ref_num']).doUpdateSet((eb) => ({
         description: eb.ref('excluded.description'),
-        amount: eb.ref('excluded.amount'),
+        // Once a part-payment of ours is confirmed, a ministry view lagging behind it must not
+        // raise the balance: our books cap it at the billed amount less what our payments took.
+        amount: sql<string>`CASE WHEN ${PART_PAID} > 0 THEN LEAST(excluded.amount, invoices.billed_amount - ${PART_PAID}) ELSE excluded.amount END`,
+        // Fixed from the first payment of ours on: what a view shows after it is no bill.
+        billed_amount: sql<string>`CASE WHEN EXISTS (
+          SELECT 1 FROM payments p WHERE p.invoice_id = invoices.id AND p.status IN ('pending', 'submitted', 'confirmed')
+        ) THEN invoices.billed_amount ELSE excluded.amount END`,
         // While a payment holds the invoice, its status is the payment's to change (the transition
         // tables), not the ministry copy's: a copy read mid-payment must not pay or reopen it.
         status: sql<StoredInvoiceStatus>`CASE WHEN EXISTS (

@@ -201,6 +201,25 @@ function paymentInserts(db: Db) {
 function ministryAnswers(db: Db) {
   return {
     /**
+     * What our own books leave owing on the payment's invoice once it is confirmed: the billed
+     * amount less what its other confirmed part-payments took and this payment. Null when nothing
+     * is: the payment covers the balance it was made against, or the books have nothing left.
+     */
+    async owedAfter(paymentId: string): Promise<string | null> {
+      const { rows } = await sql<{ owed: string | null }>`
+        SELECT CASE WHEN b.whole OR b.owed <= 0 THEN NULL ELSE b.owed END AS owed
+        FROM (
+          SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
+            SELECT sum(o.amount) FROM payments o
+            WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
+          ), 0) AS owed
+          FROM payments p JOIN invoices i ON i.id = p.invoice_id
+          WHERE p.id = ${paymentId}::uuid
+        ) b`.execute(db);
+      return rows[0]?.owed ?? null;
+    },
+
+    /**
      * pending -> submitted for a payment that settles its own invoice only, with the outbox event,
      * in one statement. Null when another actor moved the payment first.
      */
