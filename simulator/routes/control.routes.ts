@@ -106,7 +106,8 @@ function submitRoutes(app: FastifyInstance, state: SimulatorState): void {
   }));
 }
 
-export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state }) => {
+/** Invoices planted at the ministry, and a view of one that lags behind its approvals. */
+function invoiceRoutes(app: FastifyInstance, state: SimulatorState): void {
   app.post('/invoices', async (request, reply) => {
     const parsed = parseFixtureFile(asFixtureFile(request.body));
     if (!parsed.ok) return reply.code(400).send({ error: 'invalid invoices', problems: parsed.problems });
@@ -124,6 +125,10 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
     if (lagged.length === 0) return reply.code(404).send({ error: `no invoice ${body.refNum}` });
     return { lag: { refNum: body.refNum, sources: lagged, seconds: body.seconds } };
   });
+}
+
+export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state }) => {
+  invoiceRoutes(app, state);
 
   app.post('/approve', async (request, reply) => {
     const body = request.body;

@@ -39,11 +39,10 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
   const now = deps.now ?? systemClock;
 
   /**
-   * What is still owed on the payment's invoice once the ministry has confirmed it: null when
-   * nothing is, else the balance a part-payment left. Our books set the ceiling (a whole-balance
-   * payment leaves nothing, and no balance exceeds what was billed less what was confirmed); the
-   * ministry, asked only when our books leave something, can lower it, never raise it, since its
-   * view may lag behind the approval it just gave.
+   * What is still owed on the payment's invoice once the ministry confirmed it (null: nothing).
+   * Our books set the ceiling: a whole-balance payment leaves nothing, and no balance exceeds what
+   * was billed less what was confirmed. The ministry, asked only when they leave something, can
+   * lower it, never raise it: its view may lag behind the approval it just gave.
    */
   async function remainingBalance(payment: PaymentRow, refNum: string): Promise<string | null> {
     const owed = await deps.payments.owedAfter(payment.id);
