@@ -54,6 +54,17 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
+ * pg's words for a connection that outlived its deadline: waiting for a pooled one, and making a
+ * new one (the server accepted the socket, or a silent network held it, and never answered).
+ */
+const UNRESPONSIVE_MESSAGES = [
+  'database query deadline passed',
+  'database is away',
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+];
+
+/**
  * True when an error says the database stopped answering rather than refused: a query or a new
  * connection outlived its deadline, or the server's own statement_timeout (the same deadline) ended
  * a statement. Asking again soon would only wait out another deadline.
@@ -61,5 +72,5 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 export function isDatabaseUnresponsive(err: unknown): boolean {
   if (pgErrorCode(err) === '57014') return true;
   if (!(err instanceof Error)) return false;
-  return ['database query deadline passed', 'database is away', 'timeout exceeded when trying to connect'].some((m) => err.message.startsWith(m));
+  return UNRESPONSIVE_MESSAGES.some((m) => err.message.startsWith(m));
 }

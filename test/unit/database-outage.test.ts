@@ -1,3 +1,5 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable, isDatabaseUnresponsive } from '../../src/db/pg-error.js';
 import { createDatabaseOutage } from '../../src/db/database-outage.monitor.js';
@@ -52,6 +54,29 @@ describe('isDatabaseUnresponsive', () => {
     expect(isDatabaseUnresponsive(pgError('57P01'))).toBe(false);
     expect(isDatabaseUnresponsive(pgError('ECONNREFUSED'))).toBe(false);
     expect(isDatabaseUnresponsive(new Error('Connection terminated unexpectedly'))).toBe(false);
+  });
+
+  it("knows pg's own error for a new connection that never answered, and for a wait for a pooled one", async () => {
+    // A server that takes the socket and never says a word, as a silenced network does.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'x', database: 'x', max: 1, connectionTimeoutMillis: 100 });
+    try {
+      // With one connection allowed, the first checkout makes it and the second waits for it.
+      const failures = await Promise.all([pool.connect(), pool.connect()].map((c) => c.then(() => null, (err: unknown) => err)));
+      expect(new Set(failures.map(String)).size, failures.map(String).join(' | ')).toBe(2);
+      for (const err of failures) {
+        expect(err).toBeInstanceOf(Error);
+        expect(isDatabaseUnresponsive(err), String(err)).toBe(true);
+        expect(isDatabaseUnavailable(err), String(err)).toBe(true);
+      }
+    } finally {
+      await pool.end().catch(() => undefined);
+      sockets.forEach((s) => s.destroy());
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('makes the outage refuse at once only while the database is unresponsive', () => {
