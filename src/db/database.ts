@@ -92,7 +92,8 @@ const migrations: Record<string, Migration> = {
   '021-event-positions': m021,
 };
 
-const provider: MigrationProvider = { getMigrations: async () => migrations };
+/** Every migration by name; exported so a test can stop at one and check the next on data. */
+export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
 
 function createPgDialect(url: string, opts: DatabaseOptions) {
   const pool = new pg.Pool({
@@ -163,7 +164,7 @@ export function isConcurrentSchemaDrop(err: unknown): boolean {
 /** Applies pending migrations; concurrent starters are serialised by Kysely's migration lock. */
 export async function migrateToLatest(db: Db, schema?: string): Promise<void> {
   // Naming the schema keeps Kysely from mistaking another schema's migration table for ours.
-  const migrator = new Migrator({ db, provider, migrationTableSchema: schema });
+  const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     const failed = results?.find((r) => r.status === 'Error');
