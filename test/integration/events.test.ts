@@ -9,6 +9,7 @@ import { testConfig } from '../helpers/test-config.js';
 import { encodeEventCursor } from '../../src/domain/event-cursor.js';
 import { partnerWithPayment, type Partner } from '../helpers/api.js';
 import { createEventRepository, type PaymentEvent } from '../../src/db/repositories/event.repository.js';
+import { createEventLogRepository } from '../../src/db/repositories/event-log.repository.js';
 import type { EventBody, EventListBody } from '../../src/schemas/event.schema.js';
 
 type Event = Static<typeof EventBody>;
@@ -189,6 +190,27 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     expect((await list(partner, `?afterSequence=${all.at(-1)?.sequence}`)).items).toEqual([]);
     // Another partner's feed holds none of them.
     expect(await feed(await ctx.partner())).toEqual([]);
+  });
+
+  it('positions at most a few batches per call, and the background job positions what is left', async () => {
+    const job = ctx.deps.jobs.find((j) => j.name === 'event-positions');
+    if (!job) throw new Error('no event-positions job');
+    // Whatever earlier tests left unpositioned goes first (positions follow commit time).
+    await job.run();
+    const partner = await ctx.partner();
+    await appendEvents(partner.id, Array.from({ length: 5 }, payment));
+    const pending = async () => {
+      const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM events WHERE partner_id = ${partner.id}::uuid AND sequence IS NULL`.execute(ctx.deps.db);
+      return Number(rows[0]?.n);
+    };
+    expect(await pending()).toBe(5);
+    await createEventLogRepository(ctx.deps.db, { batchSize: 2, maxBatches: 2 }).assignPending();
+    expect(await pending()).toBe(1);
+    await job.run();
+    expect(await pending()).toBe(0);
+    const sequences = (await feed(partner)).map((e) => e.sequence);
+    expect(sequences).toHaveLength(5);
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
   });
 
   it('refuses afterSequence with a cursor', async () => {
