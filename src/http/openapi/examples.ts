@@ -145,7 +145,7 @@ export const eventList = {
 };
 
 /** The feed a follower reads: oldest first after the highest sequence it has processed. */
-export const eventFeed = { items: [{ ...eventList.items[1], sequence: 48190 }, { ...event, sequence: 48213 }], nextCursor: null };
+export const eventFeed = { items: [eventList.items[1], event], nextCursor: null };
 
 export const device = { id: '9dfe60ff-fe65-4612-82f4-1456e4423b64', platform: 'android', createdAt: '2026-11-25T08:58:54.625Z' };
 
