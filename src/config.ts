@@ -228,6 +228,8 @@ const SETTINGS = {
     eventMs: number('EVENT_RETENTION_MS', Int(90 * DAY, DAY)),
   },
   counterRollup: { intervalMs: number('COUNTER_ROLLUP_MS', Int(1000, 100)), batchSize: number('COUNTER_ROLLUP_BATCH_SIZE', Int(5000, 1)) },
+  /** How often committed events are given their feed positions between partners' reads. */
+  eventPositionMs: number('EVENT_POSITION_MS', Int(1000, 100)),
   /** Daily reconciliation: from `at` (Mongolian time, HH:MM) the previous finance day is reconciled. */
   reconciliation: {
     at: setting('RECONCILE_AT', Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', default: '02:00' })),

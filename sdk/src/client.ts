@@ -7,6 +7,7 @@ import type {
   Device,
   EventList,
   EventQuery,
+  FollowEventsOptions,
   HealthLive,
   HealthReady,
   Invoice,
@@ -132,6 +133,14 @@ export interface PaymentChannelClient {
     iterate(query?: Omit<EventQuery, 'cursor'>): AsyncIterableIterator<PaymentEvent>;
     /** GET /events/{id}. */
     get(id: string): Promise<PaymentEvent>;
+    /**
+     * Every event after `afterSequence`, each once, oldest first (ascending sequence), including
+     * the ones still to come: polls `GET /events?afterSequence=` and waits `pollIntervalMs`
+     * whenever nothing new came. Runs until `signal` aborts (then it ends cleanly) or a request
+     * fails for good (then it throws, after the client's retries). Store each event's `sequence`
+     * once it is processed, and pass the highest as `afterSequence` to go on after a restart.
+     */
+    follow(options: FollowEventsOptions): AsyncIterableIterator<PaymentEvent>;
   };
   devices: {
     /** Create or update (upsert) a push device of one of your users. */

@@ -6,6 +6,7 @@ import type {
   Device,
   EventList,
   EventQuery,
+  FollowEventsOptions,
   HealthLive,
   HealthReady,
   Invoice,
@@ -20,6 +21,22 @@ import type {
 } from './types.js';
 
 const id = (value: string) => encodeURIComponent(value);
+
+/** Waits `ms`; false when `signal` aborted first (or already had). */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 export function invoicesResource(request: SendRequest): Pick<PaymentChannelClient, 'invoices'> {
   return {
@@ -72,7 +89,7 @@ export function eventsResource(request: SendRequest): Pick<PaymentChannelClient,
     request<EventList>({
       method: 'GET',
       path: '/events',
-      query: { type: query.type, paymentId: query.paymentId, from: query.from, to: query.to, cursor: query.cursor, limit: query.limit },
+      query: { type: query.type, paymentId: query.paymentId, from: query.from, to: query.to, cursor: query.cursor, afterSequence: query.afterSequence, limit: query.limit },
       idempotent: true,
     });
 
@@ -85,10 +102,36 @@ export function eventsResource(request: SendRequest): Pick<PaymentChannelClient,
     } while (cursor !== undefined);
   }
 
+  async function* followEvents(options: FollowEventsOptions): AsyncIterableIterator<PaymentEvent> {
+    const { type, signal } = options;
+    const pollIntervalMs = Math.max(0, options.pollIntervalMs ?? 1000);
+    const limit = options.limit ?? 100;
+    let after = options.afterSequence;
+    while (!signal?.aborted) {
+      let page: EventList;
+      try {
+        page = await request<EventList>({ method: 'GET', path: '/events', query: { afterSequence: after, type, limit }, idempotent: true, signal });
+      } catch (err) {
+        if (signal?.aborted) return;
+        throw err;
+      }
+      for (const event of page.items) {
+        if (signal?.aborted) return;
+        // The service never returns these twice; the check keeps "each once" whatever a proxy replays.
+        if (event.sequence <= after) continue;
+        after = event.sequence;
+        yield event;
+      }
+      // A full page means more are waiting: ask again at once.
+      if (page.items.length < limit && !(await pause(pollIntervalMs, signal))) return;
+    }
+  }
+
   return {
     events: {
       list: listEvents,
       iterate: iterateEvents,
+      follow: followEvents,
       get: (eventId) => request<PaymentEvent>({ method: 'GET', path: `/events/${id(eventId)}`, idempotent: true }),
     },
   };

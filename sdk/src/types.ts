@@ -264,14 +264,19 @@ export interface WebhookDeliveryQuery {
   limit?: number;
 }
 
-/** Something that happened to one of your payments (GET /events). */
+/**
+ * Something that happened to one of your payments (GET /events). `sequence` is its position in
+ * your feed: it increases in the order events become readable, so once you have read an event,
+ * none with a lower sequence appears later (gaps are normal).
+ */
 export type PaymentEvent =
-  | { id: string; type: 'payment.submitted'; createdAt: string; data: { id: string; invoiceId: string } }
-  | { id: string; type: 'payment.confirmed'; createdAt: string; data: { id: string; amount: number } };
+  | { id: string; type: 'payment.submitted'; createdAt: string; sequence: number; data: { id: string; invoiceId: string } }
+  | { id: string; type: 'payment.confirmed'; createdAt: string; sequence: number; data: { id: string; amount: number } };
 
 export interface EventList {
-  /** Newest first. */
+  /** Newest first; with `afterSequence`, oldest first. */
   items: PaymentEvent[];
+  /** Always null with `afterSequence`: read on from the last item's `sequence`. */
   nextCursor: string | null;
 }
 
@@ -283,7 +288,22 @@ export interface EventQuery {
   /** ISO 8601, exclusive. */
   to?: string;
   cursor?: string;
+  /** Oldest first, the events after this sequence (0: from the start). Not with `cursor`, `from` or `to`. */
+  afterSequence?: number;
   /** 1 to 100 (default 20). */
+  limit?: number;
+}
+
+/** `events.follow`: where to start, what to follow, and how to stop. */
+export interface FollowEventsOptions {
+  /** The highest sequence already processed (0: from the start); events after it are yielded. */
+  afterSequence: number;
+  type?: WebhookEventName;
+  /** Stops following: the iterator ends without an error. */
+  signal?: AbortSignal;
+  /** Wait between polls that found nothing new. Default 1000 ms. */
+  pollIntervalMs?: number;
+  /** Events asked for per poll, 1 to 100. Default 100. */
   limit?: number;
 }
 

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { createRetentionRepository } from '../db/repositories/retention.repository.js';
 import { createCounterRepository } from '../db/repositories/counter.repository.js';
+import { createEventLogRepository } from '../db/repositories/event-log.repository.js';
 import type { ReconciliationService } from '../services/reconciliation.service.js';
 import { createPaymentConfirmationJob } from '../jobs/payment-confirmation.job.js';
 import { createWebhookHealthJob } from '../jobs/webhook-health.job.js';
@@ -8,6 +9,7 @@ import { createRetentionSweepJob } from '../jobs/retention-sweep.job.js';
 import { createCounterRollupJob } from '../jobs/counter-rollup.job.js';
 import { createReconciliationJob } from '../jobs/reconciliation.job.js';
 import { createPushDeliveryJob } from '../jobs/push-delivery.job.js';
+import { createEventPositionJob } from '../jobs/event-position.job.js';
 import { startJobs, type Job, type RunningJobs } from '../jobs/job-runner.js';
 import { createWorkHealth, type WorkHealth } from '../work/work-health.monitor.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
@@ -85,6 +87,7 @@ export function createJobs(config: Config, deps: JobsDeps): Job[] {
     }),
     createRetentionSweepJob({ idempotency: deps.payments.idempotency, retention: createRetentionRepository(db), settings: config.retention, deadlineMs: deadlines.retention, log, now }),
     createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, deadlineMs: deadlines.counterRollup, log }),
+    createEventPositionJob({ events: createEventLogRepository(db), intervalMs: config.eventPositionMs, deadlineMs: deadlines.eventPositions }),
     createReconciliationJob({ service: deps.reconciliation, intervalMs: config.reconciliation.pollMs, deadlineMs: deadlines.reconciliation }),
     pushJob(config, deps),
   ];

@@ -29,6 +29,7 @@ import * as m017 from './migrations/017-partner-events.migration.js';
 import * as m018 from './migrations/018-status-checks.migration.js';
 import * as m019 from './migrations/019-idempotency-lease-token.migration.js';
 import * as m020 from './migrations/020-status-check-lease.migration.js';
+import * as m021 from './migrations/021-event-positions.migration.js';
 import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
 
 export type Db = Kysely<Database>;
@@ -89,10 +90,12 @@ const migrations: Record<string, Migration> = {
   '018-status-checks': m018,
   '019-idempotency-lease-token': m019,
   '020-status-check-lease': m020,
+  '021-event-positions': m021,
   '024-invoice-billed-amount': m024,
 };
 
-const provider: MigrationProvider = { getMigrations: async () => migrations };
+/** Every migration by name; exported so a test can stop at one and check the next on data. */
+export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
 
 function createPgDialect(url: string, opts: DatabaseOptions) {
   const pool = new pg.Pool({
@@ -163,7 +166,7 @@ export function isConcurrentSchemaDrop(err: unknown): boolean {
 /** Applies pending migrations; concurrent starters are serialised by Kysely's migration lock. */
 export async function migrateToLatest(db: Db, schema?: string): Promise<void> {
   // Naming the schema keeps Kysely from mistaking another schema's migration table for ours.
-  const migrator = new Migrator({ db, provider, migrationTableSchema: schema });
+  const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     const failed = results?.find((r) => r.status === 'Error');

@@ -138,6 +138,14 @@ export interface EventsTable {
   /** The payment a payment.* event is about (its payload's id); null for a webhook.test event. */
   payment_id: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
+  /** Its position in the feed, given after commit by the assigner (event-log repository); null until then. */
+  sequence: ColumnType<string | null, never, string | number>;
+}
+
+/** One row: the highest feed position ever given (positions are never reused). */
+export interface EventPositionsTable {
+  id: ColumnType<boolean, never, never>;
+  last: Int8;
 }
 
 export interface WebhooksTable {
@@ -322,6 +330,7 @@ export interface Database {
   payment_history: PaymentHistoryTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
+  event_positions: EventPositionsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

@@ -43,7 +43,7 @@ export interface LeasePolicy {
    * work they start is bounded by its own deadlines and leases. Reconciliation's pass makes a
    * ministry call per payment of a day, so its deadline counts from its last lease renewal.
    */
-  passes: Record<'confirmation' | 'webhooks' | 'pushes' | 'webhookHealth' | 'retention' | 'counterRollup' | 'reconciliation', number>;
+  passes: Record<'confirmation' | 'webhooks' | 'pushes' | 'webhookHealth' | 'retention' | 'counterRollup' | 'eventPositions' | 'reconciliation', number>;
 }
 
 export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
@@ -66,6 +66,8 @@ export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
       webhookHealth: statements(1),
       retention: statements(6),
       counterRollup: statements(20),
+      // The check, then per batch (five at most) the lock, the update and `last`.
+      eventPositions: statements(16),
       reconciliation,
     },
   };

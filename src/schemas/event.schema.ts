@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
-import { UuidCursor } from './cursor.schema.js';
+import { PositionCursor } from './cursor.schema.js';
 import { WEBHOOK_EVENTS } from '../domain/vocabulary.js';
 
 export const EventType = StringEnum(WEBHOOK_EVENTS, { description: 'payment.submitted or payment.confirmed' });
@@ -20,6 +20,11 @@ export const EventBody = Type.Object(
     id: Uuid,
     type: EventType,
     createdAt: IsoDateTime,
+    sequence: Type.Integer({
+      minimum: 1,
+      description:
+        'Its position in your feed: increases in the order events become readable, so once you have read an event, no event with a lower sequence appears later. Not contiguous (gaps are normal). Store the highest you processed and read on with afterSequence.',
+    }),
     data: EventData,
   },
   { description: 'Something that happened to one of your payments. Every webhook delivery of it carries this id (eventId in the body, the webhook-id header).' },
@@ -32,7 +37,14 @@ export const EventListQuery = Type.Object(
     paymentId: Type.Optional(Uuid),
     from: Type.Optional(Type.String({ format: 'date-time', description: 'events at or after this time' })),
     to: Type.Optional(Type.String({ format: 'date-time', description: 'events before this time' })),
-    cursor: Type.Optional(UuidCursor),
+    cursor: Type.Optional(PositionCursor),
+    afterSequence: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'Oldest first: the events with a higher sequence than this (0: from the start). Not with cursor, from or to; nextCursor is then null.',
+      }),
+    ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   },
   { additionalProperties: false },
@@ -40,7 +52,7 @@ export const EventListQuery = Type.Object(
 export type EventListFilter = Static<typeof EventListQuery>;
 
 export const EventListBody = Type.Object({
-  items: Type.Array(EventBody, { description: 'Newest first' }),
-  nextCursor: Nullable(Type.String(), { description: 'Pass as cursor for the next page; null on the last one' }),
+  items: Type.Array(EventBody, { description: 'Newest first (descending sequence); with afterSequence, oldest first (ascending sequence)' }),
+  nextCursor: Nullable(Type.String(), { description: 'Pass as cursor for the next page; null on the last one, and always with afterSequence' }),
 });
 export type EventList = Static<typeof EventListBody>;

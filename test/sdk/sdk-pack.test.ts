@@ -56,6 +56,28 @@ const badRequest = await api.invoices.get('not-a-uuid').catch((e) => e);
 const events = [];
 for await (const event of api.events.iterate({ paymentId: payment.id, limit: 1 })) events.push(event);
 const oneEvent = await api.events.get(events[0].id);
+
+// Following the feed from the start: each event once, oldest first; aborting ends the loop cleanly.
+const stop = new AbortController();
+const followed = [];
+for await (const event of api.events.follow({ afterSequence: 0, signal: stop.signal, pollIntervalMs: 20 })) {
+  followed.push(event);
+  if (followed.length === 2) stop.abort();
+}
+// Caught up: it polls, finds nothing, waits and polls again, until aborted (here as its third poll starts).
+const idle = new AbortController();
+let polls = 0;
+const counting = createClient({
+  baseUrl: process.env.GPC_BASE_URL,
+  apiKey: process.env.GPC_API_KEY,
+  fetch: (url, init) => {
+    if (url.includes('afterSequence=')) polls += 1;
+    if (polls === 3) idle.abort();
+    return fetch(url, init);
+  },
+});
+const extra = [];
+for await (const event of counting.events.follow({ afterSequence: followed[1].sequence, signal: idle.signal, pollIntervalMs: 20 })) extra.push(event);
 const hook = await api.webhooks.create({ url: 'http://127.0.0.1:9/hook', secret: 'whsec_pack_hook_0123', events: ['payment.submitted', 'payment.confirmed'] });
 const paused = await api.webhooks.update(hook.id, { enabled: false });
 const recovered = await api.webhooks.recover(hook.id, new Date(Date.now() - 3_600_000).toISOString());
@@ -97,7 +119,11 @@ console.log(JSON.stringify({
     standardParsed: parseWebhookRequest(body, standardHeaders(sentAt), [secret]).eventId === events[0].id,
   },
   events: events.map((e) => e.type),
+  eventIds: events.map((e) => e.id),
   oneEvent: oneEvent.id === events[0].id,
+  followed: followed.map((e) => e.id),
+  followedSequences: followed.map((e) => e.sequence),
+  idle: { polls, extra: extra.length },
   hook: { paused: [paused.enabled, paused.disabledReason], recovered: recovered.queued, again: again.queued, pending: pending.items.map((i) => [i.status, i.paymentId === payment.id]), rotated: rotated.secret.length, fetched: fetched.enabled },
 }));
 `;
@@ -131,6 +157,14 @@ export async function confirmedSince(from: string): Promise<string[]> {
     if (event.type === 'payment.confirmed') ids.push(event.data.id);
   }
   return ids;
+}
+
+export async function followConfirmed(afterSequence: number, signal: AbortSignal): Promise<number> {
+  let last = afterSequence;
+  for await (const event of api.events.follow({ afterSequence, type: 'payment.confirmed', signal, pollIntervalMs: 500 })) {
+    if (event.type === 'payment.confirmed') last = event.sequence;
+  }
+  return last;
 }
 
 export function onStandardDelivery(body: Buffer, headers: Record<string, string | string[] | undefined>): string {
@@ -219,7 +253,11 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
       badRequest: { isBadRequest: boolean; status: number; messages: number };
       webhook: { valid: boolean; tampered: boolean; wrongSecret: boolean; parsed: string; standard: boolean; standardStale: boolean; standardParsed: boolean };
       events: string[];
+      eventIds: string[];
       oneEvent: boolean;
+      followed: string[];
+      followedSequences: number[];
+      idle: { polls: number; extra: number };
       hook: { paused: unknown[]; recovered: number; again: number; pending: unknown[][]; rotated: number; fetched: boolean };
     };
 
@@ -239,6 +277,10 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
     // Paged one by one, newest first: the confirmation, then the submission.
     expect(out.events).toEqual(['payment.confirmed', 'payment.submitted']);
     expect(out.oneEvent).toBe(true);
+    // Followed from the start: the same two events, oldest first, in ascending sequence.
+    expect(out.followed).toEqual([...out.eventIds].reverse());
+    expect(out.followedSequences[0]).toBeLessThan(out.followedSequences[1] ?? 0);
+    expect(out.idle).toEqual({ polls: 3, extra: 0 });
     expect(out.hook).toEqual({
       paused: [false, 'manual'],
       recovered: 2,

@@ -24,6 +24,7 @@ import type {
   WebhookTestQueuedBody,
 } from '../../src/schemas/webhook.schema.js';
 import type { DeviceBody } from '../../src/schemas/device.schema.js';
+import type { EventBody, EventListQuery } from '../../src/schemas/event.schema.js';
 
 /*
  * The SDK is published on its own, so it cannot import the service's types; these checks hold
@@ -65,5 +66,7 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof DeviceBody>>().toMatchTypeOf<Sdk.Device>();
     expectTypeOf<Static<typeof SecretRotatedBody>>().toMatchTypeOf<Sdk.WebhookSecretRotated>();
     expectTypeOf<Static<typeof RecoverQueuedBody>>().toMatchTypeOf<Sdk.WebhookRecoverQueued>();
+    expectTypeOf<Static<typeof EventBody>['sequence']>().toEqualTypeOf<Sdk.PaymentEvent['sequence']>();
+    expectTypeOf<Static<typeof EventListQuery>['afterSequence']>().toEqualTypeOf<Sdk.EventQuery['afterSequence']>();
   });
 });

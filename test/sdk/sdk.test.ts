@@ -395,6 +395,41 @@ describe('SDK retries (scripted server)', () => {
 
   const sdk = (extra: Partial<Parameters<typeof createClient>[0]> = {}) => createClient({ baseUrl: fake.baseUrl, apiKey: 'gpk_sandbox_x', retryBaseMs: 5, ...extra });
 
+  it('follows the feed: a full page is read on at once, a 503 is retried, a replayed event is skipped, and aborting ends it', async () => {
+    const event = (sequence: number) => ({
+      id: `00000000-0000-4000-8000-${String(sequence).padStart(12, '0')}`,
+      type: 'payment.confirmed',
+      createdAt: '2026-11-25T08:59:54.612Z',
+      sequence,
+      data: { id: '11111111-1111-4111-8111-111111111111', amount: 100 },
+    });
+    const stop = new AbortController();
+    const pages: Record<number, () => unknown> = {
+      1: () => ({ items: [event(3), event(7)], nextCursor: null }),
+      2: () => null,
+      3: () => ({ items: [event(7), event(9)], nextCursor: null }),
+      4: () => {
+        stop.abort();
+        return { items: [], nextCursor: null };
+      },
+    };
+    fake.respond((_req, _body, res) => {
+      const page = pages[fake.calls.length]?.();
+      if (page) json(res, 200, page);
+      else json(res, 503, { statusCode: 503, message: 'Service Unavailable' });
+    });
+    const seen: number[] = [];
+    for await (const e of sdk().events.follow({ afterSequence: 0, type: 'payment.confirmed', limit: 2, pollIntervalMs: 5, signal: stop.signal })) seen.push(e.sequence);
+    expect(seen).toEqual([3, 7, 9]);
+    const queries = fake.calls.map((c) => Object.fromEntries(new URL(c.url, 'http://x').searchParams));
+    expect(queries).toEqual([
+      { afterSequence: '0', type: 'payment.confirmed', limit: '2' },
+      { afterSequence: '7', type: 'payment.confirmed', limit: '2' },
+      { afterSequence: '7', type: 'payment.confirmed', limit: '2' },
+      { afterSequence: '9', type: 'payment.confirmed', limit: '2' },
+    ]);
+  });
+
   it('retries 503 twice with the same idempotency key, then succeeds', async () => {
     fake.respond((_req, _body, res) => (fake.calls.length <= 2 ? json(res, 503, { statusCode: 503, message: 'Service Unavailable' }) : json(res, 201, CREATED)));
     const created = await sdk().payments.create({ invoiceId: CREATED.invoiceId, amount: 100 });

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
+import { trxOf, unitOfWorkRunner, type Trx } from '../unit-of-work.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../../domain/vocabulary.js';
 
 /** A partner's event as the events API shows it: the payload is the webhook body's `data`. */
@@ -8,6 +9,8 @@ export interface EventRow {
   event: WebhookEvent;
   payload: Record<string, unknown>;
   created_at: Date;
+  /** Its position in the feed. */
+  sequence: number;
 }
 
 export interface EventFilter {
@@ -19,37 +22,109 @@ export interface EventFilter {
   to?: Date;
 }
 
+export interface EventLogOptions {
+  /** Events positioned per assigner transaction. */
+  batchSize?: number;
+  /** Transactions per `assignPending` call: a read never waits on an unbounded backlog. */
+  maxBatches?: number;
+}
+
+const toRow = (r: { id: string; event: string; payload: Record<string, unknown>; created_at: Date; sequence: string | number | bigint | null }): EventRow => ({
+  id: r.id,
+  event: r.event as WebhookEvent,
+  payload: r.payload,
+  created_at: r.created_at,
+  sequence: Number(r.sequence),
+});
+
 /**
- * Reads of a partner's payment events, newest first, keyset-paged after the event id `after`.
- * `webhook.test` events are the partner's own test deliveries, not something that happened, so
- * they are never listed.
+ * One batch, in the caller's transaction. The row lock makes a second assigner wait until this
+ * one commits; READ COMMITTED then gives its next statement a snapshot that sees this one's
+ * positions, so two assigners never hand out the same numbers or interleave them.
  */
-export function createEventLogRepository(db: Db) {
-  const partnerEvents = (partnerId: string) =>
+async function positionBatch(trx: Trx, batchSize: number): Promise<number> {
+  const { rows: locked } = await sql<{ last: string }>`SELECT last::text AS last FROM event_positions FOR UPDATE`.execute(trx);
+  const last = locked[0]?.last;
+  if (last === undefined) throw new Error('event_positions has no row');
+  // A row retention deleted meanwhile is skipped by the update; its number is simply not used.
+  const { rows } = await sql<{ sequence: string }>`
+    UPDATE events e SET sequence = ${last}::bigint + o.n
+    FROM (
+      SELECT id, row_number() OVER (ORDER BY created_at, id) AS n
+      FROM (SELECT id, created_at FROM events WHERE sequence IS NULL ORDER BY created_at, id LIMIT ${batchSize}) pending
+    ) o
+    WHERE e.id = o.id AND e.sequence IS NULL
+    RETURNING e.sequence::text AS sequence`.execute(trx);
+  if (rows.length === 0) return 0;
+  // From the numbers given, never from max(sequence): retention deletes rows, positions are never reused.
+  const highest = rows.reduce((max, r) => (BigInt(r.sequence) > max ? BigInt(r.sequence) : max), BigInt(last));
+  await sql`UPDATE event_positions SET last = ${highest.toString()}::bigint`.execute(trx);
+  return rows.length;
+}
+
+/**
+ * Reads of a partner's payment events by position (`sequence`), and the one assigner of
+ * positions. Writers insert events without a position; `assignPending` gives the committed ones
+ * theirs, one assigner at a time (the row lock on `event_positions`), so positions become
+ * visible in increasing order and a reader that has seen position s never later sees one below
+ * it. Reads return positioned events only. `webhook.test` events are the partner's own test
+ * deliveries, not something that happened, so they are never listed (they are positioned all
+ * the same, which leaves gaps no reader relies on).
+ */
+export function createEventLogRepository(db: Db, opts: EventLogOptions = {}) {
+  const batchSize = opts.batchSize ?? 1000;
+  const maxBatches = opts.maxBatches ?? 5;
+  const inUnitOfWork = unitOfWorkRunner(db);
+
+  const positioned = (partnerId: string) =>
     db
       .selectFrom('events')
-      .select(['id', 'event', 'payload', 'created_at'])
+      .select(['id', 'event', 'payload', 'created_at', 'sequence'])
       .where('partner_id', '=', partnerId)
+      .where('sequence', 'is not', null)
       .where('event', 'in', [...WEBHOOK_EVENTS]);
 
+  type Query = ReturnType<typeof positioned>;
+  const filtered = (q: Query, filter: EventFilter): Query => {
+    if (filter.type) q = q.where('event', '=', filter.type);
+    if (filter.paymentId) q = q.where('payment_id', '=', filter.paymentId);
+    if (filter.from) q = q.where('created_at', '>=', filter.from);
+    if (filter.to) q = q.where('created_at', '<', filter.to);
+    return q;
+  };
+
   return {
-    /** At most `limit` rows; the caller asks for one more than a page to learn whether another follows. */
-    async list(partnerId: string, filter: EventFilter, after: string | null, limit: number): Promise<EventRow[]> {
-      let q = partnerEvents(partnerId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
-      if (filter.type) q = q.where('event', '=', filter.type);
-      if (filter.paymentId) q = q.where('payment_id', '=', filter.paymentId);
-      if (filter.from) q = q.where('created_at', '>=', filter.from);
-      if (filter.to) q = q.where('created_at', '<', filter.to);
-      if (after) {
-        q = q.where(sql<boolean>`(created_at, id) < (SELECT c.created_at, c.id FROM events c WHERE c.id = ${after}::uuid AND c.partner_id = ${partnerId}::uuid)`);
+    /**
+     * Positions every committed event that has none yet (at most `maxBatches` batches). The check
+     * first takes no lock, so reads cost one index probe while nothing is pending. An event of a
+     * transaction still open is invisible here and is positioned by a later call, after every
+     * position handed out before its commit.
+     */
+    async assignPending(): Promise<void> {
+      const { rows } = await sql<{ pending: boolean }>`SELECT EXISTS (SELECT 1 FROM events WHERE sequence IS NULL) AS pending`.execute(db);
+      if (!rows[0]?.pending) return;
+      for (let batch = 0; batch < maxBatches; batch++) {
+        const assigned = await inUnitOfWork((uow) => positionBatch(trxOf(uow), batchSize));
+        if (assigned < batchSize) return;
       }
-      const rows = await q.execute();
-      return rows.map((r) => ({ ...r, event: r.event as WebhookEvent }));
+    },
+
+    /** Newest first (descending position), before position `before` when given; at most `limit` rows (the caller asks one more than a page to learn whether another follows). */
+    async listNewest(partnerId: string, filter: EventFilter, before: number | null, limit: number): Promise<EventRow[]> {
+      let q = filtered(positioned(partnerId), filter).orderBy('sequence', 'desc').limit(limit);
+      if (before !== null) q = q.where('sequence', '<', String(before));
+      return (await q.execute()).map(toRow);
+    },
+
+    /** Oldest first (ascending position), after position `after`; at most `limit` rows. */
+    async listAfter(partnerId: string, filter: Pick<EventFilter, 'type' | 'paymentId'>, after: number, limit: number): Promise<EventRow[]> {
+      const q = filtered(positioned(partnerId), filter).where('sequence', '>', String(after)).orderBy('sequence', 'asc').limit(limit);
+      return (await q.execute()).map(toRow);
     },
 
     async get(partnerId: string, id: string): Promise<EventRow | undefined> {
-      const row = await partnerEvents(partnerId).where('id', '=', id).executeTakeFirst();
-      return row && { ...row, event: row.event as WebhookEvent };
+      const row = await positioned(partnerId).where('id', '=', id).executeTakeFirst();
+      return row && toRow(row);
     },
   };
 }

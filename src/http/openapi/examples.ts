@@ -137,12 +137,15 @@ export const deliveryList = {
   nextCursor: null,
 };
 
-export const event = { id: EVENT_ID, type: 'payment.confirmed', createdAt: '2026-11-25T08:59:54.612Z', data: { id: PAYMENT_ID, amount: 12000.5 } };
+export const event = { id: EVENT_ID, type: 'payment.confirmed', createdAt: '2026-11-25T08:59:54.612Z', sequence: 48213, data: { id: PAYMENT_ID, amount: 12000.5 } };
 
 export const eventList = {
-  items: [event, { id: 'a0c2e1f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b', type: 'payment.submitted', createdAt: '2026-11-25T08:58:54.108Z', data: { id: PAYMENT_ID, invoiceId: INVOICE_ID } }],
-  nextCursor: 'a0c2e1f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b',
+  items: [event, { id: 'a0c2e1f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b', type: 'payment.submitted', createdAt: '2026-11-25T08:58:54.108Z', sequence: 48190, data: { id: PAYMENT_ID, invoiceId: INVOICE_ID } }],
+  nextCursor: 'ZTE6OGM5M2M0MGMtMmMxNS00OTk3LWEwODQtZjg0ZDczMzg4OTJlOjQ4MTkw',
 };
+
+/** The feed a follower reads: oldest first after the highest sequence it has processed. */
+export const eventFeed = { items: [eventList.items[1], event], nextCursor: null };
 
 export const device = { id: '9dfe60ff-fe65-4612-82f4-1456e4423b64', platform: 'android', createdAt: '2026-11-25T08:58:54.625Z' };
 

@@ -209,7 +209,11 @@ const OPERATIONS: Record<string, OperationDoc> = {
   },
   'get /events': {
     responses: {
-      200: { description: 'One page of this partner\'s events, newest first; `nextCursor` is null on the last page.', examples: one(ex.eventList) },
+      200: {
+        description:
+          'One page of this partner\'s events, newest first; `nextCursor` is null on the last page. With `afterSequence`, the events after that position, oldest first (the feed to poll; `nextCursor` is null, read on from the last `sequence`).',
+        examples: { newest: { summary: 'Newest first', value: ex.eventList }, feed: { summary: 'With afterSequence=48180', value: ex.eventFeed } },
+      },
     },
   },
   'get /events/{id}': {
