@@ -625,4 +625,27 @@ describe('a large recovery beside other partners', () => {
     expect(claimed.length).toBeLessThanOrEqual(CONCURRENCY.perEndpoint);
     expect(hanging.received.length).toBeLessThanOrEqual(CONCURRENCY.perEndpoint);
   });
+
+  it('leaves a delivery being sent alone: neither recover nor enabling sends it a second time meanwhile', async () => {
+    const partner = await ctx.partner();
+    const hanging = await receivers.start(['hang']);
+    const webhookId = await registerOk(ctx, partner, hanging.url);
+    const since = new Date(ctx.now().getTime() - 60_000);
+    await submitted(ctx, partner.id, 1);
+    const job = ctx.deps.jobs.find((j) => j.name === 'webhook-delivery');
+    if (!job) throw new Error('no webhook delivery job');
+    await job.run();
+    await vi.waitFor(() => expect(hanging.received).toHaveLength(1), ARRIVAL);
+    // Claimed: due again only when its lease runs out, which looks like a retry waiting.
+    const [claimed] = await deliveriesOf(ctx, webhookId);
+    expect(claimed).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(claimed?.next_attempt_at.getTime()).toBeGreaterThan(ctx.now().getTime());
+
+    expect(await recover(ctx, partner, webhookId, since)).toBe(0);
+    expect((await patch(ctx, partner, webhookId, { enabled: true })).statusCode).toBe(200);
+    await job.run();
+    expect(await deliveriesOf(ctx, webhookId)).toEqual([claimed]);
+    expect(hanging.received).toHaveLength(1);
+    expect(hanging.overlapping).toEqual([]);
+  });
 });
