@@ -202,6 +202,12 @@ const SETTINGS = {
   webhookDisableAfterMs: number('WEBHOOK_DISABLE_AFTER_MS', Int(5 * DAY, MINUTE)),
   /** How often the service looks for webhooks to disable. */
   webhookHealthCheckMs: number('WEBHOOK_HEALTH_CHECK_MS', Int(MINUTE, 1000)),
+  /**
+   * Deliveries one statement of a recovery (POST /webhooks/{id}/recover) or of enabling a webhook
+   * queues or makes due: a recovery reaching back months goes batch by batch, never as one long
+   * statement holding locks other deliveries wait for.
+   */
+  webhookRecoverBatch: number('WEBHOOK_RECOVER_BATCH', Int(1000, 1)),
   fcm: {
     projectId: setting('FCM_PROJECT_ID', Optional()),
     accessToken: setting('FCM_ACCESS_TOKEN', Optional()),

@@ -107,8 +107,9 @@ export interface PaymentChannelClient {
      */
     rotateSecret(id: string, secret?: string): Promise<WebhookSecretRotated>;
     /**
-     * POST /webhooks/{id}/recover: sends again every event since `since` (ISO 8601) that this
-     * webhook has neither received nor is about to; each once, however often it is called.
+     * POST /webhooks/{id}/recover: sends, once and now, every event since `since` (ISO 8601, at
+     * most the event retention, 90 days, back) that this webhook has not received, those waiting
+     * for a retry included; each once, however often it is called.
      */
     recover(id: string, since: string): Promise<WebhookRecoverQueued>;
     /** Deliveries not yet sent are dropped with it. */

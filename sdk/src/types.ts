@@ -215,7 +215,7 @@ export interface WebhookSecretRotated {
 
 /** POST /webhooks/{id}/recover answer. */
 export interface WebhookRecoverQueued {
-  /** Deliveries queued, due now: each missed event once. */
+  /** Deliveries queued or made due now (retries waiting included): each missed event once; 0 when asked again while they are pending. */
   queued: number;
 }
 

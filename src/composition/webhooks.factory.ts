@@ -66,7 +66,13 @@ export function createWebhooks(config: Config, deps: WebhooksDeps) {
     guard: createTargetGuard(webhookTargetPolicy(config.appEnv, config.webhookAllowPrivate)),
     maxPerPartner: config.webhookMaxPerPartner,
     secretRotationGraceMs: config.webhookSecretRotationGraceMs,
+    eventRetentionMs: config.retention.eventMs,
+    recoverBatch: config.webhookRecoverBatch,
     onQueued: nudge,
+    onRecoverBatch: (queued) => {
+      deps.metrics.webhookRecoverBatches.inc();
+      deps.metrics.webhookRecovered.inc(queued);
+    },
     now: deps.now,
   });
   return { webhooks, repo, deliveries: delivery.deliveries, job: delivery.job, nudge, close: delivery.close };

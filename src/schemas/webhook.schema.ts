@@ -51,7 +51,7 @@ export const UpdateWebhookBody = Type.Object(
   {
     url: Type.Optional(WebhookUrl),
     events: Type.Optional(WebhookEvents),
-    enabled: Type.Optional(Type.Boolean({ description: 'false disables it (reason manual); true enables it again and its pending deliveries go on' })),
+    enabled: Type.Optional(Type.Boolean({ description: 'false disables it (reason manual); true enables it again and its pending deliveries go at once, those waiting for a retry too' })),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -68,13 +68,27 @@ export const SecretRotatedBody = Type.Object({
 });
 
 export const RecoverBody = Type.Object(
-  { since: Type.String({ format: 'date-time', description: 'Events at or after this time are sent again unless delivered or pending' }) },
+  {
+    since: Type.String({
+      format: 'date-time',
+      description:
+        'Events at or after this time are sent again unless delivered or already on their way; at most EVENT_RETENTION_MS (90 days) back, older is a 400 naming the limit',
+    }),
+  },
   { additionalProperties: false },
 );
 
 export const RecoverQueuedBody = Type.Object(
-  { queued: Type.Integer({ minimum: 0, description: 'Deliveries queued, due now' }) },
-  { description: 'Every event of the webhook\'s types since `since` with no succeeded and no pending delivery to it is queued once.' },
+  {
+    queued: Type.Integer({
+      minimum: 0,
+      description: 'Deliveries queued or made due now: new ones, failed or canceled ones queued again, and ones waiting for a retry; 0 when asked again while they are pending',
+    }),
+  },
+  {
+    description:
+      'Every event of the webhook\'s types since `since` with no succeeded delivery to it is sent once, now: a delivery waiting for its next retry is made due at once, a failed, canceled or missing one is queued. The work goes in batches of WEBHOOK_RECOVER_BATCH deliveries, each its own short statement, all done before this answer.',
+  },
 );
 
 export const WebhookLimitBody = Type.Object(ErrorBody.properties, {

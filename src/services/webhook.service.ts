@@ -4,7 +4,7 @@ import type { SecretCipher } from '../domain/secret-cipher.js';
 import { WEBHOOK_TEST_EVENT, type DeliveryLogStatus, type WebhookEvent } from '../domain/vocabulary.js';
 import type { WebhookChanges, WebhookRepository } from '../db/repositories/webhook.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
-import type { DeliveryLogEntry, DeliveryLogKey, DeliveryLogRepository } from '../db/repositories/delivery-log.repository.js';
+import type { DeliveryLogEntry, DeliveryLogKey, DeliveryLogRepository, RecoverBatch, RecoverCursor } from '../db/repositories/delivery-log.repository.js';
 import type { TargetGuard } from '../adapters/webhook-target.guard.js';
 import type { Static } from 'typebox';
 import type { DeliveryListBody, RecoverQueuedBody, RedeliveryQueuedBody, SecretRotatedBody, WebhookTestQueuedBody } from '../schemas/webhook.schema.js';
@@ -21,6 +21,7 @@ type RecoverQueued = Static<typeof RecoverQueuedBody>;
 const nothingElse = (): Promise<void> => Promise.resolve();
 
 const DEFAULT_LOG_LIMIT = 100;
+const DAY_MS = 86_400_000;
 
 /** The log's page cursor is its last entry's sort key; the query schema has checked its shape. */
 const cursorOf = (e: DeliveryLogEntry): string => `${e.at.getTime()}.${e.attempt}.${e.item_id}`;
@@ -43,9 +44,33 @@ export interface WebhookServiceDeps {
   maxPerPartner: number;
   /** How long a rotated-out secret still signs deliveries beside the new one. */
   secretRotationGraceMs: number;
+  /** How far back a recovery may reach: events older than this are deleted (EVENT_RETENTION_MS). */
+  eventRetentionMs: number;
+  /** Deliveries one statement of a recovery or an enable queues or makes due (WEBHOOK_RECOVER_BATCH). */
+  recoverBatch: number;
   /** A delivery was queued due now (a test or a redelivery): the delivery job should claim it at once. */
   onQueued?: () => void;
+  /** One statement of a recovery or an enable ran, and queued or made due this many deliveries. */
+  onRecoverBatch?: (queued: number) => void;
   now?: Clock;
+}
+
+/** Makes the webhook's waiting deliveries due at `at`, a batch per statement; how many. */
+async function sendWaitingNow(deps: WebhookServiceDeps, id: string, at: Date): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await deps.deliveries.sendWaitingNow(id, at, deps.recoverBatch);
+    deps.onRecoverBatch?.(n);
+    total += n;
+    if (n < deps.recoverBatch) return total;
+  }
+}
+
+/** The 400 of a recovery reaching back past the events kept: they may be deleted already. */
+function beyondRetention(retentionMs: number): InvalidRequestError {
+  const days = retentionMs / DAY_MS;
+  const reach = Number.isInteger(days) ? `${days} day${days === 1 ? '' : 's'}` : `${Math.floor(retentionMs / 3_600_000)} hours`;
+  return new InvalidRequestError([`since must be within the event retention of ${reach} (EVENT_RETENTION_MS)`]);
 }
 
 async function requireOwned(webhooks: WebhookRepository, partnerId: string, id: string): Promise<void> {
@@ -79,7 +104,10 @@ function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
       return webhookView(row);
     },
 
-    /** A new url passes the same checks as at registration; enabling a disabled webhook lets its pending deliveries go at once. */
+    /**
+     * A new url passes the same checks as at registration. Enabling says the receiver is back: the
+     * deliveries waiting for a retry, hours away perhaps, are made due and go at once.
+     */
     async update(partnerId: string, id: string, changes: WebhookChanges): Promise<WebhookView> {
       if (changes.url !== undefined) {
         await requireOwned(deps.webhooks, partnerId, id);
@@ -89,7 +117,10 @@ function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
       const events = changes.events && [...new Set(changes.events)];
       const row = await deps.webhooks.update(partnerId, id, { ...changes, events }, now());
       if (!row) throw new NotFoundError('Webhook');
-      if (changes.enabled === true) deps.onQueued?.();
+      if (changes.enabled === true) {
+        await sendWaitingNow(deps, id, now());
+        deps.onQueued?.();
+      }
       return webhookView(row);
     },
 
@@ -114,11 +145,32 @@ function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
 /** A webhook's deliveries as its partner handles them: recovered, tested, sent again and logged. */
 function webhookDeliveryTools(deps: WebhookServiceDeps, now: Clock) {
   return {
-    /** Queues, due now, every event of the webhook's types since `since` that it has neither received nor is about to. */
+    /**
+     * Sends, once and now, every event of the webhook's types since `since` it has not received:
+     * batch after batch of WEBHOOK_RECOVER_BATCH events, each its own short statement, so a
+     * recovery reaching back months holds no lock for long and the deliveries of others go on
+     * meanwhile; `queued` is the sum of the batches. Each batch commits on its own: a request cut
+     * short leaves what it queued queued, and asking again queues the rest.
+     */
     async recover(partnerId: string, id: string, since: string): Promise<RecoverQueued> {
-      const queued = await deps.deliveryLog.recover(partnerId, id, new Date(since), now());
-      if (queued === null) throw new NotFoundError('Webhook');
-      if (queued > 0) deps.onQueued?.();
+      const at = now();
+      const from = new Date(since);
+      if (from.getTime() < at.getTime() - deps.eventRetentionMs) throw beyondRetention(deps.eventRetentionMs);
+      let queued = 0;
+      let after: RecoverCursor | null = null;
+      for (;;) {
+        const batch: RecoverBatch | null = await deps.deliveryLog.recoverBatch(partnerId, id, from, at, after, deps.recoverBatch);
+        // Gone before the first batch: not the partner's. Deleted after one: its deliveries are canceled with it.
+        if (!batch) {
+          if (after === null) throw new NotFoundError('Webhook');
+          break;
+        }
+        deps.onRecoverBatch?.(batch.queued);
+        queued += batch.queued;
+        if (batch.queued > 0) deps.onQueued?.();
+        if (batch.events < deps.recoverBatch || !batch.last) break;
+        after = batch.last;
+      }
       return { queued };
     },
 

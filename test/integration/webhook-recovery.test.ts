@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import type { Static } from 'typebox';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
@@ -7,6 +7,8 @@ import { ownInvoice, payOk, type DeliveryAttempt, type Partner } from '../helper
 import { verifyWebhookRequest } from '../../sdk/src/webhook.js';
 import type { RecoverQueuedBody, SecretRotatedBody, WebhookBody } from '../../src/schemas/webhook.schema.js';
 import type { EventListBody } from '../../src/schemas/event.schema.js';
+import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
+import { createEventRepository } from '../../src/db/repositories/event.repository.js';
 
 type WebhookView = Static<typeof WebhookBody>;
 type Rotated = Static<typeof SecretRotatedBody>;
@@ -16,6 +18,8 @@ const SECRET = 'whsec_recovery_0123456789';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
+/** Bounds the waits below only so a regression fails instead of hanging; nothing asserts a time. */
+const ARRIVAL = { timeout: 30_000, interval: 20 };
 
 interface Body {
   event: string;
@@ -406,5 +410,239 @@ describe('webhook endpoints that manage themselves', () => {
     }
     expect(receiver.received.length).toBeGreaterThan(7);
     expect(await getWebhook(ctx, partner, webhookId)).toMatchObject({ enabled: true, disabledReason: null });
+  });
+});
+
+/** `n` `payment.submitted` events of the partner, each in its own transaction as a payment writes it. */
+async function submitted(ctx: TestContext, partnerId: string, n: number): Promise<string[]> {
+  const events = createEventRepository({ now: ctx.now });
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    ids.push(await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv' } })));
+  }
+  return ids;
+}
+
+async function deliveriesOf(ctx: TestContext, webhookId: string) {
+  return ctx.deps.db.selectFrom('webhook_deliveries').select(['id', 'event_id', 'status', 'attempts', 'next_attempt_at']).where('webhook_id', '=', webhookId).execute();
+}
+
+/** A counter's value in /metrics (0 before its first increment). */
+async function counter(ctx: TestContext, name: string): Promise<number> {
+  const body = (await ctx.admin.inject({ method: 'GET', url: '/metrics' })).body;
+  const line = body.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+const receivedEventIds = (r: { received: ReceivedRequest[] }) => r.received.map((x) => bodyOf(x).eventId);
+
+describe('recovery that sends now what waits for a retry', () => {
+  let ctx: TestContext;
+  const receivers = receiverPool();
+  const BATCH = 10;
+  beforeAll(async () => {
+    // Retries hours apart, as by default: a receiver down for a moment waits 2 hours for its next attempt.
+    ctx = await createTestContext({ config: { webhookRetryScheduleMs: [0, 2 * HOUR, 10 * HOUR], webhookRecoverBatch: BATCH } });
+  });
+  afterAll(async () => {
+    await ctx.close();
+    await receivers.closeAll();
+  });
+
+  it('makes the deliveries that failed while the receiver was down due at once: each arrives once more, and a second recover adds nothing', async () => {
+    const partner = await ctx.partner();
+    const since = new Date(ctx.now().getTime() - 60_000);
+    const receiver = await receivers.start(['fail', 'fail', 'fail']);
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    await payments(ctx, partner, 3);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(3);
+    const missed = receivedEventIds(receiver);
+    // Each waits for a retry 2 hours away: another pass sends nothing.
+    const waiting = (await log(ctx, partner, webhookId, '?status=pending')).items;
+    expect(waiting).toHaveLength(3);
+    for (const item of waiting) expect(Date.parse(item.nextRetryAt ?? '') - ctx.now().getTime()).toBeGreaterThan(HOUR);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(3);
+
+    // The receiver is back.
+    expect(await recover(ctx, partner, webhookId, since)).toBe(3);
+    expect(await recover(ctx, partner, webhookId, since)).toBe(0);
+    await vi.waitFor(async () => {
+      await ctx.runJobs();
+      expect(receiver.received).toHaveLength(6);
+    }, ARRIVAL);
+    expect(receivedEventIds(receiver).slice(3).sort()).toEqual([...missed].sort());
+    expect((await deliveriesOf(ctx, webhookId)).map((d) => d.status)).toEqual(['delivered', 'delivered', 'delivered']);
+
+    // Once each: neither the old retry times nor another recover send anything more.
+    ctx.advance(11 * HOUR);
+    await ctx.runJobs();
+    ctx.advance(-11 * HOUR);
+    expect(await recover(ctx, partner, webhookId, since)).toBe(0);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(6);
+  });
+
+  it('sends the waiting deliveries at once when a disabled webhook is enabled again', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start(['fail', 'fail']);
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    await payments(ctx, partner, 2);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(2);
+    const missed = receivedEventIds(receiver);
+
+    expect((await patch(ctx, partner, webhookId, { enabled: false })).statusCode).toBe(200);
+    await ctx.runJobs();
+    expect(receiver.received).toHaveLength(2);
+    expect((await patch(ctx, partner, webhookId, { enabled: true })).json()).toMatchObject({ enabled: true, disabledReason: null });
+    await vi.waitFor(async () => {
+      await ctx.runJobs();
+      expect(receiver.received).toHaveLength(4);
+    }, ARRIVAL);
+    expect(receivedEventIds(receiver).slice(2).sort()).toEqual([...missed].sort());
+    expect((await deliveriesOf(ctx, webhookId)).every((d) => d.status === 'delivered')).toBe(true);
+  });
+
+  it('refuses a since older than the event retention, naming it', async () => {
+    const partner = await ctx.partner();
+    const webhookId = await registerOk(ctx, partner, (await receivers.start()).url);
+    const retention = ctx.config.retention.eventMs;
+    expect(retention).toBe(90 * DAY);
+    const res = await ctx.api(partner.apiKey, {
+      method: 'POST',
+      url: `/api/v1/webhooks/${webhookId}/recover`,
+      payload: { since: new Date(ctx.now().getTime() - retention - HOUR).toISOString() },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ message: string[] }>().message).toEqual([expect.stringMatching(/^since must be within the event retention of 90 days/)]);
+    expect(await recover(ctx, partner, webhookId, new Date(ctx.now().getTime() - retention + HOUR))).toBe(0);
+  });
+
+  it('queues a failed, a canceled and a missing delivery again, and leaves a delivered one alone', async () => {
+    const partner = await ctx.partner();
+    const receiver = await receivers.start();
+    const webhookId = await registerOk(ctx, partner, receiver.url);
+    expect((await patch(ctx, partner, webhookId, { enabled: false })).statusCode).toBe(200);
+    const since = new Date(ctx.now().getTime() - 60_000);
+    const [missing, failed, canceled, delivered] = await submitted(ctx, partner.id, 4);
+    expect((await patch(ctx, partner, webhookId, { enabled: true })).statusCode).toBe(200);
+    for (const [eventId, status] of [[failed, 'failed'], [canceled, 'canceled'], [delivered, 'delivered']] as const) {
+      await ctx.deps.db
+        .insertInto('webhook_deliveries')
+        .values({ webhook_id: webhookId, event_id: eventId ?? '', status, attempts: 1, next_attempt_at: ctx.now() })
+        .execute();
+    }
+
+    expect(await recover(ctx, partner, webhookId, since)).toBe(3);
+    expect(await recover(ctx, partner, webhookId, since)).toBe(0);
+    await ctx.runJobs();
+    expect(receivedEventIds(receiver).sort()).toEqual([missing, failed, canceled].sort());
+    const rows = await deliveriesOf(ctx, webhookId);
+    expect(rows).toHaveLength(4);
+    expect(rows.every((d) => d.status === 'delivered')).toBe(true);
+  });
+
+  it('goes in batches of WEBHOOK_RECOVER_BATCH: a few hundred events each queued once, a batch per statement', async () => {
+    const partner = await ctx.partner();
+    const webhookId = await registerOk(ctx, partner, (await receivers.start()).url);
+    // Disabled meanwhile: the events queue nothing, and what recover queues waits (nothing is sent yet).
+    expect((await patch(ctx, partner, webhookId, { enabled: false })).statusCode).toBe(200);
+    const since = new Date(ctx.now().getTime() - 60_000);
+    const events = await submitted(ctx, partner.id, 300);
+    // One of them already has a delivery, its first attempt 2 hours away: made due in its batch, counted once.
+    const later = () => new Date(ctx.now().getTime() + 2 * HOUR);
+    await ctx.deps.db.insertInto('webhook_deliveries').values({ webhook_id: webhookId, event_id: events[150] ?? '', status: 'pending', next_attempt_at: later() }).execute();
+
+    const batches = await counter(ctx, 'webhook_recover_batches_total');
+    const recovered = await counter(ctx, 'webhook_recovered_deliveries_total');
+    expect(await recover(ctx, partner, webhookId, since)).toBe(300);
+    // 30 full batches of 10, and one that found nothing more: none can have held more than 10.
+    expect(await counter(ctx, 'webhook_recover_batches_total')).toBe(batches + 31);
+    expect(await counter(ctx, 'webhook_recovered_deliveries_total')).toBe(recovered + 300);
+
+    // Asked again, and twice at once: nothing more.
+    expect(await Promise.all([recover(ctx, partner, webhookId, since), recover(ctx, partner, webhookId, since)])).toEqual([0, 0]);
+    const rows = await deliveriesOf(ctx, webhookId);
+    expect(rows).toHaveLength(300);
+    expect(new Set(rows.map((d) => d.event_id))).toEqual(new Set(events));
+    expect(rows.every((d) => d.status === 'pending' && d.next_attempt_at.getTime() <= ctx.now().getTime())).toBe(true);
+
+    // Enabling makes waiting deliveries due in batches too.
+    await ctx.deps.db.updateTable('webhook_deliveries').set({ next_attempt_at: later() }).where('webhook_id', '=', webhookId).execute();
+    const enabling = await counter(ctx, 'webhook_recover_batches_total');
+    expect((await patch(ctx, partner, webhookId, { enabled: true })).statusCode).toBe(200);
+    expect(await counter(ctx, 'webhook_recover_batches_total')).toBe(enabling + 31);
+    expect(await counter(ctx, 'webhook_recovered_deliveries_total')).toBe(recovered + 600);
+    // Due now, each once: none waits for its time 2 hours away any more (the delivery job, woken, may be sending some already).
+    const after = await deliveriesOf(ctx, webhookId);
+    expect(after).toHaveLength(300);
+    expect(after.filter((d) => d.attempts === 0 && d.next_attempt_at.getTime() > ctx.now().getTime())).toEqual([]);
+  });
+});
+
+describe('a large recovery beside other partners', () => {
+  let ctx: TestContext;
+  const receivers = receiverPool();
+  const CONCURRENCY = { total: 32, perEndpoint: 2, perPartner: 5 };
+  beforeEach(async () => {
+    // Attempts to a hanging receiver stay in flight for the whole test.
+    ctx = await createTestContext({ config: { webhookRecoverBatch: 25, webhookTimeoutMs: 60_000, webhookConcurrency: CONCURRENCY } });
+  });
+  afterEach(async () => {
+    await receivers.closeAll();
+    await ctx.close();
+  });
+
+  it("delivers another partner's fresh event while a recovery of hundreds is under way", async () => {
+    const big = await ctx.partner();
+    const other = await ctx.partner();
+    const hanging = await receivers.start(Array(400).fill('hang'));
+    const bigHook = await registerOk(ctx, big, hanging.url);
+    expect((await patch(ctx, big, bigHook, { enabled: false })).statusCode).toBe(200);
+    const since = new Date(ctx.now().getTime() - 60_000);
+    await submitted(ctx, big.id, 300);
+    expect((await patch(ctx, big, bigHook, { enabled: true })).statusCode).toBe(200);
+    const healthy = await receivers.start();
+    const otherHook = await registerOk(ctx, other, healthy.url);
+
+    const job = ctx.deps.jobs.find((j) => j.name === 'webhook-delivery');
+    if (!job) throw new Error('no webhook delivery job');
+    const recovering = recover(ctx, big, bigHook, since);
+    const [fresh] = await submitted(ctx, other.id, 1);
+    await job.run();
+    expect(await recovering).toBe(300);
+    await job.run();
+
+    await vi.waitFor(() => expect(receivedEventIds(healthy)).toEqual([fresh]), ARRIVAL);
+    await vi.waitFor(async () => expect((await deliveriesOf(ctx, otherHook))[0]?.status).toBe('delivered'), ARRIVAL);
+    // The recovered deliveries hold no more than their partner's slots; the rest wait their turn.
+    const claimed = (await deliveriesOf(ctx, bigHook)).filter((d) => d.attempts > 0);
+    expect(claimed.length).toBeLessThanOrEqual(CONCURRENCY.perEndpoint);
+    expect(hanging.received.length).toBeLessThanOrEqual(CONCURRENCY.perEndpoint);
+  });
+
+  it('leaves a delivery being sent alone: neither recover nor enabling sends it a second time meanwhile', async () => {
+    const partner = await ctx.partner();
+    const hanging = await receivers.start(['hang']);
+    const webhookId = await registerOk(ctx, partner, hanging.url);
+    const since = new Date(ctx.now().getTime() - 60_000);
+    await submitted(ctx, partner.id, 1);
+    const job = ctx.deps.jobs.find((j) => j.name === 'webhook-delivery');
+    if (!job) throw new Error('no webhook delivery job');
+    await job.run();
+    await vi.waitFor(() => expect(hanging.received).toHaveLength(1), ARRIVAL);
+    // Claimed: due again only when its lease runs out, which looks like a retry waiting.
+    const [claimed] = await deliveriesOf(ctx, webhookId);
+    expect(claimed).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(claimed?.next_attempt_at.getTime()).toBeGreaterThan(ctx.now().getTime());
+
+    expect(await recover(ctx, partner, webhookId, since)).toBe(0);
+    expect((await patch(ctx, partner, webhookId, { enabled: true })).statusCode).toBe(200);
+    await job.run();
+    expect(await deliveriesOf(ctx, webhookId)).toEqual([claimed]);
+    expect(hanging.received).toHaveLength(1);
+    expect(hanging.overlapping).toEqual([]);
   });
 });

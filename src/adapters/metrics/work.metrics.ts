@@ -38,5 +38,15 @@ export function webhookMetrics(registry: Registry) {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    webhookRecoverBatches: new Counter({
+      name: 'webhook_recover_batches_total',
+      help: 'Statements run by webhook recoveries and enables, each queueing or making due at most WEBHOOK_RECOVER_BATCH deliveries',
+      registers: [registry],
+    }),
+    webhookRecovered: new Counter({
+      name: 'webhook_recovered_deliveries_total',
+      help: 'Deliveries queued or made due by webhook recoveries and enables',
+      registers: [registry],
+    }),
   };
 }

@@ -147,6 +147,19 @@ function toClaimed(row: Leased<ClaimedRow>): ClaimedDelivery {
   return { ...claimedRow(row), attempt: row.lease_token, event: row.event as DeliveredEvent, data: row.payload, eventCreatedAt: row.created_at };
 }
 
+/**
+ * A pending delivery (alias `d`) that waits, past `at`, for a first attempt or for a retry its
+ * last attempt scheduled: never attempted, or its last attempt (the one its count names) is
+ * logged. A claimed one has no such attempt yet, since the claim counted it before sending: it is
+ * in flight, its due time the lease's end, and is never made due again under its sender.
+ */
+export function waitingPast(d: string, at: Date): RawBuilder<boolean> {
+  const ref = (column: string) => sql.ref(`${d}.${column}`);
+  return sql<boolean>`(${ref('status')} = 'pending' AND ${ref('next_attempt_at')} > ${at}::timestamptz AND (${ref('attempts')} = 0 OR EXISTS (
+    SELECT 1 FROM webhook_attempts wa WHERE wa.delivery_id = ${ref('id')} AND wa.attempt = ${ref('attempts')}
+  )))`;
+}
+
 /** Deliveries as the operator lists them, each with its latest attempt's answer. */
 const logRows = (executor: Kysely<Database>) =>
   executor
@@ -310,6 +323,26 @@ function deliveryRequeues(db: Db) {
         await also(asUnitOfWork(trx), { before, after });
         return after;
       });
+    },
+
+    /**
+     * Makes due at `at` at most `limit` of the webhook's deliveries waiting past it (waitingPast),
+     * its receiver being back; how many. Rows another transaction holds are skipped: one claiming
+     * them sends them anyway, and a concurrent call makes them due itself.
+     */
+    async sendWaitingNow(webhookId: string, at: Date, limit: number): Promise<number> {
+      // Materialized, so the rows are picked once: a subquery the plan scanned again would pick the next ones too.
+      const { rows } = await sql<{ id: string }>`
+        WITH picked AS MATERIALIZED (
+          SELECT d.id FROM webhook_deliveries d
+          WHERE d.webhook_id = ${webhookId}::uuid AND ${waitingPast('d', at)}
+          LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        )
+        UPDATE webhook_deliveries w SET next_attempt_at = ${at}::timestamptz, updated_at = ${at}::timestamptz
+        FROM picked WHERE w.id = picked.id
+        RETURNING w.id`.execute(db);
+      return rows.length;
     },
 
     /**

@@ -170,7 +170,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
   'patch /webhooks/{id}': {
     request: { enable: { summary: 'Enable it again', value: { enabled: true } }, edit: { summary: 'Move it', value: { url: ex.createWebhook.url, events: ['payment.confirmed'] } } },
     responses: {
-      200: { description: 'The webhook as changed.', examples: one(ex.webhook) },
+      200: { description: 'The webhook as changed; with `enabled: true`, its deliveries waiting for a retry are made due and go at once.', examples: one(ex.webhook) },
       400: { examples: one({ ...ex.errors[400], message: ['property secret should not exist'] }) },
       404: webhookNotFound,
     },
@@ -188,7 +188,15 @@ const OPERATIONS: Record<string, OperationDoc> = {
   'post /webhooks/{id}/recover': {
     request: one({ since: '2026-11-25T00:00:00.000Z' }),
     responses: {
-      202: { description: 'The missed events are queued, due now; each once, however often this is called.', examples: one({ queued: 3 }) },
+      202: {
+        description:
+          'The missed events are sent now: missing, failed and canceled deliveries queued, those waiting for a retry made due; each once, however often this is called. Done in batches of `WEBHOOK_RECOVER_BATCH` before this answer.',
+        examples: one({ queued: 3 }),
+      },
+      400: {
+        description: 'The request is invalid, or `since` reaches back further than the events are kept (`EVENT_RETENTION_MS`). Nothing was queued.',
+        examples: one({ ...ex.errors[400], message: ['since must be within the event retention of 90 days (EVENT_RETENTION_MS)'] }),
+      },
       404: webhookNotFound,
     },
   },

@@ -21,7 +21,7 @@ const doc = documented('Webhooks');
 export function registerWebhookDeliveryRoutes(app: TypeboxApp, webhooks: WebhookService): void {
   app.post(
     '/webhooks/:id/recover',
-    doc('Send again every event since a time that this webhook has not received and is not about to', {
+    doc('Send, once and now, every event since a time that this webhook has not received, retries waiting included', {
       params: IdParams,
       body: RecoverBody,
       response: { 202: RecoverQueuedBody, 404: ErrorBody, ...commonErrors, ...bodyErrors },
