@@ -29,6 +29,7 @@ import * as m017 from './migrations/017-partner-events.migration.js';
 import * as m018 from './migrations/018-status-checks.migration.js';
 import * as m019 from './migrations/019-idempotency-lease-token.migration.js';
 import * as m020 from './migrations/020-status-check-lease.migration.js';
+import * as m022 from './migrations/022-payment-end-events.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -88,6 +89,7 @@ const migrations: Record<string, Migration> = {
   '018-status-checks': m018,
   '019-idempotency-lease-token': m019,
   '020-status-check-lease': m020,
+  '022-payment-end-events': m022,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -37,6 +37,8 @@ describe('SDK types', () => {
     expectTypeOf<Sdk.QrStandard>().toEqualTypeOf<Vocabulary.QrStandard>();
     expectTypeOf<Sdk.WebhookEventName>().toEqualTypeOf<Vocabulary.WebhookEvent>();
     expectTypeOf<Sdk.WebhookDeliveryEventName>().toEqualTypeOf<Vocabulary.DeliveredEvent>();
+    expectTypeOf<Sdk.PaymentCancelReason>().toEqualTypeOf<Vocabulary.CancelReason>();
+    expectTypeOf<keyof Sdk.PaymentEventData>().toEqualTypeOf<Vocabulary.WebhookEvent>();
     expectTypeOf<Sdk.DevicePlatform>().toEqualTypeOf<Vocabulary.Platform>();
     expectTypeOf<Sdk.WebhookDisabledReason>().toEqualTypeOf<Vocabulary.WebhookDisabledReason>();
     expectTypeOf<Sdk.WebhookDeliveryStatus>().toEqualTypeOf<Vocabulary.DeliveryLogStatus>();
