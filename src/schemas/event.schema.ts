@@ -3,7 +3,7 @@ import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
 import { UuidCursor } from './cursor.schema.js';
 import { CANCEL_REASONS, WEBHOOK_EVENTS, type WebhookEvent } from '../domain/vocabulary.js';
 
-export const EventType = StringEnum(WEBHOOK_EVENTS, { description: 'payment.submitted, payment.confirmed, payment.failed or payment.canceled' });
+export const EventType = StringEnum(WEBHOOK_EVENTS, { description: WEBHOOK_EVENTS.join(', ') });
 
 const PaymentId = Type.String({ format: 'uuid', description: 'The payment id' });
 const InvoiceId = Type.String({ format: 'uuid', description: "The payment's invoice" });

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { ErrorBody, IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
 import { DELIVERED_EVENTS, DELIVERY_LOG_STATUSES, WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENTS, WEBHOOK_TEST_EVENT, type WebhookDisabledReason } from '../domain/vocabulary.js';
 
-const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted, payment.confirmed, payment.failed or payment.canceled' });
+const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: WEBHOOK_EVENTS.join(', ') });
 
 /** What a delivery can carry: a subscribed event, or the test delivery's `webhook.test`. */
 const DeliveredEventName = Type.Enum([...DELIVERED_EVENTS], {
