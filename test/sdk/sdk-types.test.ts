@@ -24,6 +24,7 @@ import type {
   WebhookTestQueuedBody,
 } from '../../src/schemas/webhook.schema.js';
 import type { DeviceBody } from '../../src/schemas/device.schema.js';
+import type { EVENT_DATA } from '../../src/schemas/event.schema.js';
 
 /*
  * The SDK is published on its own, so it cannot import the service's types; these checks hold
@@ -67,5 +68,13 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof DeviceBody>>().toMatchTypeOf<Sdk.Device>();
     expectTypeOf<Static<typeof SecretRotatedBody>>().toMatchTypeOf<Sdk.WebhookSecretRotated>();
     expectTypeOf<Static<typeof RecoverQueuedBody>>().toMatchTypeOf<Sdk.WebhookRecoverQueued>();
+  });
+
+  it("type each event's data as the event schemas do", () => {
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.submitted']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.submitted']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.confirmed']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.confirmed']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.failed']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.failed']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.canceled']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.canceled']>();
+    expectTypeOf<Extract<Sdk.WebhookMessage, { event: 'payment.canceled' }>['data']>().toEqualTypeOf<Sdk.PaymentEventData['payment.canceled']>();
   });
 });
