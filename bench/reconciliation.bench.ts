@@ -15,6 +15,8 @@ import { createDatabase, migrateToLatest, type Db } from '../src/db/database.js'
 import { createPaymentRepository } from '../src/db/repositories/payment.repository.js';
 import { createInvoiceRepository } from '../src/db/repositories/invoice.repository.js';
 import { createEventRepository } from '../src/db/repositories/event.repository.js';
+import { createMinistryCancellationRepository } from '../src/db/repositories/ministry-cancellation.repository.js';
+import { createPaymentEnder } from '../src/services/payment-end.service.js';
 import { createReconciliationRepository } from '../src/db/repositories/reconciliation.repository.js';
 import { createAuditRepository } from '../src/db/repositories/audit.repository.js';
 import { createPaymentResolver } from '../src/services/payment-resolution.service.js';
@@ -90,14 +92,20 @@ async function measure(db: Db) {
   const files = await settlementFiles(db);
   const ministries = adaptersFor(files);
   const payments = createPaymentRepository(db);
+  const events = createEventRepository({ firstAttemptDelayMs: 0 });
+  const cancellations = createMinistryCancellationRepository(db);
   const resolver = createPaymentResolver({
     payments,
     invoices: createInvoiceRepository(db),
-    events: createEventRepository({ firstAttemptDelayMs: 0 }),
+    events,
     ministries,
-    // confirm() is all reconciliation uses; it never submits.
+    // confirm() is all reconciliation uses; it never submits, ends or cancels.
     submitter: { submit: () => Promise.reject(new Error('unused')), neverReceived: () => Promise.reject(new Error('unused')) },
+    ender: createPaymentEnder({ payments, events, cancellations, expiryMs: 3_600_000 }),
+    cancellations,
+    ministryCancellation: { attempt: () => Promise.reject(new Error('unused')) },
     expiryMs: 3_600_000,
+    cancelGraceMs: 0,
   });
   const service = createReconciliationService({
     reconciliations: createReconciliationRepository(db),

@@ -7,8 +7,10 @@
 export type InvoiceStatus = 'open' | 'paid' | 'overdue' | 'canceled';
 export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
 export type QrStandard = 'qrpay' | 'govstd';
-/** The events a webhook can subscribe to. */
-export type WebhookEventName = 'payment.submitted' | 'payment.confirmed';
+/** The events a webhook can subscribe to, and the events API lists. */
+export type WebhookEventName = 'payment.submitted' | 'payment.confirmed' | 'payment.failed' | 'payment.canceled';
+/** Who ended a canceled payment: your `payments.cancel`, the ministry system, or the expiry of an unpaid payment. */
+export type PaymentCancelReason = 'partner' | 'ministry' | 'expired';
 /** What a delivery can carry: a subscribed event, or `webhook.test` (sent only by `webhooks.test(id)`). */
 export type WebhookDeliveryEventName = WebhookEventName | 'webhook.test';
 export type DevicePlatform = 'ios' | 'android';
@@ -264,14 +266,23 @@ export interface WebhookDeliveryQuery {
   limit?: number;
 }
 
+/** The `data` of each payment event, the same in `GET /events` and in a webhook delivery. */
+export interface PaymentEventData {
+  'payment.submitted': { id: string; invoiceId: string };
+  'payment.confirmed': { id: string; amount: number };
+  /** The ministry system rejected or lost a payment after it was accepted. */
+  'payment.failed': { id: string; invoiceId: string };
+  'payment.canceled': { id: string; invoiceId: string; reason: PaymentCancelReason };
+}
+
 /**
  * Something that happened to one of your payments (GET /events). `sequence` is its position in
  * your feed: it increases in the order events become readable, so once you have read an event,
  * none with a lower sequence appears later (gaps are normal).
  */
-export type PaymentEvent =
-  | { id: string; type: 'payment.submitted'; createdAt: string; sequence: number; data: { id: string; invoiceId: string } }
-  | { id: string; type: 'payment.confirmed'; createdAt: string; sequence: number; data: { id: string; amount: number } };
+export type PaymentEvent = {
+  [E in WebhookEventName]: { id: string; type: E; createdAt: string; sequence: number; data: PaymentEventData[E] };
+}[WebhookEventName];
 
 export interface EventList {
   /** Newest first; with `afterSequence`, oldest first. */
@@ -348,6 +359,5 @@ export interface HealthReady {
 
 /** Body of a webhook delivery (`X-Service-Event` names the event too). `eventId` is also `webhook-id`. */
 export type WebhookMessage =
-  | { event: 'payment.submitted'; eventId: string; deliveryId: string; createdAt: string; data: { id: string; invoiceId: string } }
-  | { event: 'payment.confirmed'; eventId: string; deliveryId: string; createdAt: string; data: { id: string; amount: number } }
+  | { [E in WebhookEventName]: { event: E; eventId: string; deliveryId: string; createdAt: string; data: PaymentEventData[E] } }[WebhookEventName]
   | { event: 'webhook.test'; eventId: string; deliveryId: string; createdAt: string; data: { webhookId: string; message: string; sentAt: string } };

@@ -13,10 +13,11 @@ import type { Metrics } from '../adapters/metrics.js';
 import { createPaymentSubmitter } from '../services/payment-submit.service.js';
 import { createPaymentResolver } from '../services/payment-resolution.service.js';
 import { createMinistryCancellationService } from '../services/ministry-cancellation.service.js';
-import { createPartnerCancelFinisher } from '../services/payment-cancel.service.js';
+import { createPaymentEnder } from '../services/payment-end.service.js';
 import { confirmationCheckSchedule } from '../domain/check-schedule.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';
+import { leasePolicyOf } from './data.factory.js';
 
 /** Invoice and payment rows behind the invoice cache, with the cache's own Redis bus when there is one. */
 export async function createInvoiceStores(config: Config, deps: { db: Db; logger: PinoLogger; now?: Clock }) {
@@ -55,8 +56,8 @@ export function createPaymentFlow(config: Config, deps: PaymentFlowDeps) {
   const events = createEventRepository({ now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   const cancellations = createMinistryCancellationRepository(deps.db);
   const schedule = confirmationCheckSchedule(config.confirmPollMs, config.confirmBackoffMaxMs);
-  const finishPartnerCancel = createPartnerCancelFinisher({ payments: stores.payments, cancellations, now });
-  const ministryCancellation = createMinistryCancellationService({ cancellations, ministries, schedule, finishPartnerCancel, onStaleLease: deps.onStaleLease, log, now });
+  const ender = createPaymentEnder({ payments: stores.payments, events, cancellations, expiryMs: config.paymentExpiryMs, now });
+  const ministryCancellation = createMinistryCancellationService({ cancellations, ministries, schedule, finishIntent: ender.finishIntent, onStaleLease: deps.onStaleLease, log, now });
   const submitter = createPaymentSubmitter({ payments: stores.payments, invoices: stores.invoices, events, ministries, cancellations, ministryCancellation, log, now });
   const resolver = createPaymentResolver({
     payments: stores.payments,
@@ -64,7 +65,12 @@ export function createPaymentFlow(config: Config, deps: PaymentFlowDeps) {
     events,
     ministries,
     submitter,
+    ender,
+    cancellations,
+    ministryCancellation,
     expiryMs: config.paymentExpiryMs,
+    // The check makes the expiry's cancel call itself, as a partner's request makes its own.
+    cancelGraceMs: leasePolicyOf(config).partnerCancel,
     now,
     onConfirmed: (source, lagMs) => deps.metrics.confirmationLag.observe({ source }, Math.max(lagMs, 0) / 1000),
   });

@@ -30,6 +30,7 @@ import * as m018 from './migrations/018-status-checks.migration.js';
 import * as m019 from './migrations/019-idempotency-lease-token.migration.js';
 import * as m020 from './migrations/020-status-check-lease.migration.js';
 import * as m021 from './migrations/021-event-positions.migration.js';
+import * as m022 from './migrations/022-payment-end-events.migration.js';
 import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
 
 export type Db = Kysely<Database>;
@@ -91,6 +92,7 @@ const migrations: Record<string, Migration> = {
   '019-idempotency-lease-token': m019,
   '020-status-check-lease': m020,
   '021-event-positions': m021,
+  '022-payment-end-events': m022,
   '024-invoice-billed-amount': m024,
 };
 

@@ -1,5 +1,5 @@
 import { DomainError } from './errors.js';
-import type { PaymentCause, PaymentStatus } from './vocabulary.js';
+import type { CancelReason, PaymentCause, PaymentStatus } from './vocabulary.js';
 import { movesOf, type Move, type Transition } from './transition-table.js';
 
 
@@ -42,6 +42,22 @@ export const PAYMENT_TRANSITIONS: readonly PaymentTransition[] = [
   { from: 'submitted', event: 'partner_canceled', to: 'canceled' },
   { from: 'confirmed', event: 'partner_canceled', to: 'canceled' },
 ];
+
+/** What the partner is told of a move that ends an accepted payment (one that got its 201 or was submitted later). */
+export type PaymentEnding = { event: 'payment.failed' } | { event: 'payment.canceled'; reason: CancelReason };
+
+/**
+ * The moves that end a submitted or confirmed payment, each with its partner event. A pending
+ * payment's end (refused, never received, a linked invoice taken) is answered to the partner as
+ * the 422 of its creation, so it has none.
+ */
+export const PAYMENT_ENDINGS: Partial<Record<PaymentEvent, PaymentEnding>> = {
+  ministry_rejected: { event: 'payment.failed' },
+  ministry_forgot: { event: 'payment.failed' },
+  ministry_canceled: { event: 'payment.canceled', reason: 'ministry' },
+  expired: { event: 'payment.canceled', reason: 'expired' },
+  partner_canceled: { event: 'payment.canceled', reason: 'partner' },
+};
 
 /** States that hold their invoices: no other payment may take them meanwhile. */
 export const HOLDING_STATUSES: readonly PaymentStatus[] = ['pending', 'submitted', 'confirmed'];

@@ -28,8 +28,12 @@ export type KeyEnvironment = (typeof KEY_ENVIRONMENTS)[number];
 export const APP_ENVS = ['local', ...KEY_ENVIRONMENTS] as const;
 export type AppEnv = (typeof APP_ENVS)[number];
 
-/** Why a payment is canceled at the ministry: the service owes it (a refusal, an expiry), or the partner asked. */
-export const CANCELLATION_KINDS = ['owed', 'partner'] as const;
+/**
+ * Why a payment is canceled at the ministry: the service owes it (a refusal), the partner asked,
+ * or the payment expired. `partner` and `expiry` are intents recorded before the ministry is
+ * asked, finished by moving the payment (payment-end.service).
+ */
+export const CANCELLATION_KINDS = ['owed', 'partner', 'expiry'] as const;
 export type CancellationKind = (typeof CANCELLATION_KINDS)[number];
 
 /** Kinds of leased background work, each of whose late writes is fenced by its lease. */
@@ -50,9 +54,13 @@ export type Platform = (typeof PLATFORMS)[number];
 export const INVOICE_FILTER_KINDS = ['ttd', 'vehicle', 'taxRef'] as const;
 export type InvoiceFilterKind = (typeof INVOICE_FILTER_KINDS)[number];
 
-/** The events a webhook can subscribe to (POST /webhooks `events`). */
-export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed'] as const;
+/** The events a webhook can subscribe to (POST /webhooks `events`) and the events API lists. */
+export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed', 'payment.failed', 'payment.canceled'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** Who ended a canceled payment, as `payment.canceled` says: the partner's DELETE, the ministry, or the expiry rule. */
+export const CANCEL_REASONS = ['partner', 'ministry', 'expired'] as const;
+export type CancelReason = (typeof CANCEL_REASONS)[number];
 
 /** Why a webhook is disabled: the partner turned it off, or every attempt failed for WEBHOOK_DISABLE_AFTER_MS. */
 export const WEBHOOK_DISABLED_REASONS = ['manual', 'failing'] as const;

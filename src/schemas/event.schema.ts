@@ -1,18 +1,40 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TObject } from 'typebox';
 import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
 import { PositionCursor } from './cursor.schema.js';
-import { WEBHOOK_EVENTS } from '../domain/vocabulary.js';
+import { CANCEL_REASONS, WEBHOOK_EVENTS, type WebhookEvent } from '../domain/vocabulary.js';
 
-export const EventType = StringEnum(WEBHOOK_EVENTS, { description: 'payment.submitted or payment.confirmed' });
+export const EventType = StringEnum(WEBHOOK_EVENTS, { description: WEBHOOK_EVENTS.join(', ') });
 
-/** The payload of a payment event: what the webhook body carries as `data`. */
+const PaymentId = Type.String({ format: 'uuid', description: 'The payment id' });
+const InvoiceId = Type.String({ format: 'uuid', description: "The payment's invoice" });
+const Amount = Type.Number({ description: 'Tugrik' });
+const CancelReason = StringEnum(CANCEL_REASONS, {
+  description: 'partner: your DELETE /payments/{id}; ministry: the ministry system canceled it; expired: it was still unpaid PAYMENT_EXPIRY_MS after submission',
+});
+
+/**
+ * The data of each event type, exactly as the webhook body and GET /events carry it: the one
+ * definition of each event's fields (EventData and the OpenAPI webhooks section are made from it).
+ */
+export const EVENT_DATA = {
+  'payment.submitted': Type.Object({ id: PaymentId, invoiceId: InvoiceId }, { additionalProperties: false }),
+  'payment.confirmed': Type.Object({ id: PaymentId, amount: Amount }, { additionalProperties: false }),
+  'payment.failed': Type.Object({ id: PaymentId, invoiceId: InvoiceId }, { additionalProperties: false }),
+  'payment.canceled': Type.Object({ id: PaymentId, invoiceId: InvoiceId, reason: CancelReason }, { additionalProperties: false }),
+} as const satisfies Record<WebhookEvent, TObject>;
+
+/** The payload of any payment event, the fields of EVENT_DATA together: what the webhook body carries as `data`. */
 export const EventData = Type.Object(
   {
-    id: Uuid,
-    invoiceId: Type.Optional(Uuid),
-    amount: Type.Optional(Type.Number()),
+    id: PaymentId,
+    invoiceId: Type.Optional(InvoiceId),
+    amount: Type.Optional(Amount),
+    reason: Type.Optional(CancelReason),
   },
-  { description: 'The payment id; payment.submitted adds invoiceId, payment.confirmed adds amount. Exactly the webhook body\'s data.' },
+  {
+    description:
+      "The payment id; payment.submitted and payment.failed add invoiceId, payment.confirmed adds amount, payment.canceled adds invoiceId and reason. Exactly the webhook body's data.",
+  },
 );
 
 export const EventBody = Type.Object(

@@ -2,11 +2,11 @@ import { Type } from 'typebox';
 import { ErrorBody, IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
 import { DELIVERED_EVENTS, DELIVERY_LOG_STATUSES, WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENTS, WEBHOOK_TEST_EVENT, type WebhookDisabledReason } from '../domain/vocabulary.js';
 
-const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: 'payment.submitted or payment.confirmed' });
+const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: WEBHOOK_EVENTS.join(', ') });
 
 /** What a delivery can carry: a subscribed event, or the test delivery's `webhook.test`. */
 const DeliveredEventName = Type.Enum([...DELIVERED_EVENTS], {
-  description: `payment.submitted, payment.confirmed, or ${WEBHOOK_TEST_EVENT} for a test delivery (POST /webhooks/{id}/test)`,
+  description: `${WEBHOOK_EVENTS.join(', ')}, or ${WEBHOOK_TEST_EVENT} for a test delivery (POST /webhooks/{id}/test)`,
 });
 
 const WebhookUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'https URL (http is accepted in local development only)' });

@@ -9,8 +9,8 @@ export interface MinistryCancellationServiceDeps {
   cancellations: MinistryCancellationRepository;
   ministries: MinistryAdapters;
   schedule: CheckSchedule;
-  /** Closes a partner's cancel the ministry has confirmed (payment-cancel.service). */
-  finishPartnerCancel: (paymentId: string) => Promise<void>;
+  /** Closes a partner's or an expiry's cancel the ministry has confirmed: the payment's move and its event (payment-end.service). */
+  finishIntent: (paymentId: string, kind: 'partner' | 'expiry') => Promise<void>;
   /** An attempt outlived its claim and another instance took the row: its failure was not recorded. */
   onStaleLease?: StaleLeaseReport;
   log: Logger;
@@ -18,8 +18,8 @@ export interface MinistryCancellationServiceDeps {
 }
 
 /**
- * Cancels payments at the ministry: those the service refused or expired after the ministry had
- * accepted them, and those a partner canceled. Each attempt is recorded; a failed one is retried
+ * Cancels payments at the ministry: those the service refused after the ministry had accepted
+ * them, those that expired, and those a partner canceled. Each attempt is recorded; a failed one is retried
  * on the check schedule until the ministry confirms, so no accepted payment is ever left able to
  * settle an invoice, and no partner's cancel is left half done.
  */
@@ -39,7 +39,7 @@ export function createMinistryCancellationService(deps: MinistryCancellationServ
         if (!kept) deps.onStaleLease?.('ministry_cancellation', row.payment_id);
         return false;
       }
-      if (row.kind === 'partner') await deps.finishPartnerCancel(row.payment_id);
+      if (row.kind === 'partner' || row.kind === 'expiry') await deps.finishIntent(row.payment_id, row.kind);
       else await deps.cancellations.markDone(row.payment_id, now());
       return true;
     },

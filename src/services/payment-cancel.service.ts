@@ -6,29 +6,11 @@ import type { MinistryCancellationRepository } from '../db/repositories/ministry
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import type { Source } from '../domain/vocabulary.js';
 
-/**
- * Closes a partner's cancel once the ministry has confirmed it: the payment moves to canceled, its
- * invoices are released and the intent is closed, in one transaction. A payment another actor
- * moved meanwhile (expired, canceled by the ministry) closes the intent without a move.
- */
-export function createPartnerCancelFinisher(deps: Pick<PaymentCancelDeps, 'payments' | 'cancellations' | 'now'>) {
-  const now = deps.now ?? systemClock;
-  return async function finish(paymentId: string): Promise<void> {
-    await deps.payments.transaction(async (uow) => {
-      const at = now();
-      const row = await deps.payments.move(uow, paymentId, 'partner_canceled', at, { cause: 'partner_request', detail: { ministry: 'canceled' } }, { canceledAt: at });
-      // Only invoices this payment had paid reopen; the invoice table's guard leaves the rest.
-      if (row) await deps.payments.releaseInvoices(uow, paymentId, 'payment_canceled');
-      await deps.cancellations.markDone(paymentId, at, uow);
-    });
-  };
-}
-
 export interface PaymentCancelDeps {
   payments: PaymentRepository;
   invoices: InvoiceRepository;
   cancellations: MinistryCancellationRepository;
-  /** One attempt at the ministry; on success the finisher above closes the cancel (see ministry-cancellation.service). */
+  /** One attempt at the ministry; on success the payment's move closes the cancel (see ministry-cancellation.service, payment-end.service). */
   attempt(row: { payment_id: string; source: Source; ref_num: string; attempts: number; kind: 'partner' }): Promise<boolean>;
   /** How long the request has to finish its own attempt before the job may take the intent. */
   graceMs: number;
@@ -53,7 +35,7 @@ export function createPaymentCancelService(deps: PaymentCancelDeps) {
       if (!invoice) throw new NotFoundError('Invoice');
       const recorded = await deps.payments.transaction(async (uow) => {
         if (!(await deps.payments.lockFor(uow, id, 'partner_canceled'))) return false;
-        await deps.cancellations.addPartnerIntent(uow, { paymentId: id, source: payment.source, refNum: invoice.ref_num, dueAt: new Date(now().getTime() + deps.graceMs) });
+        await deps.cancellations.addIntent(uow, { paymentId: id, source: payment.source, refNum: invoice.ref_num, kind: 'partner', dueAt: new Date(now().getTime() + deps.graceMs) });
         return true;
       });
       if (!recorded) {

@@ -5,8 +5,11 @@ import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
+import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
+import type { PaymentEnder } from './payment-end.service.js';
+import type { MinistryCancellationService } from './ministry-cancellation.service.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export interface PaymentResolverDeps {
@@ -15,8 +18,15 @@ export interface PaymentResolverDeps {
   events: EventRepository;
   ministries: MinistryAdapters;
   submitter: PaymentSubmitter;
+  /** Ends a payment with its partner event, and finishes the cancels recorded as intents. */
+  ender: PaymentEnder;
+  cancellations: MinistryCancellationRepository;
+  /** One cancel attempt at the ministry, which on success finishes the intent. */
+  ministryCancellation: Pick<MinistryCancellationService, 'attempt'>;
   /** A submitted payment still unpaid this long after submission is canceled at the ministry. */
   expiryMs: number;
+  /** How long a check has to make its own expiry cancel before the job may take the intent over. */
+  cancelGraceMs: number;
   now?: Clock;
   /** A payment was confirmed `lagMs` after the ministry approved it (for the latency metric). */
   onConfirmed?: (source: Source, lagMs: number) => void;
@@ -25,11 +35,35 @@ export interface PaymentResolverDeps {
 /** The move for each way the ministry can end a submitted payment. */
 const MINISTRY_ENDS = { canceled: 'ministry_canceled', rejected: 'ministry_rejected', unknown: 'ministry_forgot' } as const satisfies Record<string, PaymentEvent>;
 
-/** Why the service ended a payment the ministry ended, for the partner's failure reason. */
-const MINISTRY_ENDED: Partial<Record<PaymentEvent, string>> = {
-  ministry_rejected: 'The ministry system rejected the payment',
-  ministry_forgot: 'The ministry system has no record of the payment',
-};
+/** The ends of a submitted payment that a cancel at the ministry makes: the expiry's, and one the ministry reports. */
+function ministryCancels(deps: PaymentResolverDeps, now: Clock) {
+  /**
+   * The expiry's cancel: the intent first, in a transaction, then the ministry (once it has
+   * canceled, the citizen can no longer pay this payment), then the move. A process that dies
+   * between them leaves the intent, and whoever finds the cancel made (the job retrying it, or a
+   * check seeing it at the ministry) records the payment as expired. True when it is canceled.
+   */
+  async function expire(payment: PaymentRow, refNum: string): Promise<boolean> {
+    const dueAt = new Date(now().getTime() + deps.cancelGraceMs);
+    await deps.payments.transaction((uow) => deps.cancellations.addIntent(uow, { paymentId: payment.id, source: payment.source, refNum, kind: 'expiry', dueAt }));
+    const intent = await deps.cancellations.find(payment.id);
+    if (!intent || intent.done_at !== null || intent.kind === 'owed') return false;
+    // The partner's intent, recorded first, stands: the payment is finished as the partner's cancel.
+    return deps.ministryCancellation.attempt({ payment_id: payment.id, source: payment.source, ref_num: refNum, attempts: intent.attempts, kind: intent.kind });
+  }
+
+  /**
+   * The ministry canceled the payment. A cancel the service asked for and had not recorded yet (the
+   * partner's, the expiry's, left by a crash) is finished as what it was; otherwise the ministry did it.
+   */
+  async function canceledAtMinistry(payment: PaymentRow, why: PaymentChange): Promise<void> {
+    const intent = await deps.cancellations.find(payment.id);
+    if (intent && intent.done_at === null && (intent.kind === 'partner' || intent.kind === 'expiry')) await deps.ender.finishIntent(payment.id, intent.kind);
+    else await deps.ender.end(payment.id, MINISTRY_ENDS.canceled, why);
+  }
+
+  return { expire, canceledAtMinistry };
+}
 
 /**
  * Brings a pending or submitted payment up to date with its ministry: every answer moves it by
@@ -37,6 +71,7 @@ const MINISTRY_ENDED: Partial<Record<PaymentEvent, string>> = {
  */
 export function createPaymentResolver(deps: PaymentResolverDeps) {
   const now = deps.now ?? systemClock;
+  const { expire, canceledAtMinistry } = ministryCancels(deps, now);
 
   /**
    * What is still owed on the payment's invoice once the ministry confirmed it (null: nothing).
@@ -68,16 +103,6 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     return paid !== null;
   }
 
-  /** Ends an unconfirmed payment and releases its invoices; they were never paid by it. */
-  async function end(payment: PaymentRow, event: PaymentEvent, why: PaymentChange): Promise<void> {
-    const at = now();
-    const reason = MINISTRY_ENDED[event];
-    await deps.payments.transaction(async (uow) => {
-      const moved = await deps.payments.move(uow, payment.id, event, at, why, reason ? { failureReason: reason } : { canceledAt: at });
-      if (moved) await deps.payments.releaseInvoices(uow, payment.id, null);
-    });
-  }
-
   /**
    * Asks the ministry about the payment (by `refNum` when the caller has it, else its invoice's)
    * and moves it by the answer, naming `cause` in its timeline. Resolves to whether the payment
@@ -104,12 +129,11 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     }
     if (state.status === 'submitted') {
       if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return 'unresolved';
-      // The ministry first: once it has canceled, the citizen can no longer pay this payment.
-      await adapter.cancelPayment({ paymentId: payment.id, refNum: ref });
-      await end(payment, 'expired', { cause: 'expiry', detail: { ministry: 'canceled', expiryMs: deps.expiryMs } });
-      return 'resolved';
+      return (await expire(payment, ref)) ? 'resolved' : 'unresolved';
     }
-    await end(payment, MINISTRY_ENDS[state.status], { cause, detail: { ministry: state.status } });
+    const why = { cause, detail: { ministry: state.status } };
+    if (state.status === 'canceled') await canceledAtMinistry(payment, why);
+    else await deps.ender.end(payment.id, MINISTRY_ENDS[state.status], why);
     return 'resolved';
   }
 

@@ -9,9 +9,9 @@ import { freePorts } from '../walkthrough/walkthrough.js';
 import { listenLocal } from '../helpers/listen-local.js';
 
 /**
- * Kills the service after the ministry has canceled a payment at the partner's request and before
- * the service has recorded it: the intent written before the ministry call lets the restarted
- * service finish the cancel here.
+ * Kills the service after the ministry has canceled a payment (at the partner's request, or for
+ * its expiry) and before the service has recorded it: the intent written before the ministry call
+ * lets the restarted service finish the cancel here, as the cancel it was.
  */
 const DATABASE_URL = process.env.DATABASE_URL;
 const ADMIN_TOKEN = 'cancel-admin-token';
@@ -21,7 +21,14 @@ let dbUrl: string;
 let simulator: FastifyInstance;
 let simulatorUrl: string;
 let releaseHeldCancel: () => void = () => undefined;
+let held: Promise<void> = Promise.resolve();
 let cancelReachedMinistry = false;
+
+/** The ministry's next cancels are made at once but answered only once released. */
+function holdCancels(): void {
+  cancelReachedMinistry = false;
+  held = new Promise<void>((resolve) => (releaseHeldCancel = resolve));
+}
 let api: ApiProcess | null = null;
 let port = 0;
 let adminPort = 0;
@@ -30,8 +37,11 @@ let adminPort = 0;
  * `confirmPollMs` of the first process is long: its status checks must not see the ministry's
  * cancel (made before the held answer) and record it before the kill.
  */
-async function startApi(confirmPollMs: number): Promise<void> {
-  const env = serviceEnv({ databaseUrl: dbUrl, port, adminPort, adminToken: ADMIN_TOKEN, ministryUrl: simulatorUrl }, { MINISTRY_TIMEOUT_MS: '1000', CONFIRM_POLL_MS: String(confirmPollMs) });
+async function startApi(confirmPollMs: number, extra: Record<string, string> = {}): Promise<void> {
+  const env = serviceEnv(
+    { databaseUrl: dbUrl, port, adminPort, adminToken: ADMIN_TOKEN, ministryUrl: simulatorUrl },
+    { MINISTRY_TIMEOUT_MS: '1000', CONFIRM_POLL_MS: String(confirmPollMs), ...extra },
+  );
   api = await startApiProcess('cancel-intent-api', env, `http://127.0.0.1:${port}/api/v1/health/ready`);
 }
 
@@ -51,12 +61,11 @@ beforeAll(async () => {
   url.pathname = `/${dbName}`;
   dbUrl = url.toString();
   simulator = await buildSimulator({
-    fixtures: { invoices: [invoiceFixture('mof', 'CI-1', { amount: 900 })] },
+    fixtures: { invoices: [invoiceFixture('mof', 'CI-1', { amount: 900 }), invoiceFixture('mof', 'CI-2', { amount: 700 })] },
     autoApproveMs: 0,
   });
   // The ministry cancels at once but holds its answer until released: the kill lands between
   // the ministry's cancel and the service's record of it.
-  const held = new Promise<void>((resolve) => (releaseHeldCancel = resolve));
   simulator.addHook('onSend', async (request, _reply, payload) => {
     if (request.method === 'POST' && /^\/mof\/api\/payments\/[^/]+\/cancel$/.test(request.url)) {
       cancelReachedMinistry = true;
@@ -78,6 +87,7 @@ afterAll(async () => {
 
 describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
   it('finishes a cancel the ministry made before the service could record it', async () => {
+    holdCancels();
     await startApi(600_000);
     const apiKey = await createPartnerKey(adminPort, ADMIN_TOKEN, 'Cancel Bank');
     const call = (method: string, path: string, body?: unknown) =>
@@ -118,6 +128,47 @@ describe.skipIf(!DATABASE_URL)("partner's cancel across a crash", () => {
     expect(await atMinistry()).toBe('canceled');
     const read = await call('GET', `/payments/${id}`);
     expect(((await read.json()) as { status: string }).status).toBe('canceled');
+    const run: RunSql = (text) => queryOnce(dbUrl, text);
+    expect(await checkInvariants(run)).toEqual([]);
+  }, 120_000);
+});
+
+describe.skipIf(!DATABASE_URL)("an expiry's cancel across a crash", () => {
+  it('records a payment the ministry canceled for its expiry as expired, not as canceled by the ministry', async () => {
+    await api?.stop();
+    holdCancels();
+    // Checks every 100 ms and an expiry of 1 s: the first process expires the payment itself.
+    await startApi(100, { PAYMENT_EXPIRY_MS: '1000' });
+    const apiKey = await createPartnerKey(adminPort, ADMIN_TOKEN, 'Expiry Bank');
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${port}/api/v1${path}`, {
+        method,
+        headers: { 'x-api-key': apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const invoice = (await (await call('GET', '/invoices/ref/CI-2')).json()) as { id: string };
+    const paid = await call('POST', '/payments', { invoiceId: invoice.id });
+    expect(paid.status).toBe(201);
+    const { id } = (await paid.json()) as { id: string };
+
+    await expect.poll(() => cancelReachedMinistry, { timeout: 20_000 }).toBe(true);
+    await killApi();
+    releaseHeldCancel();
+    expect(await queryOnce(dbUrl, `SELECT p.status, c.kind, c.done_at FROM payments p JOIN ministry_cancellations c ON c.payment_id = p.id WHERE p.id = $1`, [id])).toEqual([
+      { status: 'submitted', kind: 'expiry', done_at: null },
+    ]);
+
+    await startApi(100, { PAYMENT_EXPIRY_MS: '1000' });
+    await expect
+      .poll(async () => (await queryOnce<{ status: string }>(dbUrl, `SELECT status FROM payments WHERE id = $1`, [id]))[0]?.status, { timeout: 30_000, interval: 200 })
+      .toBe('canceled');
+    expect(await queryOnce(dbUrl, `SELECT status_event FROM payments WHERE id = $1`, [id])).toEqual([{ status_event: 'expired' }]);
+    expect(await queryOnce(dbUrl, `SELECT event, payload->>'reason' AS reason FROM events WHERE payment_id = $1 AND event <> 'payment.submitted'`, [id])).toEqual([
+      { event: 'payment.canceled', reason: 'expired' },
+    ]);
+    await expect
+      .poll(async () => (await queryOnce<{ done: boolean }>(dbUrl, `SELECT done_at IS NOT NULL AS done FROM ministry_cancellations WHERE payment_id = $1`, [id]))[0]?.done, { timeout: 30_000, interval: 200 })
+      .toBe(true);
     const run: RunSql = (text) => queryOnce(dbUrl, text);
     expect(await checkInvariants(run)).toEqual([]);
   }, 120_000);

@@ -114,7 +114,7 @@ describe('GET /events', () => {
   });
 
   it.each([
-    '?type=payment.failed',
+    '?type=payment.refunded',
     '?type=webhook.test',
     '?paymentId=42',
     '?from=yesterday',

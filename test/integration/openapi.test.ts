@@ -152,7 +152,7 @@ describe('OpenAPI document', () => {
   it('describes the webhook deliveries: each event, its headers and the signature', async () => {
     const doc = await fetchDoc();
     const checker = createContractChecker(doc);
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['payment.confirmed', 'payment.submitted', 'webhook.test']);
+    expect(Object.keys(doc.webhooks).sort()).toEqual(['payment.canceled', 'payment.confirmed', 'payment.failed', 'payment.submitted', 'webhook.test']);
     for (const [event, { post }] of Object.entries(doc.webhooks)) {
       const names = (post.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name);
       expect(names).toEqual(expect.arrayContaining(['X-Service-Event', 'X-Service-Delivery', 'X-Service-Timestamp', 'X-Service-Signature']));

@@ -341,7 +341,7 @@ describe('webhook endpoints that manage themselves', () => {
       { url: 'ftp://example.com/hook' },
       { url: 'https://user:pass@example.com/hook' },
       { events: [] },
-      { events: ['payment.failed'] },
+      { events: ['payment.refunded'] },
       { enabled: 'no' },
       { secret: 'whsec_0123456789abcdef' },
     ]) {

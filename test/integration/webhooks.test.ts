@@ -102,7 +102,7 @@ describe('webhook registration', () => {
     ['a short secret', { secret: 'x'.repeat(15) }],
     ['a long secret', { secret: 'x'.repeat(257) }],
     ['no events', { events: [] }],
-    ['an unknown event', { events: ['payment.failed'] }],
+    ['an unknown event', { events: ['payment.refunded'] }],
     ['a duplicate event', { events: ['payment.submitted', 'payment.submitted'] }],
     ['events that are not an array', { events: 'payment.submitted' }],
     ['an extra field', { active: true }],

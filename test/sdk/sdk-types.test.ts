@@ -24,7 +24,7 @@ import type {
   WebhookTestQueuedBody,
 } from '../../src/schemas/webhook.schema.js';
 import type { DeviceBody } from '../../src/schemas/device.schema.js';
-import type { EventBody, EventListQuery } from '../../src/schemas/event.schema.js';
+import type { EVENT_DATA, EventBody, EventListQuery } from '../../src/schemas/event.schema.js';
 
 /*
  * The SDK is published on its own, so it cannot import the service's types; these checks hold
@@ -38,6 +38,8 @@ describe('SDK types', () => {
     expectTypeOf<Sdk.QrStandard>().toEqualTypeOf<Vocabulary.QrStandard>();
     expectTypeOf<Sdk.WebhookEventName>().toEqualTypeOf<Vocabulary.WebhookEvent>();
     expectTypeOf<Sdk.WebhookDeliveryEventName>().toEqualTypeOf<Vocabulary.DeliveredEvent>();
+    expectTypeOf<Sdk.PaymentCancelReason>().toEqualTypeOf<Vocabulary.CancelReason>();
+    expectTypeOf<keyof Sdk.PaymentEventData>().toEqualTypeOf<Vocabulary.WebhookEvent>();
     expectTypeOf<Sdk.DevicePlatform>().toEqualTypeOf<Vocabulary.Platform>();
     expectTypeOf<Sdk.WebhookDisabledReason>().toEqualTypeOf<Vocabulary.WebhookDisabledReason>();
     expectTypeOf<Sdk.WebhookDeliveryStatus>().toEqualTypeOf<Vocabulary.DeliveryLogStatus>();
@@ -68,5 +70,13 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof RecoverQueuedBody>>().toMatchTypeOf<Sdk.WebhookRecoverQueued>();
     expectTypeOf<Static<typeof EventBody>['sequence']>().toEqualTypeOf<Sdk.PaymentEvent['sequence']>();
     expectTypeOf<Static<typeof EventListQuery>['afterSequence']>().toEqualTypeOf<Sdk.EventQuery['afterSequence']>();
+  });
+
+  it("type each event's data as the event schemas do", () => {
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.submitted']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.submitted']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.confirmed']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.confirmed']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.failed']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.failed']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['payment.canceled']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.canceled']>();
+    expectTypeOf<Extract<Sdk.WebhookMessage, { event: 'payment.canceled' }>['data']>().toEqualTypeOf<Sdk.PaymentEventData['payment.canceled']>();
   });
 });

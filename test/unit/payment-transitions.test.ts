@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canMove, IllegalTransitionError, nextPaymentStatus, PAYMENT_TRANSITIONS, paymentMove, type PaymentEvent } from '../../src/domain/payment-transitions.js';
+import { canMove, IllegalTransitionError, nextPaymentStatus, PAYMENT_ENDINGS, PAYMENT_TRANSITIONS, paymentMove, type PaymentEvent } from '../../src/domain/payment-transitions.js';
+import { EVENT_DATA, EventData } from '../../src/schemas/event.schema.js';
 import type { PaymentStatus } from '../../src/domain/vocabulary.js';
 import { effectiveInvoiceStatus, invoiceMove, isOverdue } from '../../src/domain/invoice-status.js';
 import { checkBackoff, isExpired, nextCheckDelayMs } from '../../src/domain/check-schedule.js';
@@ -37,6 +38,25 @@ describe('payment transition table', () => {
       expect(canMove('canceled', event)).toBe(false);
     }
     expect(events.filter((e) => canMove('confirmed', e))).toEqual(['partner_canceled']);
+  });
+
+  it('announces exactly the moves that end an accepted payment: failed ones as payment.failed, canceled ones with their reason', () => {
+    const accepted: PaymentStatus[] = ['submitted', 'confirmed'];
+    const ending = PAYMENT_TRANSITIONS.filter((t) => accepted.includes(t.from) && (t.to === 'failed' || t.to === 'canceled'));
+    expect(Object.keys(PAYMENT_ENDINGS).sort()).toEqual([...new Set(ending.map((t) => t.event))].sort());
+    for (const t of ending) expect(PAYMENT_ENDINGS[t.event]?.event).toBe(t.to === 'failed' ? 'payment.failed' : 'payment.canceled');
+    const reasons = Object.values(PAYMENT_ENDINGS).map((e) => (e.event === 'payment.canceled' ? e.reason : null));
+    expect(reasons.filter((r) => r !== null).sort()).toEqual(['expired', 'ministry', 'partner']);
+  });
+
+  it("describes every event's data field in the events API's data schema", () => {
+    const fields = Object.keys(EventData.properties);
+    for (const schema of Object.values(EVENT_DATA)) {
+      for (const [name, field] of Object.entries(schema.properties)) {
+        expect(fields).toContain(name);
+        expect(JSON.stringify((EventData.properties as Record<string, unknown>)[name])).toBe(JSON.stringify(field));
+      }
+    }
   });
 
   it('gives every event one target and the guard states it may leave from', () => {

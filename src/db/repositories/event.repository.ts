@@ -2,10 +2,13 @@ import { sql, type RawBuilder } from 'kysely';
 import { trxOf, type UnitOfWork } from '../unit-of-work.js';
 import { systemClock, type Clock } from '../../domain/clock.port.js';
 import { isUuid } from '../../domain/uuid.js';
+import type { CancelReason } from '../../domain/vocabulary.js';
 
 export type PaymentEvent =
   | { event: 'payment.submitted'; data: { id: string; invoiceId: string } }
-  | { event: 'payment.confirmed'; data: { id: string; amount: number } };
+  | { event: 'payment.confirmed'; data: { id: string; amount: number } }
+  | { event: 'payment.failed'; data: { id: string; invoiceId: string } }
+  | { event: 'payment.canceled'; data: { id: string; invoiceId: string; reason: CancelReason } };
 
 export interface EventRepositoryOptions {
   now?: Clock;

@@ -13,6 +13,8 @@ const CANCELLATION_COLUMNS = tableColumns<MinistryCancellationsTable>()([
   'payment_id', 'source', 'ref_num', 'reason', 'attempts', 'next_attempt_at', 'last_error', 'done_at', 'created_at', 'kind',
 ]);
 
+const INTENT_REASONS = { partner: 'canceled by the partner', expiry: 'expired unpaid' } as const;
+
 /** Cancellations not yet confirmed by the ministry, in one lane per ministry system with that system's free slots. */
 const dueCancellations = (free: Partial<Record<string, number>>): LeasedWorkSpec => ({
   table: 'ministry_cancellations',
@@ -26,8 +28,9 @@ const dueCancellations = (free: Partial<Record<string, number>>): LeasedWorkSpec
 });
 
 /**
- * The durable list of payments the ministry accepted but the service refused: each row is retried
- * until the ministry confirms the cancellation, across crashes and instances.
+ * The durable list of payments the service cancels at the ministry (refused after the ministry
+ * accepted them, canceled by the partner, expired): each row is retried until the ministry
+ * confirms the cancellation, across crashes and instances.
  */
 export function createMinistryCancellationRepository(db: Db) {
   return {
@@ -41,13 +44,14 @@ export function createMinistryCancellationRepository(db: Db) {
     },
 
     /**
-     * The partner's cancel, recorded before the ministry is asked, in the transaction that found
-     * the payment cancelable. Due only after `dueAt`, so the job leaves the request its own try.
+     * A cancel the service means to make, recorded before the ministry is asked, in the transaction
+     * that found the payment cancelable: the partner's, or the expiry's. Due only after `dueAt`,
+     * so the job leaves the caller its own try; a second intent for the payment is ignored.
      */
-    async addPartnerIntent(uow: UnitOfWork, input: { paymentId: string; source: Source; refNum: string; dueAt: Date }): Promise<void> {
+    async addIntent(uow: UnitOfWork, input: { paymentId: string; source: Source; refNum: string; kind: 'partner' | 'expiry'; dueAt: Date }): Promise<void> {
       await trxOf(uow)
         .insertInto('ministry_cancellations')
-        .values({ payment_id: input.paymentId, source: input.source, ref_num: input.refNum, reason: 'canceled by the partner', kind: 'partner', next_attempt_at: input.dueAt })
+        .values({ payment_id: input.paymentId, source: input.source, ref_num: input.refNum, reason: INTENT_REASONS[input.kind], kind: input.kind, next_attempt_at: input.dueAt })
         .onConflict((oc) => oc.column('payment_id').doNothing())
         .execute();
     },

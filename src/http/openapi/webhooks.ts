@@ -1,4 +1,5 @@
-import { WEBHOOK_TEST_EVENT, type DeliveredEvent } from '../../domain/vocabulary.js';
+import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type WebhookEvent } from '../../domain/vocabulary.js';
+import { EVENT_DATA } from '../../schemas/event.schema.js';
 import { deliveryBody, deliveryHeaders } from '../../domain/webhook-message.js';
 import { EXAMPLE_IDS, createWebhook } from './examples.js';
 
@@ -29,20 +30,23 @@ function eventSchema(event: string, description: string, data: object) {
   };
 }
 
+/** An event's data schema as plain JSON Schema (the TypeBox schema without its own symbols). */
+const dataOf = (event: WebhookEvent): object => JSON.parse(JSON.stringify(EVENT_DATA[event])) as object;
+
 /** Added to components.schemas. */
 export const WEBHOOK_COMPONENTS = {
-  PaymentSubmittedEvent: eventSchema('payment.submitted', 'A payment reached `submitted` (normally along with the 201 of `POST /payments`).', {
-    type: 'object',
-    required: ['id', 'invoiceId'],
-    additionalProperties: false,
-    properties: { id: { ...uuid, description: 'The payment id' }, invoiceId: { ...uuid, description: 'The paid invoice' } },
-  }),
-  PaymentConfirmedEvent: eventSchema('payment.confirmed', 'A payment reached `confirmed`: the ministry system has the money.', {
-    type: 'object',
-    required: ['id', 'amount'],
-    additionalProperties: false,
-    properties: { id: { ...uuid, description: 'The payment id' }, amount: { type: 'number', description: 'Tugrik' } },
-  }),
+  PaymentSubmittedEvent: eventSchema('payment.submitted', 'A payment reached `submitted` (normally along with the 201 of `POST /payments`).', dataOf('payment.submitted')),
+  PaymentConfirmedEvent: eventSchema('payment.confirmed', 'A payment reached `confirmed`: the ministry system has the money.', dataOf('payment.confirmed')),
+  PaymentFailedEvent: eventSchema(
+    'payment.failed',
+    'A submitted payment reached `failed`: the ministry system rejected it or has no record of it. Never sent for a payment refused with the 422 of `POST /payments`.',
+    dataOf('payment.failed'),
+  ),
+  PaymentCanceledEvent: eventSchema(
+    'payment.canceled',
+    'A payment reached `canceled`; `reason` says who ended it: `partner` (your `DELETE /payments/{id}`), `ministry` (the ministry system), `expired` (still unpaid `PAYMENT_EXPIRY_MS` after submission).',
+    dataOf('payment.canceled'),
+  ),
   WebhookTestEvent: eventSchema(WEBHOOK_TEST_EVENT, 'A test delivery asked for with `POST /webhooks/{id}/test`; sent whatever events the webhook subscribed to.', {
     type: 'object',
     required: ['webhookId', 'message', 'sentAt'],
@@ -150,10 +154,19 @@ export function webhooksSection() {
       invoiceId: EXAMPLE_IDS.INVOICE_ID,
     }),
     'payment.confirmed': delivery('payment.confirmed', 'PaymentConfirmedEvent', 'A payment was confirmed', { id: EXAMPLE_IDS.PAYMENT_ID, amount: 12000.5 }),
+    'payment.failed': delivery('payment.failed', 'PaymentFailedEvent', 'A payment failed after it was accepted', {
+      id: EXAMPLE_IDS.PAYMENT_ID,
+      invoiceId: EXAMPLE_IDS.INVOICE_ID,
+    }),
+    'payment.canceled': delivery('payment.canceled', 'PaymentCanceledEvent', 'A payment was canceled', {
+      id: EXAMPLE_IDS.PAYMENT_ID,
+      invoiceId: EXAMPLE_IDS.INVOICE_ID,
+      reason: 'expired',
+    }),
     [WEBHOOK_TEST_EVENT]: delivery(WEBHOOK_TEST_EVENT, 'WebhookTestEvent', 'A test delivery', {
       webhookId: EXAMPLE_IDS.WEBHOOK_ID,
       message: 'test delivery',
       sentAt: CREATED_AT,
     }),
-  };
+  } satisfies Record<DeliveredEvent, unknown>;
 }
