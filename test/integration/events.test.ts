@@ -7,7 +7,7 @@ import type { Static } from 'typebox';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { testConfig } from '../helpers/test-config.js';
 import { encodeEventCursor } from '../../src/domain/event-cursor.js';
-import { partnerWithPayment, type Partner } from '../helpers/api.js';
+import { ownInvoice, partnerWithPayment, payOk, type Partner } from '../helpers/api.js';
 import { createEventRepository, type PaymentEvent } from '../../src/db/repositories/event.repository.js';
 import { createEventLogRepository } from '../../src/db/repositories/event-log.repository.js';
 import type { EventBody, EventListBody } from '../../src/schemas/event.schema.js';
@@ -296,6 +296,39 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     // It started before the later ones: a poller going by createdAt would have skipped it.
     const byId = (await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/events/${heldId}` })).json<Event>();
     expect(Date.parse(byId.createdAt)).toBeLessThanOrEqual(Math.min(...seen.map((e) => Date.parse(e.createdAt))));
+  });
+
+  // On PGlite (one connection) payments cannot overlap: there is no commit order to get wrong.
+  it.skipIf(!databaseUrl)('a follower polling every 10 ms while 8 writers pay concurrently gets every payment event once, in sequence order', async () => {
+    const partner = await ctx.partner();
+    const perWriter = 6;
+    const invoices = await Promise.all(Array.from({ length: 8 * perWriter }, () => ownInvoice(ctx, partner, 'mof')));
+    let done = false;
+    const paying = Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (const invoice of invoices.slice(w * perWriter, (w + 1) * perWriter)) await payOk(ctx, partner.apiKey, { invoiceId: invoice.id });
+      }),
+    ).finally(() => (done = true));
+
+    const followed: Event[] = [];
+    let last = 0;
+    for (;;) {
+      const finished = done;
+      const { items } = await list(partner, `?afterSequence=${last}&limit=100`);
+      for (const e of items) {
+        expect(e.sequence).toBeGreaterThan(last);
+        last = e.sequence;
+        followed.push(e);
+      }
+      if (finished && items.length < 100) break;
+      await delay(10);
+    }
+    await paying;
+
+    const all = await feed(partner);
+    expect(all).toHaveLength(invoices.length);
+    expect(new Set(all.map((e) => e.data.id)).size).toBe(invoices.length);
+    expect(followed.map((e) => e.id)).toEqual(all.map((e) => e.id));
   });
 
   // On PGlite (one connection) writers cannot overlap: there is no commit order to get wrong.
