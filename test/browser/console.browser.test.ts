@@ -81,7 +81,7 @@ async function expectClean(session: Session): Promise<void> {
   expect(await session.page.isVisible('#error')).toBe(false);
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', () => {
+describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', { tags: ['chromium'] }, () => {
   let browser: Browser;
   let ctx: TestContext;
   let receiver: WebhookReceiver;
