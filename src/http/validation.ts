@@ -65,13 +65,37 @@ export function describeValidationError(err: ErrorObject, context: string): stri
   }
 }
 
+/** The values a schema allows when it is a choice of literals (an enum, or TypeBox's union of literals as anyOf consts). */
+function literalChoices(schema: unknown): unknown[] | null {
+  if (!schema || typeof schema !== 'object') return null;
+  const { enum: values, anyOf } = schema as { enum?: unknown; anyOf?: unknown };
+  if (Array.isArray(values)) return values;
+  if (!Array.isArray(anyOf) || anyOf.length === 0) return null;
+  const choices: unknown[] = [];
+  for (const branch of anyOf as unknown[]) {
+    if (!branch || typeof branch !== 'object') return null;
+    if ('const' in branch) choices.push((branch as { const: unknown }).const);
+    else if ((branch as { type?: unknown }).type === 'null') choices.push(null);
+    else return null;
+  }
+  return choices;
+}
+
+const choiceText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+
 export function describeValidation(errors: ErrorObject[], context: string): string[] {
+  // A choice of literals fails once per branch ("must be equal to constant") plus once as the
+  // union: the union alone is reported, naming the values it allows.
+  const choiceUnions = errors.filter((e) => e.keyword === 'anyOf' && literalChoices(e.parentSchema) !== null);
+  const branchOfChoice = (e: ErrorObject) => choiceUnions.some((u) => u.instancePath === e.instancePath && e.schemaPath.startsWith(`${u.schemaPath}/`));
   const seen = new Set<string>();
   const out: string[] = [];
   for (const err of errors) {
-    // Unions report one error per branch plus a summary; the summary alone is clearer.
-    if (err.keyword === 'anyOf' || err.keyword === 'oneOf') continue;
-    const text = describeValidationError(err, context);
+    if (branchOfChoice(err)) continue;
+    const choices = err.keyword === 'anyOf' || err.keyword === 'enum' ? literalChoices(err.parentSchema) : null;
+    // Other unions report one error per branch plus a summary; the branches alone are clearer.
+    if (!choices && (err.keyword === 'anyOf' || err.keyword === 'oneOf')) continue;
+    const text = choices ? `${fieldName(err, context)} must be one of: ${choices.map(choiceText).join(', ')}` : describeValidationError(err, context);
     if (!seen.has(text)) {
       seen.add(text);
       out.push(text);

@@ -20,8 +20,8 @@ interface Session {
 }
 
 /** The console, talking only to the service under test, with script errors and CSP reports recorded. */
-async function openConsole(browser: Browser, baseUrl: string): Promise<Session> {
-  const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, timezoneId: TIMEZONE });
+async function openConsole(browser: Browser, baseUrl: string, timezoneId = TIMEZONE): Promise<Session> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, timezoneId });
   // Under vitest's 20 s test timeout, so a step that never happens fails on its own line.
   page.setDefaultTimeout(8000);
   const session: Session = { page, requests: [], pageErrors: [], cspViolations: [] };
@@ -57,13 +57,31 @@ async function expectLocalTimes(page: Page): Promise<void> {
   for (const [iso, text] of cells) expect(text).toBe(inUlaanbaatar(iso ?? ''));
 }
 
+/** At a laptop's width: the table scrolls nothing sideways, its last column is in view, and neither does the page. */
+async function expectFits(page: Page, table: string): Promise<void> {
+  const fit = await page.$eval(table, (t) => {
+    const wrap = t.parentElement as HTMLElement;
+    const lastHeader = t.querySelector('thead th:last-child') as HTMLElement;
+    const root = document.documentElement;
+    return {
+      overflow: wrap.scrollWidth - wrap.clientWidth,
+      lastRight: lastHeader.getBoundingClientRect().right,
+      wrapRight: wrap.getBoundingClientRect().right,
+      pageOverflow: root.scrollWidth - root.clientWidth,
+    };
+  });
+  expect(fit.overflow, table).toBeLessThanOrEqual(0);
+  expect(fit.lastRight, table).toBeLessThanOrEqual(fit.wrapRight + 1);
+  expect(fit.pageOverflow, table).toBeLessThanOrEqual(0);
+}
+
 async function expectClean(session: Session): Promise<void> {
   expect(session.pageErrors).toEqual([]);
   expect(session.cspViolations).toEqual([]);
   expect(await session.page.isVisible('#error')).toBe(false);
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', () => {
+describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', { tags: ['chromium'] }, () => {
   let browser: Browser;
   let ctx: TestContext;
   let receiver: WebhookReceiver;
@@ -203,7 +221,11 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     for (const a of answers) expect(() => JSON.parse(a)).not.toThrow();
     expect(await page.textContent('#payment-detail')).toContain(invoice.id);
     await expectLocalTimes(page);
+    // A laptop's width shows every column of the list (its times go on two lines).
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFits(page, '#payments-table');
     await screenshot(page, 'payments');
+    await page.setViewportSize({ width: 1440, height: 900 });
 
     // Reconciliation: run today's finance day (UTC+8), see the one discrepancy, resolve it with a note.
     await page.click('#tab-reconciliation');
@@ -277,7 +299,22 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await page.click('#deliveries-search');
     await page.locator(`#deliveries-table tr.delivery-row[data-id="${deliveryId}"][data-status="delivered"][data-attempts="2"]`).waitFor();
     await expectLocalTimes(page);
+    // At a laptop's width every column is in view, and the URL reads in lines of many characters, not one.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFits(page, '#deliveries-table');
+    const url = await page.locator(`#deliveries-table tr.delivery-row[data-id="${deliveryId}"] td.url`).evaluate((td) => {
+      const text = td.firstChild as Text;
+      const range = document.createRange();
+      range.selectNodeContents(text);
+      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+      return { text: text.data, lines, width: td.getBoundingClientRect().width };
+    });
+    expect(url.text).toBe(receiver.url);
+    expect(url.lines).toBeGreaterThan(0);
+    expect(url.lines).toBeLessThanOrEqual(Math.ceil(url.text.length / 20));
+    expect(url.width).toBeGreaterThanOrEqual(180);
     await screenshot(page, 'deliveries');
+    await page.setViewportSize({ width: 1440, height: 900 });
     // A disabled webhook's state shows beside its url.
     const hookId = hook.json<{ id: string }>().id;
     expect((await ctx.api(partner.apiKey, { method: 'PATCH', url: `/api/v1/webhooks/${hookId}`, payload: { enabled: false } })).statusCode).toBe(200);
@@ -310,6 +347,34 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await page.click('#audit-search');
     await expect.poll(() => page.$$eval('#audit-table tr.audit-row', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.action))).toEqual(['discrepancy.resolve']);
 
+    await expectClean(session);
+    await page.close();
+  });
+
+  it('away from Ulaanbaatar, shows times in local time and beneath a payment\'s creation the finance day it falls on', async () => {
+    const { partner, payment } = await partnerWithPayment(ctx, 'etax');
+    const session = await openConsole(browser, baseUrl, 'America/New_York');
+    const { page } = session;
+    await signIn(page, ctx.config.adminToken);
+    expect(await page.textContent('#tz-note')).toMatch(/^times in local time \(UTC-0[45]:00\) · finance days in Ulaanbaatar time \(UTC\+08:00\)$/);
+    await page.click('#tab-payments');
+    await page.fill('#pay-partnerId', partner.id);
+    await page.click('#payments-search');
+    const created = page.locator(`#payments-table tr.payment-row[data-id="${payment.id}"] td.time`).first();
+    await created.waitFor();
+    const iso = (await created.getAttribute('title')) ?? '';
+    const local = await page.evaluate((at) => {
+      const d = new Date(at);
+      const p = (n: number) => String(n).padStart(2, '0');
+      return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    }, iso);
+    expect(await created.locator('span').allTextContents()).toEqual(local.split(' '));
+    expect(await created.locator('.finance-day').textContent()).toBe(`finance day ${financeDayOf(new Date(iso))}`);
+    // Not yet settled: no finance day under an empty Paid.
+    expect(await page.locator(`#payments-table tr.payment-row[data-id="${payment.id}"] .finance-day`).count()).toBe(1);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFits(page, '#payments-table');
+    await screenshot(page, 'payments-new-york');
     await expectClean(session);
     await page.close();
   });

@@ -27,7 +27,7 @@ function expectPagePolicy(headers: Headers): void {
   expect(headers.get('cache-control')).toBe('no-store');
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('every page under its security policy, in headless Chromium', () => {
+describe.skipIf(!existsSync(CHROMIUM))('every page under its security policy, in headless Chromium', { tags: ['chromium'] }, () => {
   let browser: Browser;
   let ctx: TestContext;
   let apiUrl: string;

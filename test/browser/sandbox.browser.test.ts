@@ -53,7 +53,7 @@ async function search(page: Page, apiKey: string, ttd: string): Promise<void> {
   await page.click('#search-btn');
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', () => {
+describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { tags: ['chromium'] }, () => {
   let browser: Browser;
   let ctx: TestContext;
   let baseUrl: string;

@@ -44,7 +44,7 @@ function shoot(page: Page, name: string): Promise<Buffer> {
   return page.screenshot({ path: `${ARTIFACTS}/short-link-${name}.png`, fullPage: true });
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('QR landing page in headless Chromium at phone size', () => {
+describe.skipIf(!existsSync(CHROMIUM))('QR landing page in headless Chromium at phone size', { tags: ['chromium'] }, () => {
   let browser: Browser;
   let ctx: TestContext;
   let baseUrl: string;

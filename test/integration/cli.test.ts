@@ -178,6 +178,24 @@ describe('operator CLI (in-process)', () => {
     expect(res.err).toContain('ECONNREFUSED');
   });
 
+  it('names the allowed values when an option is not one of them, and exits 1', async () => {
+    const partner = await ctx.partner();
+    const cases: [string[], string][] = [
+      [['partner', 'create', '--name', 'Enum Bank', '--qr-standard', 'qrcode'], 'qrStandard must be one of: qrpay, govstd'],
+      [['partner', 'create', '--name', 'Enum Bank', '--env', 'staging'], 'environment must be one of: sandbox, production'],
+      [['partner', 'set-qr-standard', partner.id, 'emvco'], 'qrStandard must be one of: qrpay, govstd'],
+      [['deliveries', 'list', '--status', 'sent'], 'status must be one of: pending, delivered, failed, canceled'],
+      [['payments', 'search', '--status', 'paid'], 'status must be one of: pending, submitted, confirmed, failed, canceled'],
+    ];
+    for (const [argv, message] of cases) {
+      const res = await cli(...argv);
+      expect(res.code, argv.join(' ')).toBe(1);
+      expect(res.err, argv.join(' ')).toContain('admin API answered 400');
+      expect(res.err, argv.join(' ')).toContain(message);
+      expect(res.err, argv.join(' ')).not.toContain('must be equal to');
+    }
+  });
+
   it('exits 2 with the usage on a usage error, and 0 with it on --help', async () => {
     for (const argv of [[], ['reconcile'], ['reconcile', 'run'], ['reconcile', 'resolve', 'some-id'], ['payments', 'show'], ['audit', '--day', today()], ['nonsense']]) {
       const res = await cli(...argv);

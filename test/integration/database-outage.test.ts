@@ -13,7 +13,7 @@ import type { RunningJobs } from '../../src/jobs/job-runner.js';
  */
 const { databaseUrl } = testConfig();
 
-describe.skipIf(!databaseUrl)('database outage', () => {
+describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
   let proxy: TcpProxy;
   let ctx: TestContext;
   let jobs: RunningJobs | undefined;

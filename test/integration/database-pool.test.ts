@@ -9,7 +9,7 @@ import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
 const { databaseUrl } = testConfig();
 const schema = `t_${randomBytes(6).toString('hex')}`;
 
-describe.skipIf(!databaseUrl)('PostgreSQL pool', () => {
+describe.skipIf(!databaseUrl)('PostgreSQL pool', { tags: ['postgres'] }, () => {
   let db: Db;
   const poolErrors: Error[] = [];
   const url = databaseUrl as string;

@@ -20,7 +20,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
   return { value, ms: performance.now() - started };
 }
 
-describe.skipIf(!databaseUrl)('a silent database', () => {
+describe.skipIf(!databaseUrl)('a silent database', { tags: ['postgres'] }, () => {
   let proxy: TcpProxy;
   let ctx: TestContext;
   const { logger, lines } = capturingLogger();

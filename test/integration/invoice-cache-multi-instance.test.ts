@@ -29,7 +29,7 @@ async function sharedOwnInvoice(): Promise<InvoiceFixture> {
   return invoice;
 }
 
-describe.skipIf(!enabled)('invoice cache across two instances (shared PostgreSQL and Redis)', () => {
+describe.skipIf(!enabled)('invoice cache across two instances (shared PostgreSQL and Redis)', { tags: ['postgres', 'redis'] }, () => {
   beforeAll(async () => {
     a = await createTestContext({ reuseSchema: schema, config });
     b = await createTestContext({ reuseSchema: schema, config });

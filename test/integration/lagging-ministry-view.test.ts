@@ -123,7 +123,7 @@ describe('a ministry view lagging behind its approvals (one instance)', () => {
 
 const base = testConfig();
 
-describe.skipIf(!base.databaseUrl)('a ministry view lagging behind its approvals (two instances, one database, one ministry)', () => {
+describe.skipIf(!base.databaseUrl)('a ministry view lagging behind its approvals (two instances, one database, one ministry)', { tags: ['postgres'] }, () => {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   let a: TestContext;
   let b: TestContext;

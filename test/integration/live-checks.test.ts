@@ -243,7 +243,7 @@ describe('status-check lease', () => {
 });
 
 const shared = testConfig();
-describe.skipIf(!shared.databaseUrl)('live status checks on two instances (shared PostgreSQL)', () => {
+describe.skipIf(!shared.databaseUrl)('live status checks on two instances (shared PostgreSQL)', { tags: ['postgres'] }, () => {
   it('keeps reads and both confirmation jobs to one status call per payment and each instance within its limit', async () => {
     const schema = `t_${randomBytes(6).toString('hex')}`;
     try {

@@ -17,7 +17,7 @@ import { listenLocal } from '../helpers/listen-local.js';
 const { databaseUrl } = testConfig();
 const ADMIN_TOKEN = 'roles-admin-token';
 
-describe.skipIf(!databaseUrl)('process roles', () => {
+describe.skipIf(!databaseUrl)('process roles', { tags: ['postgres'] }, () => {
   const dbName = `roles_${Date.now()}_${process.pid}`;
   let dbUrl: string;
   let simulator: FastifyInstance;

@@ -163,7 +163,7 @@ describe('push claims', () => {
   });
 
   // PGlite has one connection: a transaction holding a row lock leaves no other to claim with.
-  it.skipIf(!testConfig().databaseUrl)('skips a push another transaction has locked instead of waiting for it', async () => {
+  it.skipIf(!testConfig().databaseUrl)('skips a push another transaction has locked instead of waiting for it', { tags: ['postgres'] }, async () => {
     const repo = createPushDeliveryRepository(ctx.deps.db);
     const t0 = new Date('2001-01-01T00:00:00Z');
     const [held, free] = await queuedPushes(2, t0);

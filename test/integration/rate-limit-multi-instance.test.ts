@@ -44,7 +44,7 @@ async function newKey(): Promise<string> {
   return (await first.deps.services.partners.create({ name: `Bank ${randomBytes(3).toString('hex')}` })).apiKey;
 }
 
-describe.skipIf(!enabled)('rate limits across two instances (shared PostgreSQL and Redis)', () => {
+describe.skipIf(!enabled)('rate limits across two instances (shared PostgreSQL and Redis)', { tags: ['postgres', 'redis'] }, () => {
   beforeAll(async () => {
     instances.push(await startInstance());
     instances.push(await startInstance());
@@ -86,7 +86,7 @@ describe.skipIf(!enabled)('rate limits across two instances (shared PostgreSQL a
   });
 });
 
-describe.skipIf(!enabled)('per-address limits across two instances (shared Redis)', () => {
+describe.skipIf(!enabled)('per-address limits across two instances (shared Redis)', { tags: ['postgres', 'redis'] }, () => {
   const pair: Instance[] = [];
   beforeAll(async () => {
     for (let i = 0; i < 2; i++) pair.push(await startInstance({ authFailuresPerMinute: 3, shortLinkRateLimitPerMinute: 4 }));

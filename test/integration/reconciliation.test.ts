@@ -256,7 +256,7 @@ async function strangerSettled(): Promise<{ paymentId: string; refNum: string }>
 }
 
 const shared = testConfig();
-describe.skipIf(!shared.databaseUrl)('two instances reconciling the same day (shared PostgreSQL)', () => {
+describe.skipIf(!shared.databaseUrl)('two instances reconciling the same day (shared PostgreSQL)', { tags: ['postgres'] }, () => {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   let a: TestContext;
   let b: TestContext;

@@ -15,7 +15,7 @@ const { databaseUrl } = testConfig();
 const QUERY_TIMEOUT_MS = 800;
 const OUTAGE_LINE = 'database unavailable: background work paused, requests that need it answer 503 until it is back';
 
-describe.skipIf(!databaseUrl)('pool after a silent failover', () => {
+describe.skipIf(!databaseUrl)('pool after a silent failover', { tags: ['postgres'] }, () => {
   let proxy: TcpProxy;
   let db: Db;
   let pinger: DatabasePinger;

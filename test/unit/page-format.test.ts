@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compactJson, formatFinanceDay, formatLocalTime, formatTugrik, queryString, shiftFinanceDay, shortId, timeBound, timezoneNote } from '../../src/http/page-ui/page-format.js';
+import { compactJson, formatFinanceDay, formatLocalTime, formatTugrik, queryString, shiftFinanceDay, shortId, timeBound, timezoneNote, financeDayLabel } from '../../src/http/page-ui/page-format.js';
 
 describe('page formatting', () => {
   it('shows moments in local time as YYYY-MM-DD, with or without seconds', () => {
@@ -27,7 +27,17 @@ describe('page formatting', () => {
 
   it('names the viewer\'s offset from UTC', () => {
     expect(timezoneNote(-480)).toBe('times in local time (UTC+08:00)');
-    expect(timezoneNote(150)).toBe('times in local time (UTC-02:30)');
+    expect(timezoneNote(150)).toBe('times in local time (UTC-02:30) · finance days in Ulaanbaatar time (UTC+08:00)');
+    expect(timezoneNote(0)).toBe('times in local time (UTC+00:00) · finance days in Ulaanbaatar time (UTC+08:00)');
+  });
+
+  it('names the finance day beneath a local time only where the viewer\'s clock is not Ulaanbaatar\'s', () => {
+    // 17:30 UTC on 1 March is 01:30 on 2 March in Ulaanbaatar: a viewer in London reads 1 March.
+    expect(financeDayLabel('2025-03-01T17:30:00Z', 0)).toBe('finance day 2025-03-02');
+    expect(financeDayLabel('2025-03-01T10:00:00Z', 0)).toBe('finance day 2025-03-01');
+    expect(financeDayLabel('2025-03-01T17:30:00Z', -480)).toBeNull();
+    expect(financeDayLabel(null, 0)).toBeNull();
+    expect(financeDayLabel('not a time', 0)).toBeNull();
   });
 
   it('builds a query string of the filled-in values only', () => {

@@ -34,6 +34,7 @@ const factories: [string, boolean, StoreFactory][] = [
 const newKey = () => randomBytes(8).toString('hex');
 
 describe.each(factories)('%s store', (_name, skip, factory) => {
+  const needs = skip ? { tags: ['redis'] } : {};
   function clocked(limits = LIMITS): Clocked {
     let now = T0;
     return { store: factory(windowsFromSettings(limits), () => now), advance: (ms) => (now += ms) };
@@ -45,7 +46,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     return out;
   }
 
-  it.skipIf(skip)('lets 5 of a burst of 8 through within one second', async () => {
+  it.skipIf(skip)('lets 5 of a burst of 8 through within one second', needs, async () => {
     const { store, advance } = clocked();
     const key = newKey();
     const results: boolean[] = [];
@@ -56,7 +57,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect(results).toEqual([true, true, true, true, true, false, false, false]);
   });
 
-  it.skipIf(skip)('reports remaining quota, reset and retry-after', async () => {
+  it.skipIf(skip)('reports remaining quota, reset and retry-after', needs, async () => {
     const { store, advance } = clocked();
     const key = newKey();
     const first = await store.check(key);
@@ -74,7 +75,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect(refused.windows[1]).toMatchObject({ remaining: 55 });
   });
 
-  it.skipIf(skip)('does not count refused requests', async () => {
+  it.skipIf(skip)('does not count refused requests', needs, async () => {
     const { store, advance } = clocked();
     const key = newKey();
     await run(store, key, 5);
@@ -86,7 +87,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect(minute?.remaining).toBe(50);
   });
 
-  it.skipIf(skip)('slides instead of resetting at a boundary', async () => {
+  it.skipIf(skip)('slides instead of resetting at a boundary', needs, async () => {
     const { store, advance } = clocked();
     const key = newKey();
     await run(store, key, 3);
@@ -96,7 +97,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect(await run(store, key, 4)).toEqual([true, true, true, false]);
   });
 
-  it.skipIf(skip)('trips the minute window at request 61', async () => {
+  it.skipIf(skip)('trips the minute window at request 61', needs, async () => {
     const { store, advance } = clocked();
     const key = newKey();
     for (let i = 0; i < 60; i++) {
@@ -111,7 +112,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect((await store.check(key)).allowed).toBe(true);
   });
 
-  it.skipIf(skip)('trips the hour window at request 1001', async () => {
+  it.skipIf(skip)('trips the hour window at request 1001', needs, async () => {
     const { store, advance } = clocked();
     const key = newKey();
     let allowed = 0;
@@ -128,7 +129,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect((await store.check(key)).allowed).toBe(true);
   });
 
-  it.skipIf(skip)('keeps keys independent', async () => {
+  it.skipIf(skip)('keeps keys independent', needs, async () => {
     const { store } = clocked();
     const a = newKey();
     const b = newKey();
@@ -137,7 +138,7 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect((await store.check(a)).allowed).toBe(false);
   });
 
-  it.skipIf(skip)('peeks without counting: room until checks fill a window, then the same refusal', async () => {
+  it.skipIf(skip)('peeks without counting: room until checks fill a window, then the same refusal', needs, async () => {
     const { store, advance } = clocked();
     const key = newKey();
     for (let i = 0; i < 10; i++) expect((await store.peek(key)).allowed).toBe(true);
@@ -154,13 +155,13 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect((await store.check(key)).windows[1]?.remaining).toBe(54);
   });
 
-  it.skipIf(skip)('honours configured limits', async () => {
+  it.skipIf(skip)('honours configured limits', needs, async () => {
     const { store } = clocked({ perSecond: 2, perMinute: 3, perHour: 4 });
     expect(await run(store, newKey(), 3)).toEqual([true, true, false]);
   });
 });
 
-describe.skipIf(!redisUrl)('redis store on the server clock', () => {
+describe.skipIf(!redisUrl)('redis store on the server clock', { tags: ['redis'] }, () => {
   it('serves a burst of 8 as 5 through and 3 refused', async () => {
     const store = createRedisRateLimitStore({ client: redis as Redis, windows: windowsFromSettings(LIMITS) });
     const key = newKey();

@@ -48,7 +48,7 @@ export function createPartnerNames(): PartnerNames {
     cell(id) {
       if (!id) return el('td', {}, el('span', { class: 'sub', text: '—' }));
       const p = partners.get(id);
-      return el('td', { class: 'nowrap', title: id }, p ? el('span', { text: p.name }) : null, p ? ' ' : null, el('span', { class: 'id sub', text: shortId(id) }));
+      return el('td', { class: 'partner', title: id }, p ? el('span', { text: p.name }) : null, p ? ' ' : null, el('span', { class: 'id sub', text: shortId(id) }));
     },
   };
 }

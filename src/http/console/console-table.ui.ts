@@ -1,11 +1,26 @@
 /* The console's building blocks: cells, list tables with their states, two-step buttons, busy buttons. */
 import { describeError, el, type ErrorBox } from '../page-ui/page-ui.js';
-import { formatLocalTime, shortId } from '../page-ui/page-format.js';
+import { financeDayLabel, formatLocalTime, shortId } from '../page-ui/page-format.js';
 import { createArming } from './console.format.js';
 
 export type TableState = 'idle' | 'loading' | 'ready' | 'empty' | 'error';
 
-export const timeCell = (iso: string | null | undefined) => el('td', { class: 'time', title: iso ?? null, text: formatLocalTime(iso) });
+/**
+ * A moment in local time. Its date and clock may go on two lines, so a table of several times
+ * still fits a laptop's width; each stays whole.
+ */
+export function timeCell(iso: string | null | undefined): HTMLTableCellElement {
+  const [date = '', clock] = formatLocalTime(iso).split(' ');
+  return el('td', { class: 'time', title: iso ?? null }, el('span', { text: date }), clock ? ' ' : null, clock ? el('span', { text: clock }) : null);
+}
+
+/** A moment whose day is meant (a payment's creation, its settlement): beneath its local time, the finance day when that clock is not Ulaanbaatar's. */
+export function dayTimeCell(iso: string | null | undefined): HTMLTableCellElement {
+  const td = timeCell(iso);
+  const label = iso ? financeDayLabel(iso, new Date(iso).getTimezoneOffset()) : null;
+  if (label) td.append(el('div', { class: 'finance-day sub', text: label }));
+  return td;
+}
 
 export const idSpan = (id: string | null | undefined) => (id ? el('span', { class: 'id', title: id, text: shortId(id) }) : el('span', { class: 'sub', text: '—' }));
 

@@ -1,9 +1,9 @@
 /* The payments screen: search payments across partners, and one payment's detail and timeline. */
 import type { AdminPaymentDetailView, AdminPaymentView } from '../../schemas/back-office.schema.js';
 import { byId, describeError, el, type Child } from '../page-ui/page-ui.js';
-import { compactJson, formatLocalTime, formatTugrik, queryString, timeBound } from '../page-ui/page-format.js';
+import { compactJson, financeDayLabel, formatLocalTime, formatTugrik, queryString, timeBound } from '../page-ui/page-format.js';
 import type { ConsoleContext } from './console-context.js';
-import { badge, createList, idSpan, setTableState, timeCell, type ListPage } from './console-table.ui.js';
+import { badge, createList, dayTimeCell, idSpan, setTableState, timeCell, type ListPage } from './console-table.ui.js';
 
 const FILTER_INPUTS = ['pay-paymentId', 'pay-invoiceId', 'pay-refNum', 'pay-partnerId', 'pay-from', 'pay-to'] as const;
 type TimelineEntry = AdminPaymentDetailView['timeline'][number];
@@ -59,7 +59,7 @@ function selectRow(tr: HTMLTableRowElement | null): void {
 
 function paymentRow(ctx: ConsoleContext, p: AdminPaymentView, open: (id: string) => void): HTMLTableRowElement {
   const tr = el('tr', { class: 'payment-row clickable', tabindex: 0, dataset: { id: p.id, status: p.status } },
-    timeCell(p.createdAt),
+    dayTimeCell(p.createdAt),
     el('td', {}, idSpan(p.id)),
     ctx.partners.cell(p.partnerId),
     el('td', { class: 'mono' }, p.refNum),
@@ -67,7 +67,7 @@ function paymentRow(ctx: ConsoleContext, p: AdminPaymentView, open: (id: string)
     el('td', { class: 'num' }, formatTugrik(p.amount)),
     el('td', {}, badge(p.status), p.failureReason ? el('div', { class: 'sub', text: p.failureReason }) : null),
     timeCell(p.submittedAt),
-    timeCell(p.paidAt),
+    dayTimeCell(p.paidAt),
     timeCell(p.canceledAt));
   const openIt = () => {
     selectRow(tr);
@@ -76,6 +76,12 @@ function paymentRow(ctx: ConsoleContext, p: AdminPaymentView, open: (id: string)
   tr.addEventListener('click', openIt);
   tr.addEventListener('keydown', (e) => e.key === 'Enter' && openIt());
   return tr;
+}
+
+/** A local time, and the finance day it falls on where the viewer's clock is not Ulaanbaatar's. */
+function withFinanceDay(iso: string | null): Child {
+  const label = iso ? financeDayLabel(iso, new Date(iso).getTimezoneOffset()) : null;
+  return label ? el('span', {}, formatLocalTime(iso), el('div', { class: 'finance-day sub', text: label })) : formatLocalTime(iso);
 }
 
 function renderPayment(ctx: ConsoleContext, p: AdminPaymentDetailView): void {
@@ -89,10 +95,10 @@ function renderPayment(ctx: ConsoleContext, p: AdminPaymentDetailView): void {
     ['Amount', el('strong', { id: 'payment-amount', text: formatTugrik(p.amount) })],
     [invoiceIds.length > 1 ? `Invoices (${invoiceIds.length})` : 'Invoice', el('span', {}, ...invoiceIds.map((id, n) => el('span', { class: 'id', text: (n ? ', ' : '') + id })))],
     ['Failure reason', p.failureReason ?? '—'],
-    ['Created', formatLocalTime(p.createdAt)],
+    ['Created', withFinanceDay(p.createdAt)],
     ['Updated', formatLocalTime(p.updatedAt)],
     ['Submitted', formatLocalTime(p.submittedAt)],
-    ['Paid', formatLocalTime(p.paidAt)],
+    ['Paid', withFinanceDay(p.paidAt)],
     ['Canceled', formatLocalTime(p.canceledAt)],
   ];
   const grid = el('dl', { class: 'detail-grid' }, ...fields.map(([k, v]) => el('div', {}, el('dt', { text: k }), el('dd', {}, v))));

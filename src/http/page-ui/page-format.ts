@@ -40,11 +40,33 @@ export const shortId = (id: string | null | undefined): string => (id ? id.slice
 
 export const compactJson = (value: unknown): string => (value === null || value === undefined ? '' : JSON.stringify(value));
 
-/** "times in local time (UTC+08:00)" for the given getTimezoneOffset() (minutes west of UTC). */
-export function timezoneNote(timezoneOffset: number): string {
+/** getTimezoneOffset() in Ulaanbaatar (UTC+8 all year), whose calendar days are the finance days. */
+const ULAANBAATAR_OFFSET = -480;
+
+const utcOffset = (timezoneOffset: number): string => {
   const east = -timezoneOffset;
   const abs = Math.abs(east);
-  return `times in local time (UTC${east >= 0 ? '+' : '-'}${pad(Math.floor(abs / 60))}:${pad(abs % 60)})`;
+  return `UTC${east >= 0 ? '+' : '-'}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
+};
+
+/**
+ * The header's note for the given getTimezoneOffset() (minutes west of UTC): "times in local time
+ * (UTC+08:00)", and away from Ulaanbaatar that finance days keep its clock.
+ */
+export function timezoneNote(timezoneOffset: number): string {
+  const local = `times in local time (${utcOffset(timezoneOffset)})`;
+  return timezoneOffset === ULAANBAATAR_OFFSET ? local : `${local} · finance days in Ulaanbaatar time (${utcOffset(ULAANBAATAR_OFFSET)})`;
+}
+
+/**
+ * Beneath a local time where its day is meant (a payment's creation or settlement), the finance
+ * day it falls on; null where the viewer's clock is Ulaanbaatar's, since the two days are then one.
+ * `timezoneOffset` is the viewer's getTimezoneOffset() at that moment.
+ */
+export function financeDayLabel(iso: string | null | undefined, timezoneOffset: number): string | null {
+  if (!iso || timezoneOffset === ULAANBAATAR_OFFSET) return null;
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? null : `finance day ${financeDayOf(d)}`;
 }
 
 /** A query string of the given values, blank ones left out; '' when none is left. */
