@@ -179,8 +179,9 @@ const OPERATIONS: Record<string, OperationDoc> = {
     request: { generated: { summary: 'A generated secret', value: {} }, chosen: { summary: 'Your own', value: { secret: 'whsec_fedcba9876543210' } } },
     responses: {
       200: {
-        description: 'The new secret, shown only here; the previous one signs beside it until `previousSecretExpiresAt`.',
-        examples: one({ id: ex.EXAMPLE_IDS.WEBHOOK_ID, secret: 'Zq3kV0cQ8bLwT1yX5nR7pA2sD4fG6hJ9kL0mN1oP2qR', previousSecretExpiresAt: '2026-11-26T08:58:54.531Z' }),
+        description:
+          'The new secret, shown only here. From the next attempt `X-Service-Signature` is the new secret\'s, and `webhook-signature` carries a signature of each until `previousSecretExpiresAt`. To rotate without a refused delivery, choose the new secret yourself: add it to the secrets your receiver accepts (the SDK\'s verifiers take a list), rotate with `{ "secret": "<it>" }`, and drop the old one after `previousSecretExpiresAt`.',
+        examples: one({ id: ex.EXAMPLE_IDS.WEBHOOK_ID, secret: 'whsec_Zq3kV0cQ8bLwT1yX5nR7pA2sD4fG6hJ9kL0mN1oP2qQ=', previousSecretExpiresAt: '2026-11-26T08:58:54.531Z' }),
       },
       404: webhookNotFound,
     },
