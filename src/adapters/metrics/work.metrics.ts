@@ -38,5 +38,11 @@ export function webhookMetrics(registry: Registry) {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    pushDeliveries: new Counter({
+      name: 'push_deliveries_total',
+      help: 'Push attempts by outcome: delivered (FCM took it), skipped (no FCM credentials: nothing sent), retry, failed',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
   };
 }

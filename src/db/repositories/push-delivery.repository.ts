@@ -13,7 +13,8 @@ export interface ClaimedPush {
   payload: Record<string, unknown>;
 }
 
-export type PushOutcome = { delivered: true } | { delivered: false; error: string; nextAttemptAt: Date | null };
+/** Sent; not sent because no FCM credentials are configured (`skipped`); or failed, retried when `nextAttemptAt` is set. */
+export type PushOutcome = { delivered: true } | { skipped: true } | { delivered: false; error: string; nextAttemptAt: Date | null };
 
 /** How many pushes this instance may start now: overall and per partner. */
 export interface PushClaimLimits {
@@ -58,11 +59,14 @@ export function createPushDeliveryRepository(db: Db) {
      * attempt never overwrites a newer one's.
      */
     async finish(claim: ClaimedPush, outcome: PushOutcome, at: Date): Promise<boolean> {
-      const next = outcome.delivered
-        ? { status: 'delivered' as const, delivered_at: at, last_error: null }
-        : outcome.nextAttemptAt
-          ? { next_attempt_at: outcome.nextAttemptAt, last_error: outcome.error }
-          : { status: 'failed' as const, last_error: outcome.error };
+      const next =
+        'skipped' in outcome
+          ? { status: 'skipped' as const, last_error: null }
+          : outcome.delivered
+            ? { status: 'delivered' as const, delivered_at: at, last_error: null }
+            : outcome.nextAttemptAt
+              ? { next_attempt_at: outcome.nextAttemptAt, last_error: outcome.error }
+              : { status: 'failed' as const, last_error: outcome.error };
       const row = await db
         .updateTable('push_deliveries')
         .set(next)
