@@ -188,6 +188,10 @@ describe('push without FCM credentials', () => {
     const metrics = await bare.admin.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toMatch(/push_deliveries_total\{outcome="skipped"\} [2-9]/);
     expect(metrics.body).not.toMatch(/push_deliveries_total\{outcome="delivered"\}/);
+    // The console's count of the partner's pushes, from the operator's API.
+    const counts = await bare.admin.inject({ method: 'GET', url: `/admin/pushes?partnerId=${bank.id}`, headers: { authorization: `Bearer ${bare.config.adminToken}` } });
+    expect(counts.statusCode, counts.body).toBe(200);
+    expect(counts.json()).toEqual({ pending: 0, delivered: 0, skipped: 2, failed: 0 });
   });
 });
 
