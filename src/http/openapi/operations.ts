@@ -223,7 +223,11 @@ const OPERATIONS: Record<string, OperationDoc> = {
     request: one({ userId: 'user-42', fcmToken: 'fcm-token-abc', platform: 'android' }),
     responses: {
       200: { description: 'The device was already registered (its token is updated).', examples: one(ex.device) },
-      201: { description: 'The device is registered.', examples: one(ex.device) },
+      201: {
+        description:
+          "The device is registered. A payment made with `X-User-Id` set to its `userId` pushes to it once confirmed, through Firebase Cloud Messaging HTTP v1 with access tokens the service mints and renews from the operator's service account key. Where the operator has configured no FCM credentials (local, usually the sandbox) the push is recorded `skipped` and nothing is sent.",
+        examples: one(ex.device),
+      },
     },
   },
   'post /sandbox/approve': {
