@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { deliveryBody, deliveryHeaders, signBody, standardSigningKey } from '../../src/domain/webhook-message.js';
-import { verifyWebhook } from '../../sdk/src/webhook.js';
+import { standardSigningKey as sdkSigningKey, verifyWebhook, verifyWebhookRequest } from '../../sdk/src/webhook.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
 
 const message = {
@@ -86,6 +86,21 @@ describe('the key of webhook-signature', () => {
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
     const canonical = bytes(32).toString('base64');
     raw(`whsec_${canonical.slice(0, 42)}${alphabet[alphabet.indexOf(canonical[42] ?? 'A') ^ 1]}=`);
+  });
+
+  it("is the same key in the SDK's verifier, which checks both headers of a delivery under a list of secrets", () => {
+    const secrets = [`whsec_${bytes(32).toString('base64')}`, `whsec_${bytes(23).toString('base64')}`, `whsec_${bytes(32).toString('base64url')}`, 'plain-secret-0123456789'];
+    for (const secret of secrets) expect(sdkSigningKey(secret)).toEqual(standardSigningKey(secret));
+    const [current = '', previous = ''] = [secrets[0], secrets[3]];
+    const body = deliveryBody(message);
+    const sentAt = new Date('2025-03-01T10:00:05.000Z');
+    const headers = deliveryHeaders(message, body, [current, previous], sentAt);
+    const now = () => sentAt;
+    expect(verifyWebhookRequest(body, headers, current, { now })).toBe(true);
+    expect(verifyWebhookRequest(body, headers, [previous, current], { now })).toBe(true);
+    // The previous secret alone matches webhook-signature but not X-Service-Signature, the current one's.
+    expect(verifyWebhookRequest(body, headers, previous, { now })).toBe(false);
+    expect(verifyWebhookRequest(body, { ...headers, 'x-service-signature': undefined }, previous, { now })).toBe(true);
   });
 
   it('keys webhook-signature but never X-Service-Signature', () => {
