@@ -209,8 +209,12 @@ const SETTINGS = {
    */
   webhookRecoverBatch: number('WEBHOOK_RECOVER_BATCH', Int(1000, 1)),
   fcm: {
+    /** Defaults to the service account key's `project_id`. */
     projectId: setting('FCM_PROJECT_ID', Optional()),
+    /** A static OAuth token: Google expires it after about an hour, and nothing renews it. */
     accessToken: setting('FCM_ACCESS_TOKEN', Optional()),
+    /** The service account key Firebase issues (JSON); access tokens are minted and renewed from it. Wins over FCM_ACCESS_TOKEN. */
+    serviceAccountFile: setting('FCM_SERVICE_ACCOUNT_FILE', Optional()),
     endpoint: setting('FCM_ENDPOINT', Text('https://fcm.googleapis.com')),
   },
   bodyLimitBytes: number('BODY_LIMIT_BYTES', Int(64 * 1024, 1024)),

@@ -103,7 +103,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
   const access = await createAccess(config, { db, logger, metrics, now: opts.now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
   const webhooks = createWebhooks(config, { ...data, now });
-  const pushes = createPushes(config, { ...data, now });
+  const pushes = await createPushes(config, { ...data, now });
   const services: AppServices = {
     ...payments.services,
     partners: access.partners,

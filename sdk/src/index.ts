@@ -13,6 +13,6 @@ export {
   ServerError,
   UnprocessableEntityError,
 } from './errors.js';
-export { verifyWebhook, parseWebhook, verifyWebhookRequest, parseWebhookRequest, WebhookVerificationError } from './webhook.js';
-export type { WebhookHeaders, WebhookRequestOptions } from './webhook.js';
+export { verifyWebhook, parseWebhook, verifyWebhookRequest, parseWebhookRequest, standardSigningKey, WebhookVerificationError } from './webhook.js';
+export type { WebhookHeaders, WebhookRequestOptions, WebhookSecrets } from './webhook.js';
 export type * from './types.js';

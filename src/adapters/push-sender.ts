@@ -1,5 +1,7 @@
 import { request } from 'undici';
 import type { Logger } from '../domain/logger.port.js';
+import type { Clock } from '../domain/clock.port.js';
+import { loadServiceAccount, serviceAccountAccessTokens, staticAccessToken, type AccessTokenSource } from './fcm-access-token.client.js';
 
 export interface PushMessage {
   title: string;
@@ -8,23 +10,28 @@ export interface PushMessage {
   data?: Record<string, string>;
 }
 
+/** `sent`: FCM took the message; `skipped`: nothing left the process (no FCM credentials). */
+export type PushSendResult = 'sent' | 'skipped';
+
 export interface PushSender {
   readonly kind: 'log' | 'fcm';
-  send(token: string, message: PushMessage): Promise<void>;
+  send(token: string, message: PushMessage): Promise<PushSendResult>;
 }
 
 export interface FcmSettings {
   projectId: string | null;
   accessToken: string | null;
+  serviceAccountFile: string | null;
   endpoint: string;
 }
 
-/** Development stand-in: records that a push would have gone out, without the token itself. */
+/** Without FCM credentials: notes that a push would have gone out (without the token itself), and says it was skipped. */
 export function createLoggingPushSender(log: Logger): PushSender {
   return {
     kind: 'log',
     async send(token, message) {
-      log.info({ tokenSuffix: token.slice(-6), title: message.title }, 'push not sent (FCM not configured)');
+      log.info({ tokenSuffix: token.slice(-6), title: message.title }, 'push skipped (FCM not configured)');
+      return 'skipped';
     },
   };
 }
@@ -38,22 +45,41 @@ export function fcmRequest(settings: { projectId: string; accessToken: string; e
   };
 }
 
-export function createFcmPushSender(settings: { projectId: string; accessToken: string; endpoint: string }, timeoutMs: number): PushSender {
+/**
+ * Sends through FCM with the source's current access token. A 401 means the token is no longer
+ * good (expired or revoked early): the source drops it and the send is tried once more with a
+ * fresh one, so a push is not held back a retry period by a token's end.
+ */
+export function createFcmPushSender(settings: { projectId: string; tokens: AccessTokenSource; endpoint: string }, timeoutMs: number): PushSender {
+  async function post(token: string, message: PushMessage): Promise<{ status: number; accessToken: string }> {
+    const accessToken = await settings.tokens.token();
+    const req = fcmRequest({ projectId: settings.projectId, accessToken, endpoint: settings.endpoint }, token, message);
+    const res = await request(req.url, { method: 'POST', headers: req.headers, body: req.body, signal: AbortSignal.timeout(timeoutMs) });
+    await res.body.dump();
+    return { status: res.statusCode, accessToken };
+  }
   return {
     kind: 'fcm',
     async send(token, message) {
-      const req = fcmRequest(settings, token, message);
-      const res = await request(req.url, { method: 'POST', headers: req.headers, body: req.body, signal: AbortSignal.timeout(timeoutMs) });
-      await res.body.dump();
-      if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`FCM answered HTTP ${res.statusCode}`);
+      let res = await post(token, message);
+      if (res.status === 401) {
+        settings.tokens.refused(res.accessToken);
+        res = await post(token, message);
+      }
+      if (res.status < 200 || res.status >= 300) throw new Error(`FCM answered HTTP ${res.status}`);
+      return 'sent';
     },
   };
 }
 
-/** FCM only when both the project and a credential are configured; otherwise nothing leaves the process. */
-export function createPushSender(settings: FcmSettings, log: Logger, timeoutMs: number): PushSender {
-  if (settings.projectId && settings.accessToken) {
-    return createFcmPushSender({ projectId: settings.projectId, accessToken: settings.accessToken, endpoint: settings.endpoint }, timeoutMs);
-  }
-  return createLoggingPushSender(log);
+/**
+ * FCM when a project and a credential are configured: a service account key (its tokens minted and
+ * renewed here), or else a static access token. Otherwise nothing leaves the process.
+ */
+export async function createPushSender(settings: FcmSettings, deps: { log: Logger; timeoutMs: number; now?: Clock }): Promise<PushSender> {
+  const account = settings.serviceAccountFile ? await loadServiceAccount(settings.serviceAccountFile) : null;
+  const projectId = settings.projectId ?? account?.projectId ?? null;
+  const tokens = account ? serviceAccountAccessTokens(account, { timeoutMs: deps.timeoutMs, now: deps.now }) : settings.accessToken ? staticAccessToken(settings.accessToken) : null;
+  if (projectId && tokens) return createFcmPushSender({ projectId, tokens, endpoint: settings.endpoint }, deps.timeoutMs);
+  return createLoggingPushSender(deps.log);
 }

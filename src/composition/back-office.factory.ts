@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import { createReconciliationRepository, type ReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
 import { createAuditRepository } from '../db/repositories/audit.repository.js';
 import { createPaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
+import { createPushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import { createReconciliationService } from '../services/reconciliation.service.js';
@@ -56,6 +57,7 @@ export function createBackOffice(config: Config, deps: BackOfficeDeps): BackOffi
   const backOffice = createBackOfficeService({
     payments: createPaymentSearchRepository(db),
     deliveries: deps.deliveries,
+    pushes: createPushDeliveryRepository(db),
     reconciliations,
     audit,
     now,

@@ -81,18 +81,19 @@ export function createWebhooks(config: Config, deps: WebhooksDeps) {
 export type Webhooks = ReturnType<typeof createWebhooks>;
 
 /** The end users' devices and the push notifications sent to them. */
-export function createPushes(config: Config, deps: Pick<WebhooksDeps, 'db' | 'logger' | 'onStaleLease' | 'now'>) {
+export async function createPushes(config: Config, deps: Pick<WebhooksDeps, 'db' | 'logger' | 'metrics' | 'onStaleLease' | 'now'>) {
   const devices = createDeviceService({ devices: createDeviceRepository(deps.db), now: deps.now });
   const repo = createPushDeliveryRepository(deps.db);
   const service = createPushDeliveryService({
     pushes: repo,
-    sender: createPushSender(config.fcm, deps.logger, config.webhookTimeoutMs),
+    sender: await createPushSender(config.fcm, { log: deps.logger, timeoutMs: config.webhookTimeoutMs, now: deps.now }),
     retryScheduleMs: config.webhookRetryScheduleMs,
     log: deps.logger,
     onStaleLease: deps.onStaleLease,
+    onResult: (outcome) => deps.metrics.pushDeliveries.inc({ outcome }),
     now: deps.now,
   });
   return { devices, repo, service };
 }
 
-export type Pushes = ReturnType<typeof createPushes>;
+export type Pushes = Awaited<ReturnType<typeof createPushes>>;

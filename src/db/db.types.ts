@@ -1,5 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { AuditAction, CancellationKind, DeliveryStatus, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, ReconciliationStatus, PaymentStatus, Platform, QrStandard, Source, StoredInvoiceStatus, WebhookDisabledReason, WebhookEvent } from '../domain/vocabulary.js';
+import type { AuditAction, CancellationKind, DeliveryStatus, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, ReconciliationStatus, PaymentStatus, Platform, PushStatus, QrStandard, Source, StoredInvoiceStatus, WebhookDisabledReason, WebhookEvent } from '../domain/vocabulary.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
@@ -311,7 +311,7 @@ export interface PushDeliveriesTable {
   event_id: string;
   partner_id: string;
   device_id: string;
-  status: 'pending' | 'delivered' | 'failed';
+  status: PushStatus;
   attempts: Generated<number>;
   /** When the next attempt is due; while a worker holds the row it is the lease expiry. */
   next_attempt_at: Timestamp;

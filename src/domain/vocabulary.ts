@@ -36,6 +36,13 @@ export type AppEnv = (typeof APP_ENVS)[number];
 export const CANCELLATION_KINDS = ['owed', 'partner', 'expiry'] as const;
 export type CancellationKind = (typeof CANCELLATION_KINDS)[number];
 
+/**
+ * A push to an end user's device: waiting for its (next) attempt, sent to FCM, `skipped` because
+ * no FCM credentials are configured (nothing left the process), or given up after its retries.
+ */
+export const PUSH_STATUSES = ['pending', 'delivered', 'skipped', 'failed'] as const;
+export type PushStatus = (typeof PUSH_STATUSES)[number];
+
 /** Kinds of leased background work, each of whose late writes is fenced by its lease. */
 export const LEASED_WORK = ['confirmation_check', 'status_check', 'ministry_cancellation', 'reconciliation', 'webhook_attempt', 'push_attempt', 'idempotency_key'] as const;
 export type LeasedWork = (typeof LEASED_WORK)[number];

@@ -15,18 +15,36 @@ export function deliveryBody(m: DeliveryMessage): string {
   return JSON.stringify({ event: m.event, eventId: m.eventId, deliveryId: m.deliveryId, createdAt: m.createdAt.toISOString(), data: m.data });
 }
 
-/** Lowercase hex HMAC-SHA256 of the body bytes, keyed with the partner's webhook secret. */
+/** Lowercase hex HMAC-SHA256 of the body bytes, keyed with the UTF-8 bytes of the partner's webhook secret (whatever its form). */
 export function signBody(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body, 'utf8').digest('hex');
 }
 
+/** `whsec_` and standard base64 with its padding, as the Standard Webhooks specification writes a secret. */
+const STANDARD_SECRET = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/;
+
+/**
+ * The key of `webhook-signature`: the base64-decoded bytes of a `whsec_` secret whose rest is
+ * standard base64 decoding to 24 to 64 bytes (the specification's form, which its libraries take
+ * as it is), and the UTF-8 bytes of any other secret. A secret that only looks like the form
+ * (base64url, a wrong length, bits past the end) keeps its UTF-8 bytes, as before the rule.
+ */
+export function standardSigningKey(secret: string): Buffer {
+  const encoded = STANDARD_SECRET.exec(secret)?.[1];
+  if (encoded !== undefined) {
+    const decoded = Buffer.from(encoded, 'base64');
+    if (decoded.length >= 24 && decoded.length <= 64 && decoded.toString('base64') === encoded) return decoded;
+  }
+  return Buffer.from(secret, 'utf8');
+}
+
 /**
  * A Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `{id}.{timestamp}.{body}`,
- * keyed with the UTF-8 bytes of the secret. Covering the id and the timestamp is what lets a
- * receiver refuse a captured delivery replayed later.
+ * keyed as standardSigningKey says. Covering the id and the timestamp is what lets a receiver
+ * refuse a captured delivery replayed later.
  */
 export function standardSignature(secret: string, webhookId: string, timestamp: string, body: string): string {
-  return `v1,${createHmac('sha256', secret).update(`${webhookId}.${timestamp}.${body}`, 'utf8').digest('base64')}`;
+  return `v1,${createHmac('sha256', standardSigningKey(secret)).update(`${webhookId}.${timestamp}.${body}`, 'utf8').digest('base64')}`;
 }
 
 /**

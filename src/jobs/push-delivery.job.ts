@@ -44,7 +44,9 @@ export function createPushDeliveryJob(deps: PushDeliveryJobDeps): LeasedWorkJob 
       const taken = (partner: string) => claimed.filter((c) => c.partnerId === partner).length;
       return { claimed, saturated: claimed.length >= free ? busy : [...busy].filter((p) => taken(p) >= (partnerFree.get(p) ?? perPartner)) };
     },
-    perform: (c) => deps.service.attempt(c),
+    perform: async (c) => {
+      await deps.service.attempt(c);
+    },
     failure: { level: 'error', message: 'push attempt could not be recorded' },
   };
   return createLeasedWorkLoop({ name: 'push-delivery', intervalMs: deps.intervalMs, lanes: [lane], log: deps.log, outage: deps.outage, now: deps.now, passDeadlineMs: deps.passDeadlineMs });

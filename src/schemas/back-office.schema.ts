@@ -151,6 +151,12 @@ export const AdminDeliveryBody = Type.Object({
 export type AdminDeliveryView = Static<typeof AdminDeliveryBody>;
 export const AdminDeliveryListBody = Type.Object({ items: Type.Array(AdminDeliveryBody), nextCursor: Nullable(Type.String()) });
 
+export const PushCountsQuery = Type.Object({ partnerId: Type.Optional(Uuid) }, { additionalProperties: false });
+const PushCount = Type.Integer({ minimum: 0 });
+/** Push notifications by status; `skipped` ones were never sent (no FCM credentials were configured). */
+export const PushCountsBody = Type.Object({ pending: PushCount, delivered: PushCount, skipped: PushCount, failed: PushCount });
+export type PushCountsView = Static<typeof PushCountsBody>;
+
 export const AuditQuery = Type.Object(
   {
     operator: Type.Optional(Type.String({ maxLength: 64 })),

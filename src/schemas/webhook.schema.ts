@@ -13,7 +13,8 @@ const WebhookUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'ht
 const WebhookSecret = Type.String({
   minLength: 16,
   maxLength: 256,
-  description: 'HMAC-SHA256 key (its UTF-8 bytes) of X-Service-Signature and webhook-signature',
+  description:
+    'HMAC-SHA256 key of the signatures. X-Service-Signature is keyed with its UTF-8 bytes. webhook-signature is keyed with the base64-decoded bytes when the secret is `whsec_` followed by standard base64 (with padding) of 24 to 64 bytes, as the Standard Webhooks specification writes one, and with its UTF-8 bytes otherwise',
 });
 const WebhookEvents = Type.Array(EventName, { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true });
 
@@ -63,7 +64,9 @@ export const RotateSecretBody = Type.Object(
 
 export const SecretRotatedBody = Type.Object({
   id: Uuid,
-  secret: Type.String({ description: 'The new secret; shown only in this response' }),
+  secret: Type.String({
+    description: 'The new secret; shown only in this response. A generated one is `whsec_` and the standard base64 of 32 random bytes, the Standard Webhooks form',
+  }),
   previousSecretExpiresAt: IsoDateTime,
 });
 

@@ -3,9 +3,10 @@ import { financeDayBounds, isFinanceDay } from '../domain/finance-day.js';
 import type { DeliveryStatus, DiscrepancyStatus, AuditAction } from '../domain/vocabulary.js';
 import type { PaymentSearch, PaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import type { PushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
 import type { ReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
 import type { AuditRepository } from '../db/repositories/audit.repository.js';
-import type { AdminDeliveryView, AdminPaymentDetailView, DiscrepancyView } from '../schemas/back-office.schema.js';
+import type { AdminDeliveryView, AdminPaymentDetailView, DiscrepancyView, PushCountsView } from '../schemas/back-office.schema.js';
 import { auditView, deliveryProgress, deliveryView, paymentView, timelineEntryView } from './back-office.view.js';
 import { discrepancyView, runView } from './reconciliation.view.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
@@ -16,6 +17,7 @@ export { runView } from './reconciliation.view.js';
 export interface BackOfficeDeps {
   payments: PaymentSearchRepository;
   deliveries: WebhookDeliveryRepository;
+  pushes: Pick<PushDeliveryRepository, 'countByStatus'>;
   reconciliations: ReconciliationRepository;
   audit: AuditRepository;
   now?: Clock;
@@ -81,6 +83,11 @@ export function createBackOfficeService(deps: BackOfficeDeps) {
 
     async deliveries(filter: { partnerId?: string; status?: DeliveryStatus }, cursor: string | undefined) {
       return page(await deps.deliveries.listLog(filter, cursor ?? null, PAGE), deliveryView, (r) => r.id);
+    },
+
+    /** Pushes by status (`skipped`: no FCM credentials, nothing sent), of one partner or all. */
+    async pushCounts(partnerId: string | undefined): Promise<PushCountsView> {
+      return deps.pushes.countByStatus(partnerId);
     },
 
     async redeliver(id: string, operator: string): Promise<AdminDeliveryView> {

@@ -16,9 +16,13 @@ function messageFor(claim: ClaimedPush) {
   };
 }
 
+/** What became of one attempt: as `push_deliveries_total{outcome}` counts it. */
+export type PushResult = 'delivered' | 'skipped' | 'retry' | 'failed';
+
 /**
  * Sends one claimed push through the configured sender (FCM, or the log without FCM settings)
- * and records the outcome, retrying on the webhooks' schedule.
+ * and records the outcome, retrying on the webhooks' schedule; a push the log took is `skipped`,
+ * never `delivered`, since nothing was sent.
  */
 export interface PushDeliveryServiceDeps {
   pushes: PushDeliveryRepository;
@@ -27,6 +31,7 @@ export interface PushDeliveryServiceDeps {
   log: Logger;
   /** A push outlived its claim and another instance took it: its outcome was not recorded. */
   onStaleLease?: StaleLeaseReport;
+  onResult?: (result: PushResult) => void;
   now?: Clock;
 }
 
@@ -34,10 +39,10 @@ export function createPushDeliveryService(deps: PushDeliveryServiceDeps) {
   const now = deps.now ?? systemClock;
   const backoff = listBackoff(deps.retryScheduleMs);
   return {
-    async attempt(claim: ClaimedPush): Promise<void> {
-      let outcome: PushOutcome = { delivered: true };
+    async attempt(claim: ClaimedPush): Promise<PushResult> {
+      let outcome: PushOutcome;
       try {
-        await deps.sender.send(claim.fcmToken, messageFor(claim));
+        outcome = (await deps.sender.send(claim.fcmToken, messageFor(claim))) === 'skipped' ? { skipped: true } : { delivered: true };
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
         const delay = backoffDelayMs(backoff, claim.attempt);
@@ -45,6 +50,9 @@ export function createPushDeliveryService(deps: PushDeliveryServiceDeps) {
         outcome = { delivered: false, error, nextAttemptAt: delay === null ? null : new Date(now().getTime() + delay) };
       }
       if (!(await deps.pushes.finish(claim, outcome, now()))) deps.onStaleLease?.('push_attempt', claim.id);
+      const result: PushResult = 'skipped' in outcome ? 'skipped' : outcome.delivered ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
+      deps.onResult?.(result);
+      return result;
     },
   };
 }

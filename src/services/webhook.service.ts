@@ -31,8 +31,11 @@ function keyOf(cursor: string): DeliveryLogKey {
   return { at: new Date(Number(ms)), attempt: Number(attempt), itemId };
 }
 
-/** 32 random bytes, base64url: 43 characters, within the secret's 16 to 256. */
-const generateSecret = (): string => randomBytes(32).toString('base64url');
+/**
+ * 32 random bytes in the Standard Webhooks form, `whsec_` and standard base64 (50 characters, within
+ * the secret's 16 to 256): its libraries take it as it is.
+ */
+const generateSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
 export interface WebhookServiceDeps {
   webhooks: WebhookRepository;

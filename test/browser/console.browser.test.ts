@@ -291,6 +291,8 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     expect(await delivery.getAttribute('data-attempts')).toBe('1');
     expect(await delivery.textContent()).toContain('HTTP 200');
     expect(await delivery.textContent()).toContain(receiver.url);
+    // The partner's pushes by status, skipped (nothing sent) apart from delivered: it has none.
+    await expect.poll(() => page.textContent('#push-counts')).toMatch(/delivered 0\s+skipped 0\s+pending 0\s+failed 0/);
     const deliveryId = await delivery.getAttribute('data-id');
     await delivery.locator('button.redeliver').click();
     await page.locator(`#deliveries-table tr.delivery-row[data-id="${deliveryId}"][data-status="pending"]`).waitFor();

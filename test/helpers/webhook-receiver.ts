@@ -24,16 +24,23 @@ export interface WebhookReceiver {
   url: string;
   port: number;
   received: ReceivedRequest[];
+  /** Requests the receiver's `accept` check refused (answered 401). */
+  refused: ReceivedRequest[];
   overlapping: OverlappingDelivery[];
   close(): Promise<void>;
 }
 
 /**
  * A real HTTP receiver on 127.0.0.1. Each request takes the next behaviour from `script`
- * (then `ok`): `fail` answers 500, `hang` never answers.
+ * (then `ok`): `fail` answers 500, `hang` never answers. With `accept`, a request it refuses (a
+ * receiver's signature check) is answered 401 whatever the script says.
  */
-export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { delayMs?: number } = {}): Promise<WebhookReceiver> {
+export async function startReceiver(
+  script: ReceiverBehaviour[] = [],
+  opts: { delayMs?: number; accept?: (request: ReceivedRequest) => boolean } = {},
+): Promise<WebhookReceiver> {
   const received: ReceivedRequest[] = [];
+  const refused: ReceivedRequest[] = [];
   const overlapping: OverlappingDelivery[] = [];
   const inFlight = new Map<string, number>();
   const queue = [...script];
@@ -49,7 +56,13 @@ export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { de
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(request);
+      if (opts.accept && !opts.accept(request)) {
+        refused.push(request);
+        res.writeHead(401, { 'content-type': 'text/plain' }).end('bad signature');
+        return;
+      }
       const behaviour = queue.shift() ?? 'ok';
       if (behaviour === 'hang') return;
       setTimeout(() => {
@@ -64,6 +77,7 @@ export async function startReceiver(script: ReceiverBehaviour[] = [], opts: { de
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
+    refused,
     overlapping,
     async close() {
       server.closeAllConnections();

@@ -1,62 +1,46 @@
-import { createServer, type Server } from 'node:http';
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, getPayment, ownInvoice, payOk, type Partner, type Payment } from '../helpers/api.js';
 import { unique } from '../helpers/own-invoice.js';
 import { testConfig } from '../helpers/test-config.js';
+import { startFakeFcm, type FakeFcm } from '../helpers/fake-fcm.js';
 import { createEventRepository } from '../../src/db/repositories/event.repository.js';
 import { createPushDeliveryRepository, type ClaimedPush } from '../../src/db/repositories/push-delivery.repository.js';
 
-/** A local stand-in for FCM HTTP v1: records every message; answers with the scripted statuses, then 200. */
-function fakeFcm() {
-  const received: { token: string; authorization: string; data: Record<string, string> }[] = [];
-  const script: number[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      const { message } = JSON.parse(body) as { message: { token: string; data: Record<string, string> } };
-      received.push({ token: message.token, authorization: req.headers.authorization ?? '', data: message.data });
-      const status = script.shift() ?? 200;
-      res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '{"name":"projects/demo/messages/1"}' : '{"error":{}}');
-    });
-  });
-  return { server, received, script };
-}
-
-const fcm = fakeFcm();
 let ctx: TestContext;
+let fcm: FakeFcm;
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => fcm.server.listen(0, '127.0.0.1', resolve));
-  const endpoint = `http://127.0.0.1:${(fcm.server.address() as AddressInfo).port}`;
-  ctx = await createTestContext({ config: { fcm: { projectId: 'demo-project', accessToken: 'fake-access-token', endpoint }, webhookRetryScheduleMs: [0, 1000] } });
+  // The fake judges access tokens on the service's clock.
+  fcm = await startFakeFcm({ now: () => ctx.now(), staticTokens: ['fake-access-token'] });
+  ctx = await createTestContext({
+    config: { fcm: { projectId: 'demo-project', accessToken: 'fake-access-token', serviceAccountFile: null, endpoint: fcm.endpoint }, webhookRetryScheduleMs: [0, 1000] },
+  });
 });
 afterAll(async () => {
   await ctx?.close();
-  await new Promise<void>((resolve) => fcm.server.close(() => resolve()));
+  await fcm?.close();
 });
 
-async function device(partner: Partner, userId: string): Promise<string> {
+async function device(partner: Partner, userId: string, on: TestContext = ctx): Promise<string> {
   const fcmToken = unique('fcm-token');
-  const res = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/devices', payload: { userId, fcmToken, platform: 'android' } });
+  const res = await on.api(partner.apiKey, { method: 'POST', url: '/api/v1/devices', payload: { userId, fcmToken, platform: 'android' } });
   expect(res.statusCode, res.body).toBe(201);
   return fcmToken;
 }
 
 /** A payment of the partner's own invoice, made with these headers, approved and confirmed by a job pass. */
-async function confirmedPayment(partner: Partner, headers: Record<string, string>): Promise<string> {
-  const invoice = await ownInvoice(ctx, partner, 'mof');
-  const payment = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id }, headers);
-  await approve(ctx, invoice.refNum);
-  await ctx.runJobs();
-  expect((await getPayment(ctx, partner.apiKey, payment.id)).json<Payment>().status).toBe('confirmed');
+async function confirmedPayment(partner: Partner, headers: Record<string, string>, on: TestContext = ctx): Promise<string> {
+  const invoice = await ownInvoice(on, partner, 'mof');
+  const payment = await payOk(on, partner.apiKey, { invoiceId: invoice.id }, headers);
+  await approve(on, invoice.refNum);
+  await on.runJobs();
+  expect((await getPayment(on, partner.apiKey, payment.id)).json<Payment>().status).toBe('confirmed');
   return payment.id;
 }
 
-const tokensFor = (paymentId: string) => fcm.received.filter((m) => m.data.paymentId === paymentId).map((m) => m.token).sort();
+const tokensFor = (paymentId: string, from: FakeFcm = fcm) => from.received.filter((m) => m.data.paymentId === paymentId).map((m) => m.token).sort();
 
 describe('push to the end user when a payment is confirmed', () => {
   it("reaches each of the user's devices once, and never another partner's or another user's", async () => {
@@ -116,6 +100,98 @@ describe('push to the end user when a payment is confirmed', () => {
     const invoice = await ownInvoice(ctx, bank, 'mof');
     const res = await ctx.api(bank.apiKey, { method: 'POST', url: '/api/v1/payments', payload: { invoiceId: invoice.id }, headers: { 'x-user-id': 'a b' } });
     expect(res.statusCode).toBe(400);
+  });
+});
+
+/** The statuses of a partner's pushes and their attempt counts. */
+const pushesOf = (on: TestContext, partner: Partner) =>
+  on.deps.db.selectFrom('push_deliveries').select(['status', 'attempts']).where('partner_id', '=', partner.id).execute();
+
+describe('push through a service account, past the first access token', () => {
+  let sa: TestContext;
+  let google: FakeFcm;
+  const HOUR = 3_600_000;
+  beforeAll(async () => {
+    google = await startFakeFcm({ now: () => sa.now() });
+    const serviceAccountFile = await google.serviceAccountFile('sa-project');
+    // No FCM_PROJECT_ID: the key's project_id names the project.
+    sa = await createTestContext({ config: { fcm: { projectId: null, accessToken: null, serviceAccountFile, endpoint: google.endpoint }, webhookRetryScheduleMs: [0, 1000] } });
+  });
+  afterAll(async () => {
+    await sa?.close();
+    await google?.close();
+  });
+
+  async function pushOnce(bank: Partner, userId: string): Promise<string> {
+    const paymentId = await confirmedPayment(bank, { 'x-user-id': userId }, sa);
+    await sa.runJobs();
+    return paymentId;
+  }
+
+  it('mints an access token from the key, and another once it has expired: every push goes on the first attempt', async () => {
+    const bank = await sa.partner();
+    const userId = unique('user');
+    const token = await device(bank, userId, sa);
+    const first = await pushOnce(bank, userId);
+    const second = await pushOnce(bank, userId);
+    expect(google.minted).toHaveLength(1);
+    // The first token has ended (Google's last an hour): the pushes after it carry a fresh one.
+    sa.advance(HOUR + 60_000);
+    const third = await pushOnce(bank, userId);
+    sa.advance(HOUR + 60_000);
+    const fourth = await pushOnce(bank, userId);
+
+    for (const paymentId of [first, second, third, fourth]) expect(tokensFor(paymentId, google)).toEqual([token]);
+    expect(google.minted).toHaveLength(3);
+    const used = [first, second, third, fourth].map((id) => google.received.find((m) => m.data.paymentId === id)?.authorization);
+    expect(used).toEqual([`Bearer ${google.minted[0]}`, `Bearer ${google.minted[0]}`, `Bearer ${google.minted[1]}`, `Bearer ${google.minted[2]}`]);
+    expect(google.unauthorized).toEqual([]);
+    expect(await pushesOf(sa, bank)).toEqual(Array.from({ length: 4 }, () => ({ status: 'delivered', attempts: 1 })));
+  });
+
+  it('mints another access token when FCM refuses one before its announced end, and sends the push with it', async () => {
+    const bank = await sa.partner();
+    const userId = unique('user');
+    const token = await device(bank, userId, sa);
+    await pushOnce(bank, userId);
+    const minted = google.minted.length;
+    google.expireAll();
+    const paymentId = await pushOnce(bank, userId);
+    expect(google.unauthorized).toHaveLength(1);
+    expect(google.minted).toHaveLength(minted + 1);
+    expect(google.received.filter((m) => m.data.paymentId === paymentId)).toEqual([expect.objectContaining({ token, authorization: `Bearer ${google.minted.at(-1)}` })]);
+    expect(await pushesOf(sa, bank)).toEqual([
+      { status: 'delivered', attempts: 1 },
+      { status: 'delivered', attempts: 1 },
+    ]);
+  });
+});
+
+describe('push without FCM credentials', () => {
+  let bare: TestContext;
+  beforeAll(async () => {
+    bare = await createTestContext({ config: { fcm: { projectId: null, accessToken: null, serviceAccountFile: null, endpoint: 'https://fcm.googleapis.com' } } });
+  });
+  afterAll(() => bare?.close());
+
+  it('records the push skipped, not delivered, and counts it so in /metrics', async () => {
+    const bank = await bare.partner();
+    const userId = unique('user');
+    await device(bank, userId, bare);
+    await device(bank, userId, bare);
+    await confirmedPayment(bank, { 'x-user-id': userId }, bare);
+    await bare.runJobs();
+    expect(await pushesOf(bare, bank)).toEqual([
+      { status: 'skipped', attempts: 1 },
+      { status: 'skipped', attempts: 1 },
+    ]);
+    const metrics = await bare.admin.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toMatch(/push_deliveries_total\{outcome="skipped"\} [2-9]/);
+    expect(metrics.body).not.toMatch(/push_deliveries_total\{outcome="delivered"\}/);
+    // The console's count of the partner's pushes, from the operator's API.
+    const counts = await bare.admin.inject({ method: 'GET', url: `/admin/pushes?partnerId=${bank.id}`, headers: { authorization: `Bearer ${bare.config.adminToken}` } });
+    expect(counts.statusCode, counts.body).toBe(200);
+    expect(counts.json()).toEqual({ pending: 0, delivered: 0, skipped: 2, failed: 0 });
   });
 });
 

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import type { Static } from 'typebox';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
@@ -30,11 +31,13 @@ interface Body {
 
 const bodyOf = (r: ReceivedRequest) => JSON.parse(r.body) as Body;
 const flatHeaders = (r: ReceivedRequest) => Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]));
-/** The standardwebhooks package takes the key base64-encoded; ours is the secret's UTF-8 bytes. */
-const standard = (secret: string) => new StandardWebhook(Buffer.from(secret, 'utf8').toString('base64'));
+/** As the guide says: a secret that is not in the `whsec_` base64 form goes to the package as `whsec_` and its UTF-8 bytes in base64. */
+const standard = (secret: string) => new StandardWebhook(`whsec_${Buffer.from(secret, 'utf8').toString('base64')}`);
+/** A secret in the Standard Webhooks form, which the package takes as it is. */
+const whsecSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
-async function registerOk(ctx: TestContext, partner: Partner, url: string, events = ['payment.submitted']): Promise<string> {
-  const res = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url, secret: SECRET, events } });
+async function registerOk(ctx: TestContext, partner: Partner, url: string, events = ['payment.submitted'], secret = SECRET): Promise<string> {
+  const res = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url, secret, events } });
   expect(res.statusCode).toBe(201);
   return res.json<{ id: string }>().id;
 }
@@ -249,7 +252,7 @@ describe('Standard Webhooks signatures and secret rotation', () => {
     const webhookId = await registerOk(ctx, partner, receiver.url);
     const rotated = await rotate(ctx, partner, webhookId);
     expect(rotated.id).toBe(webhookId);
-    expect(rotated.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Date.parse(rotated.previousSecretExpiresAt) - ctx.now().getTime()).toBeGreaterThan(DAY - 60_000);
 
     await payments(ctx, partner, 1);
@@ -259,7 +262,8 @@ describe('Standard Webhooks signatures and secret rotation', () => {
     expect(flatHeaders(during)['webhook-signature']?.split(' ')).toHaveLength(2);
     // A receiver still on the old secret and one already on the new both accept it.
     expect(standard(SECRET).verify(during.body, flatHeaders(during))).toBeTruthy();
-    expect(standard(rotated.secret).verify(during.body, flatHeaders(during))).toBeTruthy();
+    // A generated secret is in the Standard Webhooks form: the package takes it as it is.
+    expect(new StandardWebhook(rotated.secret).verify(during.body, flatHeaders(during))).toBeTruthy();
     expect(verifyWebhookRequest(during.body, during.headers, [rotated.secret, SECRET])).toBe(true);
     // X-Service-Signature is the new secret's.
     expect(verifyWebhookRequest(during.body, during.headers, SECRET)).toBe(false);
@@ -282,7 +286,7 @@ describe('Standard Webhooks signatures and secret rotation', () => {
     // No body at all is the same as {}: a generated secret.
     const bare = await ctx.api(partner.apiKey, { method: 'POST', url: `/api/v1/webhooks/${webhookId}/rotate-secret` });
     expect(bare.statusCode).toBe(200);
-    expect(bare.json<Rotated>().secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(bare.json<Rotated>().secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const chosen = 'partner-chosen-secret-0123456789';
     expect((await rotate(ctx, partner, webhookId, { secret: chosen })).secret).toBe(chosen);
     const second = await rotate(ctx, partner, webhookId);
@@ -302,6 +306,80 @@ describe('Standard Webhooks signatures and secret rotation', () => {
       const res = await ctx.api(partner.apiKey, { method: 'POST', url: `/api/v1/webhooks/${webhookId}/rotate-secret`, payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
+  });
+});
+
+describe('secrets that verify anywhere, and a rotation no delivery fails', () => {
+  let ctx: TestContext;
+  const receivers = receiverPool();
+  // A context per test: the rotation test moves the service's clock a day on, and the
+  // standardwebhooks package checks a delivery's timestamp against the real one.
+  beforeEach(async () => {
+    ctx = await createTestContext();
+  });
+  afterEach(() => ctx.close());
+  afterAll(() => receivers.closeAll());
+
+  it('keys webhook-signature with the decoded bytes of a whsec_ secret, and the UTF-8 bytes of another: the standardwebhooks package verifies both', async () => {
+    const partner = await ctx.partner();
+    const [standardReceiver, plainReceiver] = [await receivers.start(), await receivers.start()];
+    const standardSecret = whsecSecret();
+    const plainSecret = 'plain-partner-secret-0123456789';
+    await registerOk(ctx, partner, standardReceiver.url, ['payment.submitted'], standardSecret);
+    await registerOk(ctx, partner, plainReceiver.url, ['payment.submitted'], plainSecret);
+    await payments(ctx, partner, 1);
+    await ctx.runJobs();
+    const [toStandard] = standardReceiver.received;
+    const [toPlain] = plainReceiver.received;
+    if (!toStandard || !toPlain) throw new Error('nothing was delivered');
+
+    // The whsec_ secret goes to the package as it is, and the SDK takes it the same way.
+    expect(new StandardWebhook(standardSecret).verify(toStandard.body, flatHeaders(toStandard))).toMatchObject({ event: 'payment.submitted' });
+    expect(() => standard(standardSecret).verify(toStandard.body, flatHeaders(toStandard))).toThrow();
+    expect(verifyWebhookRequest(toStandard.body, toStandard.headers, standardSecret)).toBe(true);
+    // X-Service-Signature stays keyed with the UTF-8 bytes of the secret, whatever its form.
+    expect(toStandard.headers['x-service-signature']).toBe(createHmac('sha256', Buffer.from(standardSecret, 'utf8')).update(toStandard.body).digest('hex'));
+
+    // Any other secret goes to the package as whsec_ and the base64 of its UTF-8 bytes.
+    expect(standard(plainSecret).verify(toPlain.body, flatHeaders(toPlain))).toMatchObject({ event: 'payment.submitted' });
+    expect(verifyWebhookRequest(toPlain.body, toPlain.headers, plainSecret)).toBe(true);
+    expect(verifyWebhookRequest(toPlain.body, toPlain.headers, standardSecret)).toBe(false);
+  });
+
+  it('rotates while deliveries flow without a delivery refused by a receiver that follows the recipe', async () => {
+    const partner = await ctx.partner();
+    const now = () => ctx.now();
+    const oldSecret = 'the-first-secret-0123456789';
+    const newSecret = whsecSecret();
+    // The recipe's receiver: the secrets it accepts change as the guide says. The other keeps the old one only.
+    const accepted = [oldSecret];
+    const following = await receivers.start([], { accept: (r) => verifyWebhookRequest(r.body, r.headers, accepted, { now }) });
+    const stuck = await receivers.start([], { accept: (r) => verifyWebhookRequest(r.body, r.headers, [oldSecret], { now }) });
+    const followingId = await registerOk(ctx, partner, following.url, ['payment.submitted'], oldSecret);
+    const stuckId = await registerOk(ctx, partner, stuck.url, ['payment.submitted'], oldSecret);
+
+    await payments(ctx, partner, 2);
+    await ctx.runJobs();
+    // 1. The receiver accepts the new secret beside the old one.
+    accepted.push(newSecret);
+    await payments(ctx, partner, 2);
+    // 2. The rotation, with the new secret, while queued deliveries go out.
+    await Promise.all([ctx.runJobs(), rotate(ctx, partner, followingId, { secret: newSecret }), rotate(ctx, partner, stuckId, { secret: newSecret })]);
+    await payments(ctx, partner, 2);
+    await ctx.runJobs();
+    // 3. After the grace period the receiver drops the old secret.
+    ctx.advance(DAY + 60_000);
+    accepted.splice(accepted.indexOf(oldSecret), 1);
+    await payments(ctx, partner, 2);
+    await ctx.runJobs();
+
+    expect(accepted).toEqual([newSecret]);
+    expect(following.refused).toEqual([]);
+    const attempts = (await log(ctx, partner, followingId)).items;
+    expect(attempts).toHaveLength(8);
+    expect(attempts.every((a) => a.status === 'succeeded' && a.attempt === 1)).toBe(true);
+    // A receiver with only the old secret refuses X-Service-Signature from the rotation on: what the recipe prevents.
+    expect(stuck.refused.length).toBeGreaterThan(0);
   });
 });
 

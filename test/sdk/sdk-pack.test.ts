@@ -289,7 +289,7 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
         ['pending', true],
         ['pending', true],
       ],
-      rotated: 43,
+      rotated: 50,
       fetched: false,
     });
   }, 120_000);

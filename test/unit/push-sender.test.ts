@@ -1,7 +1,11 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createFcmPushSender, createPushSender, fcmRequest } from '../../src/adapters/push-sender.js';
+import { staticAccessToken } from '../../src/adapters/fcm-access-token.client.js';
 
 const log = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
 
@@ -19,10 +23,23 @@ describe('FCM HTTP v1 request', () => {
     });
   });
 
-  it('logs instead of sending unless FCM is configured', async () => {
-    expect(createPushSender({ projectId: null, accessToken: null, endpoint: 'https://fcm.googleapis.com' }, log, 1000).kind).toBe('log');
-    expect(createPushSender({ projectId: 'p', accessToken: null, endpoint: 'https://fcm.googleapis.com' }, log, 1000).kind).toBe('log');
-    expect(createPushSender({ projectId: 'p', accessToken: 't', endpoint: 'https://fcm.googleapis.com' }, log, 1000).kind).toBe('fcm');
+  it('skips instead of sending unless FCM is configured', async () => {
+    const fcm = { serviceAccountFile: null, endpoint: 'https://fcm.googleapis.com' };
+    const deps = { log, timeoutMs: 1000 };
+    const unconfigured = await createPushSender({ ...fcm, projectId: null, accessToken: null }, deps);
+    expect(unconfigured.kind).toBe('log');
+    expect(await unconfigured.send('device-token', { title: 'Paid', body: 'Done' })).toBe('skipped');
+    expect((await createPushSender({ ...fcm, projectId: 'p', accessToken: null }, deps)).kind).toBe('log');
+    expect((await createPushSender({ ...fcm, projectId: 'p', accessToken: 't' }, deps)).kind).toBe('fcm');
+  });
+
+  it('refuses a service account file that is not a service account key', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fcm-key-'));
+    const path = join(dir, 'key.json');
+    await writeFile(path, JSON.stringify({ type: 'authorized_user', client_email: 'a@b' }));
+    const settings = { projectId: 'p', accessToken: null, serviceAccountFile: path, endpoint: 'https://fcm.googleapis.com' };
+    await expect(createPushSender(settings, { log, timeoutMs: 1000 })).rejects.toThrow(/not a service account key/);
+    await expect(createPushSender({ ...settings, serviceAccountFile: join(dir, 'missing.json') }, { log, timeoutMs: 1000 })).rejects.toThrow(/not a readable JSON file/);
   });
 });
 
@@ -45,8 +62,8 @@ describe('FCM sender against a local fake FCM', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it('posts one message per token with the bearer token, and rejects on an error answer', async () => {
-    const sender = createFcmPushSender({ projectId: 'demo', accessToken: 'tok', endpoint }, 2000);
-    await sender.send('tok-a', { title: 'Paid', body: 'Done' });
+    const sender = createFcmPushSender({ projectId: 'demo', tokens: staticAccessToken('tok'), endpoint }, 2000);
+    expect(await sender.send('tok-a', { title: 'Paid', body: 'Done' })).toBe('sent');
     await sender.send('tok-b', { title: 'Paid', body: 'Done' });
     expect(seen).toHaveLength(2);
     expect(seen[0]?.url).toBe('/v1/projects/demo/messages:send');

@@ -48,5 +48,11 @@ export function webhookMetrics(registry: Registry) {
       help: 'Deliveries queued or made due by webhook recoveries and enables',
       registers: [registry],
     }),
+    pushDeliveries: new Counter({
+      name: 'push_deliveries_total',
+      help: 'Push attempts by outcome: delivered (FCM took it), skipped (no FCM credentials: nothing sent), retry, failed',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
   };
 }

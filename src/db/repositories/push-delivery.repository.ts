@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
+import { PUSH_STATUSES, type PushStatus } from '../../domain/vocabulary.js';
 import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 
 /** A push this worker holds until its lease ends, with what the message needs. */
@@ -13,7 +14,8 @@ export interface ClaimedPush {
   payload: Record<string, unknown>;
 }
 
-export type PushOutcome = { delivered: true } | { delivered: false; error: string; nextAttemptAt: Date | null };
+/** Sent; not sent because no FCM credentials are configured (`skipped`); or failed, retried when `nextAttemptAt` is set. */
+export type PushOutcome = { delivered: true } | { skipped: true } | { delivered: false; error: string; nextAttemptAt: Date | null };
 
 /** How many pushes this instance may start now: overall and per partner. */
 export interface PushClaimLimits {
@@ -39,6 +41,14 @@ const duePushes = (now: Date, limits: PushClaimLimits): LeasedWorkSpec => ({
 
 export function createPushDeliveryRepository(db: Db) {
   return {
+    /** Pushes by status, of one partner or all; a status with none counts 0. */
+    async countByStatus(partnerId?: string): Promise<Record<PushStatus, number>> {
+      let query = db.selectFrom('push_deliveries').select(['status', sql<number>`count(*)::int`.as('n')]).groupBy('status');
+      if (partnerId !== undefined) query = query.where('partner_id', '=', partnerId);
+      const rows = await query.execute();
+      return Object.fromEntries(PUSH_STATUSES.map((s) => [s, rows.find((r) => r.status === s)?.n ?? 0])) as Record<PushStatus, number>;
+    },
+
     /**
      * Claims due pushes, at most `perPartner` of one partner and `total` in all, partners taking
      * turns, so one partner's burst of confirmations cannot hold back another's.
@@ -58,11 +68,14 @@ export function createPushDeliveryRepository(db: Db) {
      * attempt never overwrites a newer one's.
      */
     async finish(claim: ClaimedPush, outcome: PushOutcome, at: Date): Promise<boolean> {
-      const next = outcome.delivered
-        ? { status: 'delivered' as const, delivered_at: at, last_error: null }
-        : outcome.nextAttemptAt
-          ? { next_attempt_at: outcome.nextAttemptAt, last_error: outcome.error }
-          : { status: 'failed' as const, last_error: outcome.error };
+      const next =
+        'skipped' in outcome
+          ? { status: 'skipped' as const, last_error: null }
+          : outcome.delivered
+            ? { status: 'delivered' as const, delivered_at: at, last_error: null }
+            : outcome.nextAttemptAt
+              ? { next_attempt_at: outcome.nextAttemptAt, last_error: outcome.error }
+              : { status: 'failed' as const, last_error: outcome.error };
       const row = await db
         .updateTable('push_deliveries')
         .set(next)

@@ -1,5 +1,5 @@
-/* The deliveries screen: webhook deliveries across partners, and redelivering one. */
-import type { AdminDeliveryView } from '../../schemas/back-office.schema.js';
+/* The deliveries screen: webhook deliveries across partners, redelivering one, and the pushes by status. */
+import type { AdminDeliveryView, PushCountsView } from '../../schemas/back-office.schema.js';
 import { byId, el } from '../page-ui/page-ui.js';
 import { queryString, shortId } from '../page-ui/page-format.js';
 import type { ConsoleContext } from './console-context.js';
@@ -23,6 +23,23 @@ function urlCell(d: AdminDeliveryView): HTMLTableCellElement {
     ? el('div', { class: 'sub' }, badge(`webhook disabled: ${d.webhookDisabledReason}`, d.webhookDisabledReason === 'failing' ? 'failed' : 'inactive'))
     : null;
   return el('td', { class: 'url' }, d.url, disabled);
+}
+
+/** Loads the pushes by status of the partner filtered on; `skipped` is shown apart from `delivered`, since nothing was sent. */
+function pushCountsLoader({ api, errors }: ConsoleContext, partnerInput: HTMLInputElement): () => Promise<void> {
+  const pushCounts = byId('push-counts');
+  return async () => {
+    try {
+      const counts = await api.data<PushCountsView>('GET', `/admin/pushes${queryString({ partnerId: partnerInput.value })}`);
+      pushCounts.replaceChildren(
+        ...(['delivered', 'skipped', 'pending', 'failed'] as const).map((status) =>
+          el('span', { class: 'push-count', dataset: { status }, text: `${status} ${counts[status]}  ` }),
+        ),
+      );
+    } catch (err) {
+      errors.show(err, 'Loading push counts');
+    }
+  };
 }
 
 export function createDeliveriesScreen(ctx: ConsoleContext): DeliveriesScreen {
@@ -71,18 +88,23 @@ export function createDeliveriesScreen(ctx: ConsoleContext): DeliveriesScreen {
     row: deliveryRow,
   }, errors);
 
+  const loadPushCounts = pushCountsLoader(ctx, partnerInput);
+  const load = async () => {
+    await Promise.all([list.load(), loadPushCounts()]);
+  };
+
   byId('deliveries-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    void list.load();
+    void load();
   });
   byId('deliveries-clear').addEventListener('click', () => {
     partnerInput.value = '';
     statusInput.value = '';
-    void list.load();
+    void load();
   });
 
   return {
-    load: () => list.load(),
+    load,
     filterPartner(partnerId) {
       partnerInput.value = partnerId;
       statusInput.value = '';

@@ -179,8 +179,9 @@ const OPERATIONS: Record<string, OperationDoc> = {
     request: { generated: { summary: 'A generated secret', value: {} }, chosen: { summary: 'Your own', value: { secret: 'whsec_fedcba9876543210' } } },
     responses: {
       200: {
-        description: 'The new secret, shown only here; the previous one signs beside it until `previousSecretExpiresAt`.',
-        examples: one({ id: ex.EXAMPLE_IDS.WEBHOOK_ID, secret: 'Zq3kV0cQ8bLwT1yX5nR7pA2sD4fG6hJ9kL0mN1oP2qR', previousSecretExpiresAt: '2026-11-26T08:58:54.531Z' }),
+        description:
+          'The new secret, shown only here. From the next attempt `X-Service-Signature` is the new secret\'s, and `webhook-signature` carries a signature of each until `previousSecretExpiresAt`. To rotate without a refused delivery, choose the new secret yourself: add it to the secrets your receiver accepts (the SDK\'s verifiers take a list), rotate with `{ "secret": "<it>" }`, and drop the old one after `previousSecretExpiresAt`.',
+        examples: one({ id: ex.EXAMPLE_IDS.WEBHOOK_ID, secret: 'whsec_Zq3kV0cQ8bLwT1yX5nR7pA2sD4fG6hJ9kL0mN1oP2qQ=', previousSecretExpiresAt: '2026-11-26T08:58:54.531Z' }),
       },
       404: webhookNotFound,
     },
@@ -234,7 +235,11 @@ const OPERATIONS: Record<string, OperationDoc> = {
     request: one({ userId: 'user-42', fcmToken: 'fcm-token-abc', platform: 'android' }),
     responses: {
       200: { description: 'The device was already registered (its token is updated).', examples: one(ex.device) },
-      201: { description: 'The device is registered.', examples: one(ex.device) },
+      201: {
+        description:
+          "The device is registered. A payment made with `X-User-Id` set to its `userId` pushes to it once confirmed, through Firebase Cloud Messaging HTTP v1 with access tokens the service mints and renews from the operator's service account key. Where the operator has configured no FCM credentials (local, usually the sandbox) the push is recorded `skipped` and nothing is sent.",
+        examples: one(ex.device),
+      },
     },
   },
   'post /sandbox/approve': {

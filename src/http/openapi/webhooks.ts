@@ -59,13 +59,19 @@ const SIGNATURE = `Each delivery is signed twice, with the webhook's secret (ret
 \`POST /webhooks/{id}/rotate-secret\`):
 
 - **Standard Webhooks** (recommended; replay-proof): \`webhook-signature\` is \`v1,\` and the base64
-  HMAC-SHA256 of \`{webhook-id}.{webhook-timestamp}.{raw body}\`, keyed with the UTF-8 bytes of the
-  secret. Recompute it, compare in constant time, and refuse a \`webhook-timestamp\` more than
-  5 minutes from your clock. During a secret rotation's grace period the header carries one
-  space-separated \`v1,\` signature per valid secret: accept the delivery when any matches. The
-  \`standardwebhooks\` npm package verifies it, given the secret's UTF-8 bytes in base64.
-- \`X-Service-Signature\`: the lowercase hex HMAC-SHA256 of the exact body bytes with the current
-  secret. It covers the body only, so it cannot tell a replay from a retry.
+  HMAC-SHA256 of \`{webhook-id}.{webhook-timestamp}.{raw body}\`. Its key follows the Standard
+  Webhooks specification: a secret that is \`whsec_\` followed by standard base64 (with padding)
+  of 24 to 64 bytes is keyed with those decoded bytes, any other secret with its UTF-8 bytes.
+  Generated secrets have that form. Recompute it, compare in constant time, and refuse a
+  \`webhook-timestamp\` more than 5 minutes from your clock. During a secret rotation's grace
+  period the header carries one space-separated \`v1,\` signature per valid secret: accept the
+  delivery when any matches. The \`standardwebhooks\` npm package verifies it: \`new Webhook(secret)\`
+  for a \`whsec_\` secret, \`new Webhook('whsec_' + base64(UTF-8 bytes of the secret))\` for another.
+- \`X-Service-Signature\`: the lowercase hex HMAC-SHA256 of the exact body bytes, keyed with the
+  UTF-8 bytes of the current secret (whatever its form). It covers the body only, so it cannot
+  tell a replay from a retry. After a rotation it is the new secret's at once: to rotate without a
+  refused delivery, have your receiver accept the new secret beside the old one before you rotate
+  with \`{ "secret": "<the new one>" }\`, and drop the old one after the grace period.
 
 Compute either over the raw bytes **before** any JSON parsing (re-serialised JSON will not match).
 Retries carry the byte-identical body and the same \`webhook-id\` (the event id), and arrive up to
@@ -108,7 +114,7 @@ function delivery(event: DeliveredEvent, component: keyof typeof WEBHOOK_COMPONE
           name: 'X-Service-Signature',
           in: 'header',
           ...header(
-            "Lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the webhook's current secret",
+            "Lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the UTF-8 bytes of the webhook's current secret",
             { type: 'string', pattern: '^[0-9a-f]{64}$' },
             signed['x-service-signature'] ?? '',
           ),
@@ -127,7 +133,7 @@ function delivery(event: DeliveredEvent, component: keyof typeof WEBHOOK_COMPONE
           name: 'webhook-signature',
           in: 'header',
           ...header(
-            'Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, one per valid secret (two during a rotation\'s grace period)',
+            'Space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, one per valid secret (two during a rotation\'s grace period); keyed with the decoded bytes of a `whsec_` secret of standard base64 (24 to 64 bytes), with the UTF-8 bytes of any other',
             { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)*$' },
             signed['webhook-signature'] ?? '',
           ),

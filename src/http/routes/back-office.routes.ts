@@ -12,6 +12,8 @@ import {
   DiscrepancyListBody,
   DiscrepancyQuery,
   PaymentSearchQuery,
+  PushCountsBody,
+  PushCountsQuery,
   ReconcileBody,
   ReconciliationRunBody,
   ResolveBody,
@@ -55,6 +57,10 @@ export const backOfficeRoutes: FastifyPluginAsyncTypebox<BackOfficeRouteOptions>
 
   app.get('/admin/payments/:id', { schema: { params: IdParams, response: { 200: AdminPaymentDetailBody, ...errors } } }, async (request) =>
     backOffice.payment(request.params.id),
+  );
+
+  app.get('/admin/pushes', { schema: { querystring: PushCountsQuery, response: { 200: PushCountsBody, ...errors } } }, async (request) =>
+    backOffice.pushCounts(request.query.partnerId),
   );
 
   app.get('/admin/deliveries', { schema: { querystring: DeliveryQuery, response: { 200: AdminDeliveryListBody, ...errors } } }, async (request) => {
