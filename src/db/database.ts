@@ -30,6 +30,7 @@ import * as m018 from './migrations/018-status-checks.migration.js';
 import * as m019 from './migrations/019-idempotency-lease-token.migration.js';
 import * as m020 from './migrations/020-status-check-lease.migration.js';
 import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
+import * as m026 from './migrations/026-sandbox-invoices.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -90,6 +91,7 @@ const migrations: Record<string, Migration> = {
   '019-idempotency-lease-token': m019,
   '020-status-check-lease': m020,
   '024-invoice-billed-amount': m024,
+  '026-sandbox-invoices': m026,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -103,10 +103,12 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
       return 'resolved';
     }
     if (state.status === 'submitted') {
-      if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return 'unresolved';
+      // A sandbox scenario's payment may carry a shorter bound of its own.
+      const expiryMs = payment.expiry_ms ?? deps.expiryMs;
+      if (!isExpired(payment.submitted_at, now(), expiryMs)) return 'unresolved';
       // The ministry first: once it has canceled, the citizen can no longer pay this payment.
       await adapter.cancelPayment({ paymentId: payment.id, refNum: ref });
-      await end(payment, 'expired', { cause: 'expiry', detail: { ministry: 'canceled', expiryMs: deps.expiryMs } });
+      await end(payment, 'expired', { cause: 'expiry', detail: { ministry: 'canceled', expiryMs } });
       return 'resolved';
     }
     await end(payment, MINISTRY_ENDS[state.status], { cause, detail: { ministry: state.status } });

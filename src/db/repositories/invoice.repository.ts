@@ -106,6 +106,31 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
         .execute();
     },
 
+    /**
+     * Marks invoices as planted by this partner at the simulated ministry (sandbox only), so no other
+     * partner is shown them; `paymentExpiryMs` bounds how long their payments wait for approval.
+     */
+    async markPlanted(partnerId: string, invoices: readonly { id: string }[], paymentExpiryMs: number | null, uow?: UnitOfWork): Promise<void> {
+      if (invoices.length === 0) return;
+      await executorOf(db, uow)
+        .insertInto('sandbox_invoices')
+        .values(invoices.map((i) => ({ invoice_id: i.id, partner_id: partnerId, payment_expiry_ms: paymentExpiryMs })))
+        .onConflict((oc) => oc.column('invoice_id').doNothing())
+        .execute();
+    },
+
+    /** Which of these invoices another partner planted in the sandbox: never shown to this one. */
+    async plantedByOthers(partnerId: string, invoiceIds: readonly string[]): Promise<Set<string>> {
+      if (invoiceIds.length === 0) return new Set();
+      const rows = await db
+        .selectFrom('sandbox_invoices')
+        .select('invoice_id')
+        .where('invoice_id', '=', sql<string>`ANY(${[...new Set(invoiceIds)]}::uuid[])`)
+        .where('partner_id', '<>', partnerId)
+        .execute();
+      return new Set(rows.map((r) => r.invoice_id));
+    },
+
     /** The stored invoice, only if this partner has retrieved it before (payer data is personal). */
     async findForPartner(partnerId: string, id: string): Promise<InvoiceRow | null> {
       const { rows } = await db.executeQuery(selectForPartner({ partnerId, id }));
