@@ -51,7 +51,7 @@ async function partnerWithWebhook(): Promise<Partner & { path: string }> {
 async function webhooks(partner: { path: string }): Promise<[string, unknown][]> {
   await ctx.runJobs();
   return receiver.received
-    .filter((r) => r.url === partner.path)
+    .filter((r) => r.url.endsWith(partner.path))
     .map((r) => JSON.parse(r.body) as { event: string; data: { id?: unknown } })
     .map((body) => [body.event, body.data.id]);
 }
