@@ -24,6 +24,9 @@ import type {
   WebhookTestQueuedBody,
 } from '../../src/schemas/webhook.schema.js';
 import type { DeviceBody } from '../../src/schemas/device.schema.js';
+import type { CreateSandboxInvoiceBody, ScenarioListBody } from '../../src/schemas/sandbox.schema.js';
+import type { ApprovedBody } from '../../src/http/routes/sandbox.routes.js';
+import type { SandboxScenario } from '../../src/domain/sandbox-scenarios.js';
 
 /*
  * The SDK is published on its own, so it cannot import the service's types; these checks hold
@@ -40,6 +43,11 @@ describe('SDK types', () => {
     expectTypeOf<Sdk.DevicePlatform>().toEqualTypeOf<Vocabulary.Platform>();
     expectTypeOf<Sdk.WebhookDisabledReason>().toEqualTypeOf<Vocabulary.WebhookDisabledReason>();
     expectTypeOf<Sdk.WebhookDeliveryStatus>().toEqualTypeOf<Vocabulary.DeliveryLogStatus>();
+    expectTypeOf<Sdk.SandboxScenarioName>().toEqualTypeOf<SandboxScenario>();
+  });
+
+  it('send the sandbox request the schema takes', () => {
+    expectTypeOf<Sdk.CreateSandboxInvoiceInput>().toEqualTypeOf<Static<typeof CreateSandboxInvoiceBody>>();
   });
 
   it('read every response the schemas allow', () => {
@@ -65,5 +73,7 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof DeviceBody>>().toMatchTypeOf<Sdk.Device>();
     expectTypeOf<Static<typeof SecretRotatedBody>>().toMatchTypeOf<Sdk.WebhookSecretRotated>();
     expectTypeOf<Static<typeof RecoverQueuedBody>>().toMatchTypeOf<Sdk.WebhookRecoverQueued>();
+    expectTypeOf<Static<typeof ScenarioListBody>>().toMatchTypeOf<Sdk.SandboxScenarioList>();
+    expectTypeOf<Static<typeof ApprovedBody>>().toMatchTypeOf<Sdk.SandboxApproval>();
   });
 });
