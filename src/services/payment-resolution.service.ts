@@ -31,6 +31,9 @@ const MINISTRY_ENDED: Partial<Record<PaymentEvent, string>> = {
   ministry_forgot: 'The ministry system has no record of the payment',
 };
 
+/** How long the payment may wait for approval: a sandbox scenario's payment may carry a bound of its own. */
+const expiryOf = (payment: PaymentRow, defaultMs: number): number => payment.expiry_ms ?? defaultMs;
+
 /**
  * Brings a pending or submitted payment up to date with its ministry: every answer moves it by
  * the transition table, so no payment stays unresolved for ever or holds invoices it cannot pay.
@@ -103,12 +106,10 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
       return 'resolved';
     }
     if (state.status === 'submitted') {
-      // A sandbox scenario's payment may carry a shorter bound of its own.
-      const expiryMs = payment.expiry_ms ?? deps.expiryMs;
-      if (!isExpired(payment.submitted_at, now(), expiryMs)) return 'unresolved';
+      if (!isExpired(payment.submitted_at, now(), expiryOf(payment, deps.expiryMs))) return 'unresolved';
       // The ministry first: once it has canceled, the citizen can no longer pay this payment.
       await adapter.cancelPayment({ paymentId: payment.id, refNum: ref });
-      await end(payment, 'expired', { cause: 'expiry', detail: { ministry: 'canceled', expiryMs } });
+      await end(payment, 'expired', { cause: 'expiry', detail: { ministry: 'canceled', expiryMs: expiryOf(payment, deps.expiryMs) } });
       return 'resolved';
     }
     await end(payment, MINISTRY_ENDS[state.status], { cause, detail: { ministry: state.status } });

@@ -8,6 +8,7 @@ import {
   SCENARIO_DESCRIPTIONS,
   planScenario,
   type SandboxScenario,
+  type ScenarioPlan,
 } from '../domain/sandbox-scenarios.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
@@ -59,40 +60,40 @@ export interface SandboxApproval {
   approved: true;
 }
 
+/** The scenario's invoice (and for `linked`, the second one it settles), as the simulator plants them. */
+function invoicesFor(partnerId: string, request: ScenarioRequest, plan: ScenarioPlan, amount: number, at: Date): SimulatorInvoice[] {
+  const payer = { register: registerFor(partnerId), name: 'Sandbox payer' };
+  const invoice = (refNum: string, description: string, linkedRefNums: string[]): SimulatorInvoice => ({
+    source: SOURCE,
+    refNum,
+    description,
+    amount,
+    status: plan.status,
+    dueDate: new Date(at.getTime() + DUE_IN_DAYS * DAY_MS).toISOString(),
+    issuedAt: at.toISOString(),
+    payer,
+    payee: PAYEE,
+    rejectPayment: plan.rejectPayment,
+    allowPartial: plan.allowPartial,
+    linkedRefNums,
+  });
+  const first = `SBX-${randomTag()}`;
+  if (!plan.linked) return [invoice(first, `Sandbox: ${request.scenario}`, [])];
+  const second = `SBX-${randomTag()}`;
+  return [invoice(first, 'Sandbox: linked, settles both', [second]), invoice(second, 'Sandbox: linked, settled with the first', [])];
+}
+
+/** Reads each planted invoice back as the ministry shows it, as any lookup would. */
+async function readBack(ministry: SandboxServiceDeps['ministry'], planted: SimulatorInvoice[]): Promise<UpstreamInvoice[]> {
+  const found = await Promise.all(planted.map((i) => ministry.getByRef(i.refNum)));
+  return found.map((invoice, index) => {
+    if (!invoice) throw new Error(`the planted invoice ${planted[index]?.refNum} is not at the ministry`);
+    return invoice;
+  });
+}
+
 export function createSandboxService(deps: SandboxServiceDeps) {
   const now = deps.now ?? systemClock;
-
-  function invoicesFor(partnerId: string, request: ScenarioRequest, amount: number, at: Date): SimulatorInvoice[] {
-    const plan = planScenario(request.scenario, request);
-    const payer = { register: registerFor(partnerId), name: 'Sandbox payer' };
-    const invoice = (refNum: string, description: string, linkedRefNums: string[]): SimulatorInvoice => ({
-      source: SOURCE,
-      refNum,
-      description,
-      amount,
-      status: plan.status,
-      dueDate: new Date(at.getTime() + DUE_IN_DAYS * DAY_MS).toISOString(),
-      issuedAt: at.toISOString(),
-      payer,
-      payee: PAYEE,
-      rejectPayment: plan.rejectPayment,
-      allowPartial: plan.allowPartial,
-      linkedRefNums,
-    });
-    const first = `SBX-${randomTag()}`;
-    if (!plan.linked) return [invoice(first, `Sandbox: ${request.scenario}`, [])];
-    const second = `SBX-${randomTag()}`;
-    return [invoice(first, 'Sandbox: linked, settles both', [second]), invoice(second, 'Sandbox: linked, settled with the first', [])];
-  }
-
-  /** Reads each planted invoice back as the ministry shows it, as any lookup would. */
-  async function readBack(planted: SimulatorInvoice[]): Promise<UpstreamInvoice[]> {
-    const found = await Promise.all(planted.map((i) => deps.ministry.getByRef(i.refNum)));
-    return found.map((invoice, index) => {
-      if (!invoice) throw new Error(`the planted invoice ${planted[index]?.refNum} is not at the ministry`);
-      return invoice;
-    });
-  }
 
   return {
     scenarios(): ScenarioListBody {
@@ -107,14 +108,14 @@ export function createSandboxService(deps: SandboxServiceDeps) {
       const amountText = requestedAmount(request.amount ?? DEFAULT_SANDBOX_AMOUNT);
       if (amountText === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals']);
       const at = now();
-      const planted = invoicesFor(partnerId, request, amountToNumber(amountText), at);
       const plan = planScenario(request.scenario, request);
+      const planted = invoicesFor(partnerId, request, plan, amountToNumber(amountText), at);
       let found: UpstreamInvoice[];
       try {
         await deps.simulator.plant(planted);
         const [first] = planted;
         if (plan.behaviour && first) await deps.simulator.behave({ refNum: first.refNum, source: SOURCE }, plan.behaviour);
-        found = await readBack(planted);
+        found = await readBack(deps.ministry, planted);
       } catch (err) {
         throw new UpstreamUnavailableError(`sandbox scenario ${request.scenario} could not be planted: ${String(err)}`, { cause: err });
       }

@@ -81,31 +81,9 @@ async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<In
   return invoices.map((inv) => byKey.get(`${inv.source}\u0000${inv.refNum}`)).filter((r): r is InvoiceRow => r !== undefined);
 }
 
-export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
-  // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
-  const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
-    db
-      .selectFrom('invoices as i')
-      .innerJoin('partner_invoices as pi', 'pi.invoice_id', 'i.id')
-      .select(qualified('i', INVOICE_COLUMNS))
-      .where('pi.partner_id', '=', slot<string>('partnerId'))
-      .where('i.id', '=', slot<string>('id')),
-  );
-
+/** Sandbox invoices and the partner each belongs to (empty outside the sandbox). */
+function sandboxPlantings(db: Db) {
   return {
-    upsert: (invoices: UpstreamInvoice[], uow?: UnitOfWork) => upsert(executorOf(db, uow), dedupe(invoices), now()),
-
-    /** Grants the partner access to the invoices it has just been shown. */
-    async recordAccess(partnerId: string, invoices: readonly { id: string }[], uow?: UnitOfWork): Promise<void> {
-      if (invoices.length === 0) return;
-      const invoiceIds = invoices.map((i) => i.id);
-      await executorOf(db, uow)
-        .insertInto('partner_invoices')
-        .values([...new Set(invoiceIds)].map((invoice_id) => ({ partner_id: partnerId, invoice_id })))
-        .onConflict((oc) => oc.columns(['partner_id', 'invoice_id']).doUpdateSet({ last_seen_at: now() }))
-        .execute();
-    },
-
     /**
      * Marks invoices as planted by this partner at the simulated ministry (sandbox only), so no other
      * partner is shown them; `paymentExpiryMs` bounds how long their payments wait for approval.
@@ -129,6 +107,34 @@ export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
         .where('partner_id', '<>', partnerId)
         .execute();
       return new Set(rows.map((r) => r.invoice_id));
+    },
+  };
+}
+
+export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
+  // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
+  const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
+    db
+      .selectFrom('invoices as i')
+      .innerJoin('partner_invoices as pi', 'pi.invoice_id', 'i.id')
+      .select(qualified('i', INVOICE_COLUMNS))
+      .where('pi.partner_id', '=', slot<string>('partnerId'))
+      .where('i.id', '=', slot<string>('id')),
+  );
+
+  return {
+    ...sandboxPlantings(db),
+    upsert: (invoices: UpstreamInvoice[], uow?: UnitOfWork) => upsert(executorOf(db, uow), dedupe(invoices), now()),
+
+    /** Grants the partner access to the invoices it has just been shown. */
+    async recordAccess(partnerId: string, invoices: readonly { id: string }[], uow?: UnitOfWork): Promise<void> {
+      if (invoices.length === 0) return;
+      const invoiceIds = invoices.map((i) => i.id);
+      await executorOf(db, uow)
+        .insertInto('partner_invoices')
+        .values([...new Set(invoiceIds)].map((invoice_id) => ({ partner_id: partnerId, invoice_id })))
+        .onConflict((oc) => oc.columns(['partner_id', 'invoice_id']).doUpdateSet({ last_seen_at: now() }))
+        .execute();
     },
 
     /** The stored invoice, only if this partner has retrieved it before (payer data is personal). */
