@@ -3,10 +3,11 @@ import type { Static } from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { getInvoice, getPayment, pay, searchInvoices, type Invoice, type Partner, type Payment, type PaymentCreated, type PaymentFailed } from '../helpers/api.js';
+import { getInvoice, getPayment, pay, searchInvoices, summary, type Invoice, type Settlement, type Partner, type Payment, type PaymentCreated, type PaymentFailed } from '../helpers/api.js';
 import type { AdminPaymentDetailBody } from '../../src/schemas/back-office.schema.js';
 import type { ScenarioListBody } from '../../src/schemas/sandbox.schema.js';
 import { SANDBOX_SCENARIOS } from '../../src/domain/sandbox-scenarios.js';
+import { financeDayOf } from '../../src/domain/finance-day.js';
 
 type PaymentDetail = Static<typeof AdminPaymentDetailBody>;
 
@@ -139,9 +140,24 @@ describe('POST /sandbox/invoices', () => {
     expect(res.statusCode, res.body).toBe(400);
   });
 
-  it('needs a key', async () => {
+  it('needs a sandbox key: none, or a production one, is refused', async () => {
     const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/sandbox/invoices', payload: { scenario: 'approve' } });
     expect(res.statusCode).toBe(401);
+    const live = await ctx.partner({ environment: 'production' });
+    expect((await createInvoice(live.apiKey, { scenario: 'approve' })).statusCode).toBe(401);
+  });
+
+  it('is an ordinary invoice to the reports and the settlement report', async () => {
+    const { apiKey } = await ctx.partner();
+    const invoice = await planted(apiKey, { scenario: 'approve', amount: 777 });
+    const payment = await payCreated(apiKey, { invoiceId: invoice.id });
+    expect((await sandboxApprove(apiKey, payment.id)).statusCode).toBe(200);
+    expect(await status(apiKey, payment.id)).toBe('confirmed');
+    expect(await summary(ctx, apiKey)).toMatchObject({ total: 1, paid: 1, open: 0 });
+    const financeDay = financeDayOf(ctx.now());
+    const report = await ctx.api(apiKey, { method: 'POST', url: '/api/v1/payments/report', payload: { financeDay } });
+    expect(report.statusCode, report.body).toBe(200);
+    expect(report.json<Settlement>().entries).toMatchObject([{ amount: 777, payerReg: invoice.payer?.register }]);
   });
 });
 
