@@ -128,6 +128,8 @@ export class SimulatorState {
   private readonly viewLags = new Map<string, number>();
   private readonly staleViews = new Map<string, { view: SimInvoice; until: number }>();
   private readonly behaviours = new Map<string, InvoiceBehaviour>();
+  /** Payments whose submit came while their invoice's ministry was down, by payment key: until when it stays down to them. */
+  private readonly downFor = new Map<string, number>();
 
   constructor(
     private readonly fixtures: FixtureFile,
@@ -150,6 +152,7 @@ export class SimulatorState {
     this.viewLags.clear();
     this.staleViews.clear();
     this.behaviours.clear();
+    this.downFor.clear();
     this.faults.clear();
     this.calls.reset();
     this.submits.clear();
@@ -197,6 +200,19 @@ export class SimulatorState {
     if (!this.getInvoice(source, refNum)) return false;
     this.behaviours.set(keyOf(source, refNum), behaviour);
     return true;
+  }
+
+  /**
+   * Whether the ministry is down to questions about this payment: its submit came while its
+   * invoice's ministry was down, and that window has not ended. A service asking meanwhile must not
+   * conclude the ministry never received it, as a ministry that is down tells it nothing.
+   */
+  isDownFor(source: SimSource, paymentId: string): boolean {
+    const until = this.downFor.get(keyOf(source, paymentId));
+    if (until === undefined) return false;
+    if (Date.now() < until) return true;
+    this.downFor.delete(keyOf(source, paymentId));
+    return false;
   }
 
   /** The invoice as the ministry's lookups and searches show it, a lagging view included. */
@@ -254,8 +270,11 @@ export class SimulatorState {
   /** A submit request as it arrives over the wire: logged, and held when a test armed a hold for its invoice. */
   async submitRequest(source: SimSource, command: SubmitCommand, closing: AbortSignal): Promise<SubmitOutcome> {
     const until = this.behaviours.get(keyOf(source, command.refNum))?.unavailableUntil;
-    // Thrown before the ministry sees it, so the route answers 500 and no payment is taken.
-    if (until !== undefined && Date.now() < until) throw new Error('the ministry takes no payment for this invoice at this time');
+    if (until !== undefined && Date.now() < until) {
+      this.downFor.set(keyOf(source, command.paymentId), until);
+      // Thrown before the ministry sees it, so the route answers 500 and no payment is taken.
+      throw new Error('the ministry takes no payment for this invoice at this time');
+    }
     return this.submits.take(source, command.paymentId, command.refNum, () => this.submitOnce(source, command), closing);
   }
 

@@ -218,6 +218,10 @@ describe('the scenarios, walked through the API', () => {
     expect(down.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable' });
     const stranded = await ctx.deps.db.selectFrom('payments').select(['id', 'status']).where('invoice_id', '=', invoice.id).execute();
     expect(stranded.map((p) => p.status)).toEqual(['pending']);
+    // The confirmation job asking past the pending grace finds the ministry down too: still pending.
+    ctx.advance(60_000);
+    await ctx.runJobs();
+    expect((await ctx.deps.db.selectFrom('payments').select('status').where('invoice_id', '=', invoice.id).execute()).map((p) => p.status)).toEqual(['pending']);
     // Retried as a partner would until the ministry is back: each retry inside the window is another 503.
     await expect
       .poll(async () => (await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, headers)).statusCode, { timeout: 10_000, interval: 500 })

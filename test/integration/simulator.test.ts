@@ -498,7 +498,8 @@ describe('simulator lifecycle', () => {
 
     expect((await behave({ refNum: 'MOF-T001', neverApprove: true, unavailableSeconds: 3600, source: 'mof' })).statusCode).toBe(200);
     expect((await submit('down', 'MOF-T001', 12000)).statusCode).toBe(500);
-    expect(await running.inject({ method: 'GET', url: '/mof/api/payments/down' }).then((r) => r.statusCode)).toBe(404);
+    // Down to questions about that payment too, while the window lasts.
+    expect(await running.inject({ method: 'GET', url: '/mof/api/payments/down' }).then((r) => r.statusCode)).toBe(500);
     expect((await behave({ refNum: 'MOF-T001', neverApprove: true, source: 'mof' })).statusCode).toBe(200);
     expect((await submit('never', 'MOF-T001', 12000)).json()).toMatchObject({ data: { accepted: true } });
     expect((await running.inject({ method: 'POST', url: '/__control/approve', payload: { refNum: 'MOF-T001' } })).statusCode).toBe(404);
