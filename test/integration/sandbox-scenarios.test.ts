@@ -8,6 +8,7 @@ import type { AdminPaymentDetailBody } from '../../src/schemas/back-office.schem
 import type { ScenarioListBody } from '../../src/schemas/sandbox.schema.js';
 import { SANDBOX_SCENARIOS } from '../../src/domain/sandbox-scenarios.js';
 import { financeDayOf } from '../../src/domain/finance-day.js';
+import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 
 type PaymentDetail = Static<typeof AdminPaymentDetailBody>;
 
@@ -283,6 +284,14 @@ describe('the scenarios, walked through the API', () => {
     const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
     expect(res.statusCode).toBe(422);
     expect(await webhooks(partner)).toEqual([]);
+  });
+});
+
+describe('after every scenario', () => {
+  it("the books hold the service's invariants", async () => {
+    const { apiKey } = await ctx.partner();
+    for (const scenario of SANDBOX_SCENARIOS) await planted(apiKey, { scenario, durationSeconds: 1 });
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
 });
 
