@@ -131,7 +131,6 @@ export function createSandboxService(deps: SandboxServiceDeps) {
       return toInvoiceView(first, now());
     },
 
-
     /** Asks the simulator to approve the ministry-side payment; the status moves on the next GET /payments/{id}. */
     async approve(partnerId: string, paymentId: string): Promise<SandboxApproval> {
       const payment = await deps.payments.findForPartner(partnerId, paymentId);
