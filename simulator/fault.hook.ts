@@ -44,6 +44,10 @@ export function faultHook(source: SimSource, state: SimulatorState, closing: Abo
       inFlight -= 1;
       ended?.();
     });
+    const paymentId = paymentIdOf(request);
+    if (operation === 'status' && paymentId !== undefined && state.isDownFor(source, paymentId)) {
+      return reply.code(500).send({ message: 'internal server error' });
+    }
     const fault = state.faults.get(source, operation);
     switch (fault.mode) {
       case 'error':

@@ -56,6 +56,18 @@ export interface SettlementRow {
   invoice: SimInvoice;
 }
 
+/**
+ * How the ministry treats the payments of one invoice, set through the control API: approve each
+ * after its own delay (auto-approval on or off), fail it some time after accepting it, or never
+ * approve it; and refuse to take payments at all (as if down) until a moment.
+ */
+export interface InvoiceBehaviour {
+  approveAfterMs?: number;
+  failAfterMs?: number;
+  neverApprove?: boolean;
+  unavailableUntil?: number;
+}
+
 /** What the ministry may do on its own to a payment it accepted (the control API's outcomes). */
 export type MinistryOutcome = 'rejected' | 'canceled' | 'unknown';
 
@@ -115,6 +127,9 @@ export class SimulatorState {
   /** Invoices whose view lags behind an approval, and for how long; and the views still lagging. */
   private readonly viewLags = new Map<string, number>();
   private readonly staleViews = new Map<string, { view: SimInvoice; until: number }>();
+  private readonly behaviours = new Map<string, InvoiceBehaviour>();
+  /** Payments whose submit came while their invoice's ministry was down, by payment key: until when it stays down to them. */
+  private readonly downFor = new Map<string, number>();
 
   constructor(
     private readonly fixtures: FixtureFile,
@@ -136,6 +151,8 @@ export class SimulatorState {
     this.reported.clear();
     this.viewLags.clear();
     this.staleViews.clear();
+    this.behaviours.clear();
+    this.downFor.clear();
     this.faults.clear();
     this.calls.reset();
     this.submits.clear();
@@ -176,6 +193,26 @@ export class SimulatorState {
     if (!this.getInvoice(source, refNum)) return false;
     this.viewLags.set(keyOf(source, refNum), lagMs);
     return true;
+  }
+
+  /** From now on the payments of this invoice are treated as `behaviour` says. False for an unknown invoice. */
+  setBehaviour(source: SimSource, refNum: string, behaviour: InvoiceBehaviour): boolean {
+    if (!this.getInvoice(source, refNum)) return false;
+    this.behaviours.set(keyOf(source, refNum), behaviour);
+    return true;
+  }
+
+  /**
+   * Whether the ministry is down to questions about this payment: its submit came while its
+   * invoice's ministry was down, and that window has not ended. A service asking meanwhile must not
+   * conclude the ministry never received it, as a ministry that is down tells it nothing.
+   */
+  isDownFor(source: SimSource, paymentId: string): boolean {
+    const until = this.downFor.get(keyOf(source, paymentId));
+    if (until === undefined) return false;
+    if (Date.now() < until) return true;
+    this.downFor.delete(keyOf(source, paymentId));
+    return false;
   }
 
   /** The invoice as the ministry's lookups and searches show it, a lagging view included. */
@@ -231,7 +268,13 @@ export class SimulatorState {
   }
 
   /** A submit request as it arrives over the wire: logged, and held when a test armed a hold for its invoice. */
-  submitRequest(source: SimSource, command: SubmitCommand, closing: AbortSignal): Promise<SubmitOutcome> {
+  async submitRequest(source: SimSource, command: SubmitCommand, closing: AbortSignal): Promise<SubmitOutcome> {
+    const until = this.behaviours.get(keyOf(source, command.refNum))?.unavailableUntil;
+    if (until !== undefined && Date.now() < until) {
+      this.downFor.set(keyOf(source, command.paymentId), until);
+      // Thrown before the ministry sees it, so the route answers 500 and no payment is taken.
+      throw new Error('the ministry takes no payment for this invoice at this time');
+    }
     return this.submits.take(source, command.paymentId, command.refNum, () => this.submitOnce(source, command), closing);
   }
 
@@ -302,12 +345,17 @@ export class SimulatorState {
     const key = keyOf(source, payment.paymentId);
     this.payments.set(key, payment);
     this.hold(payment);
-    if (this.autoApproveMs > 0) {
-      const timer = setTimeout(() => this.confirm(payment), this.autoApproveMs);
-      timer.unref();
-      this.timers.set(key, timer);
-    }
+    const behaviour = this.behaviours.get(keyOf(source, command.refNum)) ?? {};
+    if (behaviour.failAfterMs !== undefined) this.startTimer(key, () => this.reject(payment), behaviour.failAfterMs);
+    else if (behaviour.approveAfterMs !== undefined) this.startTimer(key, () => this.confirm(payment), behaviour.approveAfterMs);
+    else if (this.autoApproveMs > 0 && !behaviour.neverApprove) this.startTimer(key, () => this.confirm(payment), this.autoApproveMs);
     return payment;
+  }
+
+  private startTimer(key: string, run: () => void, ms: number): void {
+    const timer = setTimeout(run, ms);
+    timer.unref();
+    this.timers.set(key, timer);
   }
 
   /**
@@ -322,9 +370,10 @@ export class SimulatorState {
       .find((candidate) => candidate?.status === 'submitted' && candidate.refNum === refNum);
   }
 
-  /** Approves the submitted payment of an invoice; undefined when there is none. */
+  /** Approves the submitted payment of an invoice; undefined when there is none, or its invoice is never to be approved. */
   approve(refNum: string, source?: SimSource): SimPayment | undefined {
     const payment = this.submittedFor(refNum, source);
+    if (payment && this.behaviours.get(keyOf(payment.source, refNum))?.neverApprove) return undefined;
     if (payment) this.confirm(payment);
     return payment;
   }

@@ -1,8 +1,9 @@
-import { devicesResource, eventsResource, healthResource, invoicesResource, paymentsResource, reportsResource } from './resources.js';
+import { devicesResource, eventsResource, healthResource, invoicesResource, paymentsResource, reportsResource, sandboxResource } from './resources.js';
 import { createTransport } from './transport.js';
 import type {
   CreatePaymentInput,
   CreatePaymentOptions,
+  CreateSandboxInvoiceInput,
   CreateWebhookInput,
   Device,
   EventList,
@@ -20,6 +21,8 @@ import type {
   PaymentList,
   PaymentListQuery,
   RegisterDeviceInput,
+  SandboxApproval,
+  SandboxScenarioList,
   SettlementReport,
   Summary,
   UpdateWebhookInput,
@@ -147,6 +150,21 @@ export interface PaymentChannelClient {
     /** Create or update (upsert) a push device of one of your users. */
     register(input: RegisterDeviceInput): Promise<Device>;
   };
+  /**
+   * Sandbox keys only (the production service answers 404): invoices that make each outcome
+   * happen, for testing your failure paths on your own.
+   */
+  sandbox: {
+    /** GET /sandbox/scenarios: every scenario with what it does. */
+    scenarios(): Promise<SandboxScenarioList>;
+    /**
+     * POST /sandbox/invoices: plants an invoice that behaves as the scenario says, yours alone;
+     * pay it with `payments.create`. Not retried on network errors (a repeat would plant another).
+     */
+    createInvoice(input: CreateSandboxInvoiceInput): Promise<Invoice>;
+    /** POST /sandbox/approve: the simulated ministry approves your submitted payment. */
+    approve(paymentId: string): Promise<SandboxApproval>;
+  };
   health: {
     live(): Promise<HealthLive>;
     /** Resolves for 200 and for 503 (then `db` says what is down); never retried. */
@@ -165,6 +183,7 @@ export function createClient(options: ClientOptions): PaymentChannelClient {
     ...webhooksResource(request),
     ...eventsResource(request),
     ...devicesResource(request),
+    ...sandboxResource(request),
     ...healthResource(request),
   };
 }

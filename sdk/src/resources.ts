@@ -3,6 +3,7 @@ import type { PaymentChannelClient } from './client.js';
 import type { SendRequest } from './transport.js';
 import type {
   CreatePaymentInput,
+  CreateSandboxInvoiceInput,
   Device,
   EventList,
   EventQuery,
@@ -16,6 +17,8 @@ import type {
   PaymentCreated,
   PaymentEvent,
   PaymentList,
+  SandboxApproval,
+  SandboxScenarioList,
   SettlementReport,
   Summary,
 } from './types.js';
@@ -156,6 +159,22 @@ export function healthResource(request: SendRequest): Pick<PaymentChannelClient,
     health: {
       live: () => request<HealthLive>({ method: 'GET', path: '/health/live', auth: false, idempotent: true }),
       ready: () => request<HealthReady>({ method: 'GET', path: '/health/ready', auth: false, idempotent: true, retry: false, acceptStatuses: [503] }),
+    },
+  };
+}
+
+export function sandboxResource(request: SendRequest): Pick<PaymentChannelClient, 'sandbox'> {
+  return {
+    sandbox: {
+      scenarios: () => request<SandboxScenarioList>({ method: 'GET', path: '/sandbox/scenarios', idempotent: true }),
+      createInvoice: (input: CreateSandboxInvoiceInput) => {
+        const body: CreateSandboxInvoiceInput = { scenario: input.scenario };
+        if (input.amount !== undefined) body.amount = input.amount;
+        if (input.delaySeconds !== undefined) body.delaySeconds = input.delaySeconds;
+        if (input.durationSeconds !== undefined) body.durationSeconds = input.durationSeconds;
+        return request<Invoice>({ method: 'POST', path: '/sandbox/invoices', body, idempotent: false });
+      },
+      approve: (paymentId) => request<SandboxApproval>({ method: 'POST', path: '/sandbox/approve', body: { paymentId }, idempotent: false }),
     },
   };
 }

@@ -361,3 +361,37 @@ export interface HealthReady {
 export type WebhookMessage =
   | { [E in WebhookEventName]: { event: E; eventId: string; deliveryId: string; createdAt: string; data: PaymentEventData[E] } }[WebhookEventName]
   | { event: 'webhook.test'; eventId: string; deliveryId: string; createdAt: string; data: { webhookId: string; message: string; sentAt: string } };
+
+/** The outcomes the sandbox can make happen (GET /sandbox/scenarios lists them with what each does). */
+export type SandboxScenarioName =
+  | 'approve'
+  | 'approve-later'
+  | 'reject'
+  | 'fail-after-submit'
+  | 'ministry-unavailable'
+  | 'never-approve'
+  | 'partial'
+  | 'linked'
+  | 'already-paid';
+
+/** GET /sandbox/scenarios. */
+export interface SandboxScenarioList {
+  scenarios: { name: SandboxScenarioName; description: string }[];
+}
+
+/** POST /sandbox/invoices (sandbox keys only). */
+export interface CreateSandboxInvoiceInput {
+  scenario: SandboxScenarioName;
+  /** Tugrik, more than 0, at most 2 decimals; default 10000. */
+  amount?: number;
+  /** `approve-later`: approved this long after the payment (default 30); `never-approve`: the payment expires this long after it. 1-3600. */
+  delaySeconds?: number;
+  /** `ministry-unavailable`: how long from the invoice's creation paying it answers 503 (default 30). 1-3600. */
+  durationSeconds?: number;
+}
+
+/** POST /sandbox/approve. */
+export interface SandboxApproval {
+  id: string;
+  approved: true;
+}

@@ -38,6 +38,18 @@ const ReleaseBody = Type.Object({ source: SourceSchema, refNum: Type.String({ mi
 
 const DropBody = Type.Object({ refNum: Type.String({ minLength: 1 }) });
 const LagBody = Type.Object({ refNum: Type.String({ minLength: 1 }), source: Type.Optional(SourceSchema), seconds: Type.Number({ minimum: 0, maximum: 3600 }) });
+const Seconds = Type.Number({ minimum: 0, maximum: 3600 });
+const BehaviourBody = Type.Object(
+  {
+    refNum: Type.String({ minLength: 1 }),
+    source: Type.Optional(SourceSchema),
+    approveAfterSeconds: Type.Optional(Seconds),
+    failAfterSeconds: Type.Optional(Seconds),
+    neverApprove: Type.Optional(Type.Boolean()),
+    unavailableSeconds: Type.Optional(Seconds),
+  },
+  { additionalProperties: false },
+);
 const AmountBody = Type.Object({ refNum: Type.String({ minLength: 1 }), amount: Type.Number({ minimum: 0 }) });
 
 const DEFAULT_SLOW_MS = 800;
@@ -124,6 +136,30 @@ function invoiceRoutes(app: FastifyInstance, state: SimulatorState): void {
     const lagged = sources.filter((source) => state.lagViewAfterApproval(source, body.refNum, body.seconds * 1000));
     if (lagged.length === 0) return reply.code(404).send({ error: `no invoice ${body.refNum}` });
     return { lag: { refNum: body.refNum, sources: lagged, seconds: body.seconds } };
+  });
+
+  /**
+   * How the ministry treats this invoice's payments from now on: approve each `approveAfterSeconds`
+   * after it was accepted (auto-approval on or off), fail it `failAfterSeconds` after, or never
+   * approve it; and answer its submits 500, as a ministry that is down, for `unavailableSeconds`.
+   */
+  app.post('/invoices/behaviour', async (request, reply) => {
+    const body = request.body;
+    if (!Value.Check(BehaviourBody, body)) {
+      return reply.code(400).send({ error: 'body must be { refNum, source?, approveAfterSeconds?, failAfterSeconds?, neverApprove?, unavailableSeconds? } with seconds 0-3600' });
+    }
+    const { refNum, source, approveAfterSeconds, failAfterSeconds, neverApprove, unavailableSeconds } = body;
+    const ms = (seconds: number | undefined) => (seconds === undefined ? undefined : seconds * 1000);
+    const behaviour = {
+      approveAfterMs: ms(approveAfterSeconds),
+      failAfterMs: ms(failAfterSeconds),
+      neverApprove,
+      unavailableUntil: unavailableSeconds === undefined ? undefined : Date.now() + unavailableSeconds * 1000,
+    };
+    const sources = source ? [source] : (['mof', 'etax', 'police'] as const);
+    const set = sources.filter((s) => state.setBehaviour(s, refNum, behaviour));
+    if (set.length === 0) return reply.code(404).send({ error: `no invoice ${refNum}` });
+    return { behaviour: { refNum, sources: set, approveAfterSeconds, failAfterSeconds, neverApprove, unavailableSeconds } };
   });
 }
 

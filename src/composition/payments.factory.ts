@@ -98,10 +98,13 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
   return { payments, idempotency };
 }
 
-function sandboxServices(config: Config, stores: InvoiceStores, ministryUrls: Record<Source, string>): { sandbox?: SandboxService } {
+function sandboxServices(config: Config, parts: { stores: InvoiceStores; ministries: MinistryAdapters; ministryUrls: Record<Source, string>; now?: Clock }): { sandbox?: SandboxService } {
   if (!sandboxEnabled(config.appEnv)) return {};
-  const simulator = createSimulatorControlClient({ baseUrl: ministryUrls.mof, timeoutMs: config.ministryTimeoutMs });
-  return { sandbox: createSandboxService({ payments: stores.payments, invoices: stores.invoices, simulator }) };
+  const { stores, ministries, now } = parts;
+  const simulator = createSimulatorControlClient({ baseUrl: parts.ministryUrls.mof, timeoutMs: config.ministryTimeoutMs });
+  return {
+    sandbox: createSandboxService({ payments: stores.payments, invoices: stores.invoices, simulator, ministry: ministries.mof, transaction: stores.payments.transaction, now }),
+  };
 }
 
 /** Invoices, payments and what partners read about them: reports, events and the QR landing page. */
@@ -121,7 +124,7 @@ export async function createPayments(config: Config, deps: PaymentsDeps) {
     reports: createReportService({ reports: reportRepo, payments: stores.uncachedPayments, ministries, log, now }),
     events: createEventService({ events: createEventLogRepository(db) }),
     shortLinks: createShortLinkService({ links: createShortLinkRepository(db), qr }),
-    ...sandboxServices(config, stores, deps.ministryUrls),
+    ...sandboxServices(config, { stores, ministries, ministryUrls: deps.ministryUrls, now }),
   };
   return { services, stores, flow, idempotency, reportRepo, close: stores.close };
 }

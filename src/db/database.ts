@@ -33,6 +33,7 @@ import * as m021 from './migrations/021-event-positions.migration.js';
 import * as m022 from './migrations/022-payment-end-events.migration.js';
 import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
 import * as m025 from './migrations/025-push-skipped.migration.js';
+import * as m026 from './migrations/026-sandbox-invoices.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -96,6 +97,7 @@ const migrations: Record<string, Migration> = {
   '022-payment-end-events': m022,
   '024-invoice-billed-amount': m024,
   '025-push-skipped': m025,
+  '026-sandbox-invoices': m026,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */

@@ -92,8 +92,19 @@ export interface PaymentsTable {
   status_check_token: string | null;
   /** When the latest status check ended: a read within CONFIRM_LIVE_MIN_INTERVAL_MS answers from it. */
   status_checked_at: Timestamp | null;
+  /** How long after submission the payment expires unpaid, when not PAYMENT_EXPIRY_MS (a sandbox scenario's); set once at creation. */
+  expiry_ms: ColumnType<number | null, never, never>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
+}
+
+/** An invoice a partner planted at the simulated ministry (sandbox only): visible to that partner alone. */
+export interface SandboxInvoicesTable {
+  invoice_id: string;
+  partner_id: string;
+  /** How long after submission its payments expire unpaid; null for PAYMENT_EXPIRY_MS. */
+  payment_expiry_ms: number | null;
+  created_at: CreatedAt;
 }
 
 export interface PaymentHistoryTable {
@@ -343,4 +354,5 @@ export interface Database {
   discrepancies: DiscrepanciesTable;
   audit_log: AuditLogTable;
   push_deliveries: PushDeliveriesTable;
+  sandbox_invoices: SandboxInvoicesTable;
 }

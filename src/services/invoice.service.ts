@@ -31,8 +31,17 @@ export function createInvoiceService(deps: {
 }) {
   const now = deps.now ?? systemClock;
 
+  /**
+   * The rows this partner may be shown: not the sandbox invoices another partner planted, which the
+   * simulated ministry returns to anyone searching by their payer.
+   */
+  async function visibleTo(partnerId: string, rows: InvoiceRow[]): Promise<InvoiceRow[]> {
+    const hidden = await deps.invoices.plantedByOthers(partnerId, rows.map((r) => r.id));
+    return hidden.size === 0 ? rows : rows.filter((r) => !hidden.has(r.id));
+  }
+
   async function storeAndRecord(partnerId: string, found: UpstreamInvoice[]): Promise<InvoiceRow[]> {
-    const rows = await deps.invoices.upsert(found);
+    const rows = await visibleTo(partnerId, await deps.invoices.upsert(found));
     await deps.invoices.recordAccess(partnerId, rows);
     return rows;
   }
@@ -53,7 +62,7 @@ export function createInvoiceService(deps: {
       if (ok.length === 0 && stored.length === 0) {
         throw new UpstreamUnavailableError(`all sources failed for ${filter.kind} search`);
       }
-      const rows = [...liveRows, ...stored];
+      const rows = await visibleTo(partnerId, [...liveRows, ...stored]);
       await deps.invoices.recordAccess(partnerId, rows);
       const at = now();
       return { invoices: rows.map((r) => toInvoiceView(r, at)), total: sumAmounts(rows) };

@@ -65,6 +65,9 @@ function ministryCancels(deps: PaymentResolverDeps, now: Clock) {
   return { expire, canceledAtMinistry };
 }
 
+/** How long the payment may wait for approval: a sandbox scenario's payment may carry a bound of its own. */
+const expiryOf = (payment: PaymentRow, defaultMs: number): number => payment.expiry_ms ?? defaultMs;
+
 /**
  * Brings a pending or submitted payment up to date with its ministry: every answer moves it by
  * the transition table, so no payment stays unresolved for ever or holds invoices it cannot pay.
@@ -128,7 +131,7 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
       return 'resolved';
     }
     if (state.status === 'submitted') {
-      if (!isExpired(payment.submitted_at, now(), deps.expiryMs)) return 'unresolved';
+      if (!isExpired(payment.submitted_at, now(), expiryOf(payment, deps.expiryMs))) return 'unresolved';
       return (await expire(payment, ref)) ? 'resolved' : 'unresolved';
     }
     const why = { cause, detail: { ministry: state.status } };

@@ -478,6 +478,34 @@ describe('simulator lifecycle', () => {
     expect(invoice.json()).toMatchObject({ data: { paymentStatus: 'PAID' } });
   });
 
+  it("treats an invoice's payments as its behaviour says: approved after a delay with auto-approval off, failed, never approved, or refused while down", async () => {
+    app = await buildSimulator({ fixtures: await loadFixtures(TEST_FIXTURES), autoApproveMs: 0 });
+    const running = app;
+    const behave = (payload: object) => running.inject({ method: 'POST', url: '/__control/invoices/behaviour', payload });
+    const submit = (paymentId: string, invoiceNo: string, amount: number) =>
+      running.inject({ method: 'POST', url: '/mof/api/payments', payload: { paymentId, invoiceNo, amount } });
+    const state = async (paymentId: string) => (await running.inject({ method: 'GET', url: `/mof/api/payments/${paymentId}` })).json<{ data: { state: string } }>().data.state;
+
+    expect((await behave({ refNum: 'NOPE', approveAfterSeconds: 1 })).statusCode).toBe(404);
+    expect((await behave({ refNum: 'MOF-T002', approveAfterSeconds: -1 })).statusCode).toBe(400);
+    expect((await behave({ refNum: 'MOF-T002', approveAfterSeconds: 0.05, source: 'mof' })).statusCode).toBe(200);
+    await submit('later', 'MOF-T002', 300);
+    await vi.waitFor(async () => expect(await state('later')).toBe('APPROVED'));
+
+    expect((await behave({ refNum: 'MOF-T001', failAfterSeconds: 0.05, source: 'mof' })).statusCode).toBe(200);
+    await submit('failing', 'MOF-T001', 12000);
+    await vi.waitFor(async () => expect(await state('failing')).toBe('REJECTED'));
+
+    expect((await behave({ refNum: 'MOF-T001', neverApprove: true, unavailableSeconds: 3600, source: 'mof' })).statusCode).toBe(200);
+    expect((await submit('down', 'MOF-T001', 12000)).statusCode).toBe(500);
+    // Down to questions about that payment too, while the window lasts.
+    expect(await running.inject({ method: 'GET', url: '/mof/api/payments/down' }).then((r) => r.statusCode)).toBe(500);
+    expect((await behave({ refNum: 'MOF-T001', neverApprove: true, source: 'mof' })).statusCode).toBe(200);
+    expect((await submit('never', 'MOF-T001', 12000)).json()).toMatchObject({ data: { accepted: true } });
+    expect((await running.inject({ method: 'POST', url: '/__control/approve', payload: { refNum: 'MOF-T001' } })).statusCode).toBe(404);
+    expect(await state('never')).toBe('PENDING');
+  });
+
   it('closes while a timeout fault holds a request, and the held client is cut off', async () => {
     app = await buildSimulator({ fixtures: await loadFixtures(TEST_FIXTURES), autoApproveMs: 60_000 });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });

@@ -25,6 +25,9 @@ import type {
 } from '../../src/schemas/webhook.schema.js';
 import type { DeviceBody } from '../../src/schemas/device.schema.js';
 import type { EVENT_DATA, EventBody, EventListQuery } from '../../src/schemas/event.schema.js';
+import type { CreateSandboxInvoiceBody, ScenarioListBody } from '../../src/schemas/sandbox.schema.js';
+import type { ApprovedBody } from '../../src/http/routes/sandbox.routes.js';
+import type { SandboxScenario } from '../../src/domain/sandbox-scenarios.js';
 
 /*
  * The SDK is published on its own, so it cannot import the service's types; these checks hold
@@ -43,6 +46,11 @@ describe('SDK types', () => {
     expectTypeOf<Sdk.DevicePlatform>().toEqualTypeOf<Vocabulary.Platform>();
     expectTypeOf<Sdk.WebhookDisabledReason>().toEqualTypeOf<Vocabulary.WebhookDisabledReason>();
     expectTypeOf<Sdk.WebhookDeliveryStatus>().toEqualTypeOf<Vocabulary.DeliveryLogStatus>();
+    expectTypeOf<Sdk.SandboxScenarioName>().toEqualTypeOf<SandboxScenario>();
+  });
+
+  it('send the sandbox request the schema takes', () => {
+    expectTypeOf<Sdk.CreateSandboxInvoiceInput>().toEqualTypeOf<Static<typeof CreateSandboxInvoiceBody>>();
   });
 
   it('read every response the schemas allow', () => {
@@ -70,6 +78,8 @@ describe('SDK types', () => {
     expectTypeOf<Static<typeof RecoverQueuedBody>>().toMatchTypeOf<Sdk.WebhookRecoverQueued>();
     expectTypeOf<Static<typeof EventBody>['sequence']>().toEqualTypeOf<Sdk.PaymentEvent['sequence']>();
     expectTypeOf<Static<typeof EventListQuery>['afterSequence']>().toEqualTypeOf<Sdk.EventQuery['afterSequence']>();
+    expectTypeOf<Static<typeof ScenarioListBody>>().toMatchTypeOf<Sdk.SandboxScenarioList>();
+    expectTypeOf<Static<typeof ApprovedBody>>().toMatchTypeOf<Sdk.SandboxApproval>();
   });
 
   it("type each event's data as the event schemas do", () => {

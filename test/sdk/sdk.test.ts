@@ -322,6 +322,21 @@ describe('SDK against the real service', () => {
     }
   });
 
+  it('plants sandbox scenario invoices and walks their payments', async () => {
+    const { scenarios } = await client.sandbox.scenarios();
+    expect(scenarios.map((s) => s.name)).toContain('fail-after-submit');
+
+    const invoice = await client.sandbox.createInvoice({ scenario: 'approve', amount: 2500.5 });
+    expect(invoice).toMatchObject({ id: expect.stringMatching(UUID), amount: 2500.5, status: 'open' });
+    const payment = await client.payments.create({ invoiceId: invoice.id });
+    expect(await client.sandbox.approve(payment.id)).toEqual({ id: payment.id, approved: true });
+    expect((await client.payments.get(payment.id)).status).toBe('confirmed');
+
+    const refused = await client.sandbox.createInvoice({ scenario: 'reject' });
+    await expect(client.payments.create({ invoiceId: refused.id })).rejects.toBeInstanceOf(PaymentFailedError);
+    await expect(client.sandbox.createInvoice({ scenario: 'approve', amount: 1.005 })).rejects.toBeInstanceOf(BadRequestError);
+  });
+
   it('registers a push device (upsert)', async () => {
     const first = await client.devices.register({ userId: 'user-42', fcmToken: 'fcm-token-abc', platform: 'android' });
     expect(first).toMatchObject({ id: expect.stringMatching(UUID), platform: 'android' });

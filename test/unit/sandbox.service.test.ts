@@ -9,6 +9,11 @@ const INVOICE_ID = '22222222-2222-4222-8222-222222222222';
 type Payment = Awaited<ReturnType<SandboxServiceDeps['payments']['findForPartner']>>;
 type Invoice = Awaited<ReturnType<SandboxServiceDeps['invoices']['findById']>>;
 
+/** What approving never calls (the scenario planting's dependencies). */
+const unused = async (): Promise<never> => {
+  throw new Error('not called by approve');
+};
+
 function service(opts: { status?: string; fetch: typeof fetch; payment?: boolean }) {
   const calls: { url: string; body: unknown }[] = [];
   const forgotten: string[] = [];
@@ -24,8 +29,15 @@ function service(opts: { status?: string; fetch: typeof fetch; payment?: boolean
         forgotten.push(id);
       },
     },
-    invoices: { findById: async (id) => ({ id, source: 'etax', ref_num: 'ET-9' }) as unknown as Invoice },
+    invoices: {
+      findById: async (id) => ({ id, source: 'etax', ref_num: 'ET-9' }) as unknown as Invoice,
+      upsert: unused,
+      recordAccess: unused,
+      markPlanted: unused,
+    },
     simulator: createSimulatorControlClient({ baseUrl: 'http://127.0.0.1:3100/', timeoutMs: 3000, fetch: fetchSpy }),
+    ministry: { getByRef: unused },
+    transaction: unused,
   });
   return { svc, calls, forgotten };
 }

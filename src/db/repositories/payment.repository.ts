@@ -19,7 +19,7 @@ export type PaymentRow = Selectable<PaymentsTable>;
 const PAYMENT_COLUMNS = tableColumns<PaymentsTable>()([
   'id', 'partner_id', 'invoice_id', 'amount', 'source', 'status', 'failure_reason', 'submitted_at', 'paid_at', 'canceled_at', 'next_check_at',
   'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance', 'status_check_until', 'status_check_token',
-  'status_checked_at', 'created_at', 'updated_at',
+  'status_checked_at', 'expiry_ms', 'created_at', 'updated_at',
 ]);
 const paymentColumns = columnList(PAYMENT_COLUMNS);
 
@@ -149,8 +149,9 @@ function paymentInserts(db: Db) {
         : sql``;
       const inserted = sql<PaymentRow>`
         WITH ${leaseCte}p AS (
-          INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text)
-          SELECT ${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText}
+          INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text, expiry_ms)
+          SELECT ${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText},
+            (SELECT s.payment_expiry_ms FROM sandbox_invoices s WHERE s.invoice_id = ${input.invoiceId}::uuid)
           WHERE ${lease ? sql`EXISTS (SELECT 1 FROM lease)` : sql`true`}
           RETURNING ${paymentColumns}
         ), held AS (

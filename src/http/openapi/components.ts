@@ -33,6 +33,7 @@ import {
 } from '../../schemas/webhook.schema.js';
 import { Live, Ready } from '../routes/health.routes.js';
 import { ApproveBody, ApprovedBody } from '../routes/sandbox.routes.js';
+import { CreateSandboxInvoiceBody, ScenarioListBody } from '../../schemas/sandbox.schema.js';
 
 /**
  * The names of the OpenAPI document's component schemas, keyed by the very schema objects the
@@ -77,6 +78,8 @@ export const NAMED_SCHEMAS: ReadonlyArray<readonly [name: string, schema: object
   ['Device', DeviceBody],
   ['SandboxApproveRequest', ApproveBody],
   ['SandboxApproved', ApprovedBody],
+  ['SandboxScenarioList', ScenarioListBody],
+  ['SandboxInvoiceRequest', CreateSandboxInvoiceBody],
   ['Liveness', Live],
   ['Readiness', Ready],
 ];

@@ -1,3 +1,5 @@
+import { SANDBOX_SCENARIOS, SCENARIO_DESCRIPTIONS } from '../../domain/sandbox-scenarios.js';
+
 /*
  * Example values of the OpenAPI document, taken from the service's real answers (a local run
  * against the simulator's fixtures). test/integration/openapi.test.ts checks each against the
@@ -165,3 +167,19 @@ export const errors = {
 
 /** A 404 naming what was not found, as the service words it. */
 export const notFound = (what: string) => ({ ...errors[404], message: `${what} not found` });
+
+export const sandboxScenarios = {
+  scenarios: SANDBOX_SCENARIOS.map((name) => ({ name, description: SCENARIO_DESCRIPTIONS[name] })),
+};
+
+export const sandboxInvoice = {
+  id: INVOICE_ID,
+  description: 'Sandbox: fail-after-submit',
+  amount: 10000,
+  status: 'open',
+  dueDate: '2026-12-25T08:58:54.627Z',
+  issuedAt: '2026-11-25T08:58:54.627Z',
+  vehicleNo: null,
+  payer: { register: 'SBX-52C8DC3E-9F2A61B04C', name: 'Sandbox payer' },
+  payee: { id: 'GOV-MOF-01', name: 'Сангийн яам' },
+};

@@ -250,6 +250,19 @@ const OPERATIONS: Record<string, OperationDoc> = {
       409: { description: 'The payment is not `submitted`.', examples: one({ statusCode: 409, message: 'Only a submitted payment can be approved; this one is confirmed', error: 'Conflict' }) },
     },
   },
+  'get /sandbox/scenarios': {
+    responses: { 200: { description: 'Every scenario `POST /sandbox/invoices` takes, with what it does.', examples: one(ex.sandboxScenarios) } },
+  },
+  'post /sandbox/invoices': {
+    request: {
+      failAfterSubmit: { summary: 'A payment the ministry fails after accepting it', value: { scenario: 'fail-after-submit' } },
+      approveLater: { summary: 'Approved 10 s after the payment, with no call from you', value: { scenario: 'approve-later', delaySeconds: 10 } },
+      partial: { summary: 'An invoice that takes part-payments', value: { scenario: 'partial', amount: 25000.5 } },
+    },
+    responses: {
+      201: { description: 'Planted at the simulated ministry, yours alone; pay it with `POST /payments`.', examples: one(ex.sandboxInvoice) },
+    },
+  },
   'get /health/live': { responses: { 200: { description: 'The process is up.', examples: one({ status: 'ok', timestamp: '2026-11-25T08:58:54.627Z' }) } } },
   'get /health/ready': {
     responses: {
