@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import pg from 'pg';
 
 export function freePort(): Promise<number> {
@@ -164,4 +165,46 @@ export async function startRoles(roles: ServiceRole[], s: RoleSettings): Promise
     throw err;
   }
   return { procs, apis, adminUrl };
+}
+
+/** A webhook body as the benches read it. */
+export interface HookBody {
+  event: string;
+  eventId: string;
+  data: { id?: string };
+}
+
+export interface HookReceiver {
+  server: Server;
+  url: string;
+  /** First arrival (epoch ms) per key that `keyOf` gives a body (null: not recorded). */
+  arrivals: Map<string, number>;
+}
+
+/** A webhook receiver answering 200 at once, recording the first arrival of each key. */
+export function hookReceiver(keyOf: (body: HookBody) => string | null): Promise<HookReceiver> {
+  const arrivals = new Map<string, number>();
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      const key = keyOf(JSON.parse(Buffer.concat(chunks).toString('utf8')) as HookBody);
+      if (key && !arrivals.has(key)) arrivals.set(key, at);
+      res.end('ok');
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const addr = server.address();
+      resolve({ server, arrivals, url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook` });
+    });
+  });
+}
+
+/** A JSON call that must succeed. */
+export async function fetchJson(url: string, init: RequestInit = {}): Promise<Record<string, unknown>> {
+  const res = await fetch(url, init);
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as Record<string, unknown>;
 }

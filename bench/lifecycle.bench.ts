@@ -7,14 +7,13 @@
  * at a real webhook receiver; a last phase makes one system's status checks slow, and the other
  * systems' figures must not move. Part of `npm run bench` (`--endpoints=lifecycle` runs it alone).
  */
-import { createServer, type Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { createPartner, freePort, freshDatabase, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc, type ServiceRole } from './bench-processes.js';
+import { createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc, type ServiceRole } from './bench-processes.js';
 
 const SOURCES = ['mof', 'etax', 'police'] as const;
 type Source = (typeof SOURCES)[number];
@@ -98,32 +97,6 @@ function emptyFixtures(): string {
   return path;
 }
 
-/** Records when each payment's `payment.confirmed` arrives. */
-function receiver(): Promise<{ server: Server; url: string; arrivals: Map<string, number> }> {
-  const arrivals = new Map<string, number>();
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = Date.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event: string; data: { id?: string } };
-      if (body.event === 'payment.confirmed' && body.data.id && !arrivals.has(body.data.id)) arrivals.set(body.data.id, at);
-      res.end('ok');
-    });
-  });
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const addr = server.address();
-      resolve({ server, arrivals, url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook` });
-    });
-  });
-}
-
-async function json(url: string, init: RequestInit = {}): Promise<Record<string, unknown>> {
-  const res = await fetch(url, init);
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as Record<string, unknown>;
-}
 
 interface Partner {
   key: string;
@@ -316,7 +289,8 @@ async function steadyPhase(ctx: PhaseContext, group: string, label: string, rate
 export async function lifecycleBench(s: Settings): Promise<LifecycleResult | null> {
   const db = await freshDatabase(s.pgUrl, 'bench_lifecycle');
   if (!db) return null;
-  const hook = await receiver();
+  // When each payment's `payment.confirmed` arrives.
+  const hook = await hookReceiver((body) => (body.event === 'payment.confirmed' ? (body.data.id ?? null) : null));
   const simPort = await freePort();
   const sim = await startProcess([s.simulatorEntry], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: emptyFixtures(), SIMULATOR_AUTO_APPROVE_MS: String(APPROVE_AFTER_MS), LOG_LEVEL: 'warn' }, `http://127.0.0.1:${simPort}/mof/api/invoices/NOPE`, ['--no-memory-reducer']);
   const simUrl = `http://127.0.0.1:${simPort}`;

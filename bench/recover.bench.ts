@@ -12,13 +12,12 @@
  * `--rate=N` (B's payments per second, 15), `--duration=S` (B's load, 30), `--recover-at=S` (5),
  * `--events=N` (A's events, 10000).
  */
-import { createServer, type Server } from 'node:http';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { createPartner, freePort, freshDatabase, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc } from './bench-processes.js';
+import { createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
 
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
@@ -39,40 +38,6 @@ const SIMULATOR_ENTRY = 'simulator/bin/simulator.ts';
 const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
   ?.split(' ')
   .filter((word) => word.startsWith('--')) ?? [];
-
-interface Receiver {
-  server: Server;
-  url: string;
-  /** First arrival (epoch ms) per key: B's payment id, or A's event id. */
-  arrivals: Map<string, number>;
-}
-
-/** A webhook receiver answering 200 at once, recording the first arrival of each key. */
-function receiver(keyOf: (body: { event: string; eventId: string; data: { id?: string } }) => string | null): Promise<Receiver> {
-  const arrivals = new Map<string, number>();
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = Date.now();
-      const key = keyOf(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event: string; eventId: string; data: { id?: string } });
-      if (key && !arrivals.has(key)) arrivals.set(key, at);
-      res.end('ok');
-    });
-  });
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const addr = server.address();
-      resolve({ server, arrivals, url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook` });
-    });
-  });
-}
-
-async function json(url: string, init: RequestInit = {}): Promise<Record<string, unknown>> {
-  const res = await fetch(url, init);
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as Record<string, unknown>;
-}
 
 const post = (body: unknown, key?: string): RequestInit => ({
   method: 'POST',
@@ -172,8 +137,8 @@ async function waitFor(done: () => boolean | Promise<boolean>, timeoutMs: number
 async function main(): Promise<number> {
   const db = await freshDatabase(PG_URL, 'bench_recover');
   if (!db) return 2;
-  const hookA = await receiver((b) => b.eventId);
-  const hookB = await receiver((b) => (b.event === 'payment.confirmed' && b.data.id ? b.data.id : null));
+  const hookA = await hookReceiver((b) => b.eventId);
+  const hookB = await hookReceiver((b) => (b.event === 'payment.confirmed' && b.data.id ? b.data.id : null));
   const fixtures = join(tmpdir(), `recover-fixtures-${process.pid}.json`);
   writeFileSync(fixtures, JSON.stringify({ invoices: [] }));
   const simPort = await freePort();
