@@ -37,6 +37,26 @@ async function appendEvents(partnerId: string, events: PaymentEvent[]): Promise<
   }
 }
 
+/**
+ * Polls the feed every 10 ms from the start, each event once and in order, until a poll that
+ * began after `done()` turned true finds the end of the feed.
+ */
+async function followFeed(partner: Partner, done: () => boolean): Promise<Event[]> {
+  const followed: Event[] = [];
+  let last = 0;
+  for (;;) {
+    const finished = done();
+    const { items } = await list(partner, `?afterSequence=${last}&limit=100`);
+    for (const e of items) {
+      expect(e.sequence).toBeGreaterThan(last);
+      last = e.sequence;
+      followed.push(e);
+    }
+    if (finished && items.length < 100) return followed;
+    await delay(10);
+  }
+}
+
 describe('GET /events', () => {
   it("lists the partner's own events, newest first, with the webhook body's data, whether or not it has a webhook", async () => {
     const { partner, invoice, payment } = await partnerWithPayment(ctx, 'mof');
@@ -310,19 +330,7 @@ describe('GET /events positions (sequence, afterSequence)', () => {
       }),
     ).finally(() => (done = true));
 
-    const followed: Event[] = [];
-    let last = 0;
-    for (;;) {
-      const finished = done;
-      const { items } = await list(partner, `?afterSequence=${last}&limit=100`);
-      for (const e of items) {
-        expect(e.sequence).toBeGreaterThan(last);
-        last = e.sequence;
-        followed.push(e);
-      }
-      if (finished && items.length < 100) break;
-      await delay(10);
-    }
+    const followed = await followFeed(partner, () => done);
     await paying;
 
     const all = await feed(partner);
@@ -348,24 +356,8 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     let done = false;
     const writing = Promise.all(writers).finally(() => (done = true));
 
-    async function follow(): Promise<Event[]> {
-      const followed: Event[] = [];
-      let last = 0;
-      for (;;) {
-        const finished = done;
-        const { items } = await list(partner, `?afterSequence=${last}&limit=100`);
-        for (const e of items) {
-          expect(e.sequence).toBeGreaterThan(last);
-          last = e.sequence;
-          followed.push(e);
-        }
-        // Every writer had committed before this poll began, and it found the end of the feed.
-        if (finished && items.length < 100) return followed;
-        await delay(10);
-      }
-    }
     // Two of them, so two reads at a time find events to position and race for the assigner.
-    const followers = await Promise.all([follow(), follow()]);
+    const followers = await Promise.all([followFeed(partner, () => done), followFeed(partner, () => done)]);
     await writing;
 
     const all = await feed(partner);
