@@ -178,6 +178,68 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     await page.close();
   });
 
+  it('plants a scenario invoice from the picker and walks its payment: refused, then approved', async () => {
+    const { apiKey } = await ctx.partner();
+    const { page, seen } = await openSandbox(browser, baseUrl);
+    await page.fill('#api-key', apiKey);
+    // The picker lists what GET /sandbox/scenarios lists, each with its description.
+    await page.locator('#scenario option[value="reject"]').waitFor({ state: 'attached' });
+    const names = await page.locator('#scenario option').evaluateAll((options: HTMLOptionElement[]) => options.map((o) => o.value));
+    expect(names).toEqual(expect.arrayContaining(['approve', 'reject', 'already-paid', 'linked']));
+    expect(await page.isEnabled('#scenario')).toBe(true);
+
+    await page.selectOption('#scenario', 'reject');
+    expect(await page.textContent('#scenario-desc')).toContain('422');
+    await page.fill('#scenario-amount', '2500.5');
+    await page.click('#scenario-btn');
+    await expect.poll(() => page.textContent('#scenario-planted')).toContain('(reject, open)');
+    const planted = page.locator('#invoice-rows tr');
+    expect(await planted.count()).toBe(1);
+    expect(await planted.locator('td.num').textContent()).toBe('2,500.5 ₮');
+    const rejectId = await page.textContent('#sel-id');
+    expect(await planted.getAttribute('data-invoice-id')).toBe(rejectId);
+    expect(await page.inputValue('#search-value')).toMatch(/^SBX-/);
+    await page.click('#pay-btn');
+    await page.waitForSelector('#payment-status[data-status="refused"]');
+    expect(await page.textContent('#refusal-status')).toContain('HTTP 422');
+    expect(await page.textContent('#refusal-text')).toBe('not accepted at this time');
+    expect(await page.textContent('#refusal-invoice')).toBe(rejectId);
+    expect(await page.isVisible('#error')).toBe(false);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: `${ARTIFACTS}/sandbox-scenario-reject.png`, fullPage: true });
+
+    // An amount past the service's maximum is its 400, shown in the error box like any other.
+    await page.selectOption('#scenario', 'approve');
+    await page.fill('#scenario-amount', '100000000000000');
+    await page.click('#scenario-btn');
+    await expect.poll(() => page.textContent('#error')).toContain('HTTP 400');
+    expect(await page.textContent('#error')).toContain('Create invoice');
+    expect(await page.textContent('#sel-id')).toBe(rejectId);
+
+    await page.fill('#scenario-amount', '');
+    await page.click('#scenario-btn');
+    await expect.poll(() => page.textContent('#scenario-planted')).toContain('(approve, open)');
+    expect(await page.isVisible('#error')).toBe(false);
+    const approveId = await page.textContent('#sel-id');
+    expect(approveId).not.toBe(rejectId);
+    expect(await page.textContent('#sel-amount')).toBe('10,000 ₮');
+    await page.click('#pay-btn');
+    await page.waitForSelector('#payment-status[data-status="submitted"]');
+    expect(await page.isVisible('#refusal')).toBe(false);
+    expect(await page.textContent('#payment-invoices')).toBe(approveId);
+    await page.click('#approve-btn');
+    await page.waitForSelector('#payment-status[data-status="confirmed"]', { timeout: 10_000 });
+    expect(await page.textContent('#payment-ended')).toContain('Paid');
+    await expect.poll(() => page.textContent('#sel-status')).toBe('paid');
+    expect(await page.locator('#invoice-rows tr .badge').textContent()).toBe('paid');
+    expect(await page.isVisible('#error')).toBe(false);
+    await page.screenshot({ path: `${ARTIFACTS}/sandbox-scenario-approve.png`, fullPage: true });
+
+    expectOnlyOwnRequests(seen, baseUrl);
+    expect(seen.errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows 429 from the rate limiter with its retry delay', async () => {
     const { apiKey } = await ctx.partner(); // limits are per key: the other test's quota is untouched
     const { page, seen } = await openSandbox(browser, baseUrl);

@@ -10,6 +10,8 @@ const PLACEHOLDERS: Record<string, string> = { ttd: 'e.g. 5317878', vehicle: 'e.
 
 export interface InvoiceList {
   selected(): InvoiceBody | null;
+  /** A scenario invoice just planted: the results become that invoice alone, selected to pay (or to read, when not payable). */
+  showPlanted(inv: InvoiceBody): void;
   /** After a payment is confirmed or canceled, its invoices as they are now (the stored copy, no ministry call). */
   refreshAfter(payment: Pick<PaymentBody, 'status' | 'invoiceId' | 'invoiceIds'>): Promise<void>;
 }
@@ -116,6 +118,14 @@ export function createInvoiceList(api: ApiClient, errors: ErrorBox): InvoiceList
 
   return {
     selected: () => results.selected,
+    showPlanted(inv) {
+      // Searching its payer register lists it again (and, for `linked`, the invoice settled with it).
+      kindInput.value = 'ttd';
+      valueInput.placeholder = PLACEHOLDERS.ttd ?? '';
+      valueInput.value = inv.payer?.register ?? '';
+      render(results, [inv], inv.amount);
+      select(results, inv);
+    },
     async refreshAfter(payment) {
       const ids = payment.invoiceIds.length > 0 ? payment.invoiceIds : [payment.invoiceId];
       for (const id of ids) {

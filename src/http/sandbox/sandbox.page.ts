@@ -1,12 +1,13 @@
 /*
  * The sandbox page's script (served bundled by routes/sandbox.routes.ts): a partner's developer
- * types a sandbox key, looks invoices up, pays one and follows the payment, every step a real
+ * types a sandbox key, looks invoices up (or plants a scenario invoice), pays one and follows the payment, every step a real
  * request to this API, logged on the page with its status and timing.
  */
 import { byId, createApiClient, createErrorBox, el, type ApiError } from '../page-ui/page-ui.js';
 import { formatClock } from '../page-ui/page-format.js';
 import { createInvoiceList } from './sandbox-invoices.ui.js';
 import { createPaymentCard } from './sandbox-payment.ui.js';
+import { createScenarioPicker } from './sandbox-scenarios.ui.js';
 import { quotaText } from './sandbox.format.js';
 
 const KEY_STORE = 'gpc.sandbox.apiKey';
@@ -60,7 +61,9 @@ function start(): void {
     headers: (): Record<string, string> => (key.value.trim() ? { 'x-api-key': key.value.trim() } : {}),
     onAnswer: logRequest,
   });
-  createPaymentCard(api, errors, createInvoiceList(api, errors));
+  const invoices = createInvoiceList(api, errors);
+  createPaymentCard(api, errors, invoices);
+  createScenarioPicker(api, errors, invoices, key);
 }
 
 start();
