@@ -17,9 +17,10 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    // Each worker imports the service once for all its files, not once per file; every test
-    // builds its own context from factories, so there is no module state to leak between files.
-    isolate: false,
+    // A fresh process per file: each test context's embedded database keeps about 200 MB of the
+    // process's memory after it is closed, and one worker running half the suite's files grew
+    // past 12 GB until the kernel killed it.
+    isolate: true,
     fileParallelism: true,
     maxWorkers: 2,
   },
