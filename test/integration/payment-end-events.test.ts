@@ -86,6 +86,13 @@ async function expectOneEnd(s: Awaited<ReturnType<typeof submittedPayment>>, typ
   expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
 }
 
+/** Moves the clock to the payment's next status check and runs the confirmation pass that makes it. */
+async function checkWhenDue(paymentId: string): Promise<void> {
+  const due = await ctx.deps.db.selectFrom('payments').select('next_check_at').where('id', '=', paymentId).executeTakeFirstOrThrow();
+  ctx.advance(Math.max(0, (due.next_check_at?.getTime() ?? 0) - ctx.now().getTime()) + 1);
+  await confirmationPass();
+}
+
 describe('payment.failed', () => {
   it.each([
     ['rejected', 'ministry_rejected'],
@@ -181,9 +188,7 @@ describe("an expiry's cancel is recorded before the ministry is asked", () => {
       await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });
     }
     // The status check sees the ministry's cancel first: the open intent says whose it was.
-    const due = await ctx.deps.db.selectFrom('payments').select('next_check_at').where('id', '=', s.payment.id).executeTakeFirstOrThrow();
-    ctx.advance(Math.max(0, (due.next_check_at?.getTime() ?? 0) - ctx.now().getTime()) + 1);
-    await confirmationPass();
+    await checkWhenDue(s.payment.id);
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'canceled', status_event: 'expired' });
     await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'expired' });
   });
@@ -197,9 +202,7 @@ describe("an expiry's cancel is recorded before the ministry is asked", () => {
     } finally {
       await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });
     }
-    const due = await ctx.deps.db.selectFrom('payments').select('next_check_at').where('id', '=', s.payment.id).executeTakeFirstOrThrow();
-    ctx.advance(Math.max(0, (due.next_check_at?.getTime() ?? 0) - ctx.now().getTime()) + 1);
-    await confirmationPass();
+    await checkWhenDue(s.payment.id);
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'canceled', status_event: 'partner_canceled' });
     await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'partner' });
   });
