@@ -53,7 +53,8 @@ async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<In
         description: eb.ref('excluded.description'),
         // Once a part-payment of ours is confirmed, a ministry view lagging behind it must not
         // raise the balance: our books cap it at the billed amount less what our payments took.
-        amount: sql<string>`CASE WHEN ${PART_PAID} > 0 THEN LEAST(excluded.amount, invoices.billed_amount - ${PART_PAID}) ELSE excluded.amount END`,
+        // LEAST skips the NULL that nothing part-paid gives, so the subquery runs once.
+        amount: sql<string>`LEAST(excluded.amount, invoices.billed_amount - NULLIF(${PART_PAID}, 0))`,
         // Fixed from the first payment of ours on: what a view shows after it is no bill.
         billed_amount: sql<string>`CASE WHEN EXISTS (
           SELECT 1 FROM payments p WHERE p.invoice_id = invoices.id AND p.status IN ('pending', 'submitted', 'confirmed')
