@@ -93,9 +93,7 @@ async function migrate(db: Db, options: DatabaseOptions): Promise<void> {
 export async function createData(config: Config, opts: DataOptions): Promise<Data> {
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
-  // Only the embedded database has one connection to share; elsewhere the async context tracking
-  // would cost every request its promise hooks for nothing.
-  const priority = config.databaseUrl ? undefined : createWorkPriority();
+  const priority = createWorkPriority();
   // The ping is made once the database is: the embedded one pings through its only connection.
   const ready: { ping?: () => Promise<boolean> } = {};
   const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1), () => ready.ping?.() ?? Promise.resolve(false));

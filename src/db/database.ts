@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Database } from './db.types.js';
 import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
+import { requestsFirstPool } from './requests-first-pool.driver.js';
 import type { WorkPriority } from './work-priority.js';
 import { withDeadline } from '../work/deadline.helper.js';
 import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
@@ -63,14 +64,18 @@ export interface DatabaseOptions {
   keepAliveMs?: number;
   /** PostgreSQL only: told of every failure that says the database is away; while it does not answer, no connection is handed out. */
   health?: DatabaseHealth;
-  /** On embedded PGlite (one connection), requests are served before waiting background work. */
+  /**
+   * Requests are served before waiting background work: on embedded PGlite (one connection) they
+   * take turns on it; on PostgreSQL background work holds at most half the pool while requests are served.
+   */
   priority?: WorkPriority;
   /** An in-memory PGlite starts from this data directory image (PGlite's dumpDataDir) instead of an empty cluster. */
   image?: Blob;
 }
 
-/** Background work waiting this long for the embedded connection takes the next turn anyway. */
+/** Background work waiting this long for a connection takes the next turn anyway. */
 const BACKGROUND_MAX_WAIT_MS = 250;
+const DEFAULT_POOL_SIZE = 10;
 
 const migrations: Record<string, Migration> = {
   '001-initial': m001,
@@ -106,7 +111,7 @@ export const migrationProvider: MigrationProvider = { getMigrations: async () =>
 function createPgDialect(url: string, opts: DatabaseOptions) {
   const pool = new pg.Pool({
     connectionString: url,
-    max: opts.poolSize ?? 10,
+    max: opts.poolSize ?? DEFAULT_POOL_SIZE,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
     // A server that vanished without closing the socket (a failover, a cut network) is noticed
     // after this much silence, not after the operating system's default of two hours.
@@ -123,7 +128,10 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
   // release the pool sees the client is no longer queryable and discards it.
   pool.on('connect', (client) => client.on('error', onError));
   pool.on('error', onError);
-  return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: opts.queryTimeoutMs, health: opts.health }) });
+  const dialect = new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: opts.queryTimeoutMs, health: opts.health }) });
+  if (!opts.priority) return dialect;
+  const connections = opts.poolSize ?? DEFAULT_POOL_SIZE;
+  return requestsFirstPool(dialect, opts.priority, { connections, backgroundConnections: Math.max(1, Math.floor(connections / 2)), maxBackgroundWaitMs: BACKGROUND_MAX_WAIT_MS });
 }
 
 async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined): Promise<Dialect> {

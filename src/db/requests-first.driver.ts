@@ -130,9 +130,14 @@ export class RequestsFirstDriver implements Driver {
 
 /** `dialect` with its driver serving requests first (see RequestsFirstDriver). */
 export function requestsFirst(dialect: Dialect, priority: WorkPriority, opts: RequestsFirstOptions): Dialect {
+  return withDriver(dialect, (driver) => new RequestsFirstDriver(driver, priority, opts));
+}
+
+/** `dialect` with its driver wrapped by `wrap`. */
+export function withDriver(dialect: Dialect, wrap: (driver: Driver) => Driver): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),
-    createDriver: () => new RequestsFirstDriver(dialect.createDriver(), priority, opts),
+    createDriver: () => wrap(dialect.createDriver()),
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createIntrospector: (db) => dialect.createIntrospector(db),
   };
