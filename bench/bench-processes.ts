@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { setPriority, tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import pg from 'pg';
@@ -99,7 +100,17 @@ export function percentile(sorted: number[], p: number): number {
 /** Per-key limits no bench load reaches: a bench spreads its rate over a few partners' keys. */
 export const UNLIMITED_RATES = { RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_PER_MINUTE: '10000000', RATE_LIMIT_PER_HOUR: '100000000' };
 
-/** Environment for an API child process wired to a simulator, on PGlite unless a database is given. */
+/**
+ * A new PGlite data directory on disk, as the service's default (`./.data`) is on a fresh clone,
+ * removed when the bench ends.
+ */
+function freshDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-pglite-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Environment for an API child process wired to a simulator, on PGlite (on disk, as by default) unless a database is given. */
 export function apiEnv(opts: { port: number; adminPort: number; adminToken: string; simulatorUrl: string; databaseUrl: string | null; extra?: Record<string, string> }): Record<string, string> {
   const env: Record<string, string> = {
     APP_ENV: 'local',
@@ -110,10 +121,10 @@ export function apiEnv(opts: { port: number; adminPort: number; adminToken: stri
     MINISTRY_ETAX_URL: opts.simulatorUrl,
     MINISTRY_POLICE_URL: opts.simulatorUrl,
     LOG_LEVEL: 'warn',
-    DATA_DIR: 'memory://',
     ...opts.extra,
   };
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
+  else env.DATA_DIR ??= freshDataDir();
   return env;
 }
 

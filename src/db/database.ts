@@ -7,6 +7,7 @@ import type { Database } from './db.types.js';
 import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
 import { requestsFirstPool } from './requests-first-pool.driver.js';
+import { initializeEmbeddedCluster } from './embedded-cluster.initializer.js';
 import type { WorkPriority } from './work-priority.js';
 import { withDeadline } from '../work/deadline.helper.js';
 import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
@@ -137,7 +138,14 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
 async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined): Promise<Dialect> {
   const inMemory = dataDir === 'memory://' || dataDir === '';
   if (!inMemory) mkdirSync(dataDir, { recursive: true });
-  const client = inMemory ? await PGlite.create(image ? { loadDataDir: image } : undefined) : await PGlite.create(dataDir);
+  let client: PGlite;
+  if (inMemory) {
+    const start = image ?? (await initializeEmbeddedCluster(null));
+    client = await PGlite.create(start ? { loadDataDir: start } : undefined);
+  } else {
+    await initializeEmbeddedCluster(dataDir);
+    client = await PGlite.create(dataDir);
+  }
   const dialect = new PGliteDialect(client);
   return priority ? requestsFirst(dialect, priority, { maxBackgroundWaitMs: BACKGROUND_MAX_WAIT_MS }) : dialect;
 }
