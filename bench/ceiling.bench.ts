@@ -10,7 +10,7 @@
  * pgbench. `--duration=S` (pgbench's -T, 20), `--clients=N` (pgbench's -c, 10: the service's pool).
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -298,8 +298,9 @@ async function pgbenchRun(url: string, script: string, skip: number, label: stri
 async function measure(): Promise<{ pgbench: Observed<CeilingPgbench>[]; service: Observed<LifecyclePeak> } | null> {
   const db = await freshDatabase(PG_URL, 'bench_ceiling');
   if (!db) return null;
+  let script: string | null = null;
   try {
-    const script = await prepareCeiling(db.url);
+    script = await prepareCeiling(db.url);
     const first = await pgbenchRun(db.url, script, 0, 'before the service');
     console.log("ceiling: the service's lifecycle peak...");
     const service = await observed(() => lifecyclePeak({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS }));
@@ -307,6 +308,7 @@ async function measure(): Promise<{ pgbench: Observed<CeilingPgbench>[]; service
     const second = await pgbenchRun(db.url, script, INVOICES_PER_RUN, 'after the service');
     return { pgbench: [first, second], service: { ...service.value, machine: service.machine } };
   } finally {
+    if (script) rmSync(script, { force: true });
     await db.drop();
   }
 }
