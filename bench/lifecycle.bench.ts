@@ -61,16 +61,20 @@ export interface LifecycleLayout {
   worker: boolean;
 }
 
-interface Settings {
+/** How the service is started: on a scratch database of `pgUrl`'s server, from these entries. */
+export interface LifecycleServiceSettings {
   pgUrl: string;
-  /** One `all` process unless told; a split layout runs only the steady phase, at `rate`. */
+  /** One `all` process unless told. */
   layout?: LifecycleLayout;
-  /** Payments per second over all partners in the steady phases; half the measured peak when null. */
-  rate: number | null;
-  durationS: number;
   apiEntry: string;
   simulatorEntry: string;
   apiNodeFlags: string[];
+}
+
+interface Settings extends LifecycleServiceSettings {
+  /** Payments per second over all partners in the steady phases; half the measured peak when null. A split layout runs only the steady phase, at `rate`. */
+  rate: number | null;
+  durationS: number;
 }
 
 const PEAK_PER_PARTNER = 400;
@@ -233,16 +237,60 @@ function rowsOf(o: Outcome, phase: string): LifecycleRow[] {
   });
 }
 
-/** Committed transactions in the bench's database so far (each autocommit statement is one). */
-async function transactions(dbUrl: string): Promise<number> {
+/** Rows a table's statements inserted, updated and deleted. */
+export interface TableWrites {
+  inserted: number;
+  updated: number;
+  deleted: number;
+}
+
+/** What the database has done so far: committed transactions (each autocommit statement is one) and rows written per table. */
+export interface DatabaseActivity {
+  transactions: number;
+  tables: Record<string, TableWrites>;
+}
+
+export async function databaseActivity(dbUrl: string): Promise<DatabaseActivity> {
   const client = new pg.Client({ connectionString: dbUrl });
   await client.connect();
   try {
     const { rows } = await client.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()');
-    return Number(rows[0]?.n ?? 0);
+    const tables = await client.query<{ name: string; ins: string; upd: string; del: string }>('SELECT relname AS name, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del FROM pg_stat_user_tables');
+    return {
+      transactions: Number(rows[0]?.n ?? 0),
+      tables: Object.fromEntries(tables.rows.map((t) => [t.name, { inserted: Number(t.ins), updated: Number(t.upd), deleted: Number(t.del) }])),
+    };
   } finally {
     await client.end();
   }
+}
+
+/** Per unit of `per` (a payment, a pgbench life), what the database did between two readings; tables nothing wrote are left out. */
+export function activityPer(before: DatabaseActivity, after: DatabaseActivity, per: number): DatabaseActivity {
+  const tables: Record<string, TableWrites> = {};
+  for (const [name, a] of Object.entries(after.tables)) {
+    const b = before.tables[name] ?? { inserted: 0, updated: 0, deleted: 0 };
+    const w = { inserted: (a.inserted - b.inserted) / per, updated: (a.updated - b.updated) / per, deleted: (a.deleted - b.deleted) / per };
+    if (w.inserted || w.updated || w.deleted) tables[name] = w;
+  }
+  return { transactions: (after.transactions - before.transactions) / per, tables };
+}
+
+/**
+ * A backend reports its counts when a transaction ends at least a second after its last report,
+ * and an idle one only after 10 s of idleness; the pool's connections go idle after the burst.
+ */
+const STATS_SETTLE_MS = 11_000;
+
+/** The lifecycle peak, and what the database did per payment carried through it. */
+export interface LifecyclePeak {
+  peak: number;
+  /** Committed database transactions per payment over its lifecycle, at the peak. */
+  transactionsPerPayment: number;
+  /** Payments carried through the whole lifecycle in the phase. */
+  payments: number;
+  /** Per payment: transactions and rows written per table, background work included. */
+  perPayment: DatabaseActivity;
 }
 
 /**
@@ -250,9 +298,11 @@ async function transactions(dbUrl: string): Promise<number> {
  * payment to the last of its webhooks. The burst's last payments still wait for their approval
  * and first check, so the figure errs low.
  */
-async function measurePeak(ctx: PhaseContext): Promise<{ peak: number; transactionsPerPayment: number }> {
+async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
   const invoices = await loadGroup(ctx.apis[0] as string, ctx.simUrl, ctx.partners, 'peak', PEAK_PER_PARTNER);
-  const xactsBefore = await transactions(ctx.dbUrl);
+  // The invoices' writes reported first, so they are not counted as the payments'.
+  await sleep(STATS_SETTLE_MS);
+  const before = await databaseActivity(ctx.dbUrl);
   const since = Date.now();
   const failed = await payFlatOut(ctx.apis, ctx.partners, invoices);
   if (failed > 0) console.log(`lifecycle: ${failed} payments were not accepted in the peak phase`);
@@ -260,11 +310,10 @@ async function measurePeak(ctx: PhaseContext): Promise<{ peak: number; transacti
   const done = o.approved.filter((a) => o.arrivals.has(a.paymentId));
   const last = Math.max(...done.map((a) => o.arrivals.get(a.paymentId) as number));
   const peak = Math.floor(done.length / ((last - since) / 1000));
-  // The statistics collector reports a moment after the commits.
-  await sleep(1000);
-  const transactionsPerPayment = ((await transactions(ctx.dbUrl)) - xactsBefore) / done.length;
-  console.log(`lifecycle  peak: ${done.length} payments paid, confirmed and delivered in ${last - since} ms: ${peak}/s; ${transactionsPerPayment.toFixed(1)} database transactions per payment`);
-  return { peak, transactionsPerPayment };
+  await sleep(STATS_SETTLE_MS);
+  const perPayment = activityPer(before, await databaseActivity(ctx.dbUrl), done.length);
+  console.log(`lifecycle  peak: ${done.length} payments paid, confirmed and delivered in ${last - since} ms: ${peak}/s; ${perPayment.transactions.toFixed(1)} database transactions per payment`);
+  return { peak, transactionsPerPayment: perPayment.transactions, payments: done.length, perPayment };
 }
 
 interface PhaseContext {
@@ -286,49 +335,66 @@ async function steadyPhase(ctx: PhaseContext, group: string, label: string, rate
   return rows;
 }
 
-export async function lifecycleBench(s: Settings): Promise<LifecycleResult | null> {
+/**
+ * The service as this bench runs it, on a scratch database: the simulator, the service's
+ * processes in `s.layout`, the partners and their webhooks at the bench's receiver. `run` gets
+ * them ready; everything is stopped and the database dropped after it, even when it fails.
+ * Null when PostgreSQL cannot be reached.
+ */
+async function withLifecycleService<T>(s: LifecycleServiceSettings, run: (ctx: PhaseContext, layout: LifecycleLayout) => Promise<T>): Promise<T | null> {
   const db = await freshDatabase(s.pgUrl, 'bench_lifecycle');
   if (!db) return null;
   // When each payment's `payment.confirmed` arrives.
   const hook = await hookReceiver((body) => (body.event === 'payment.confirmed' ? (body.data.id ?? null) : null));
-  const simPort = await freePort();
-  const sim = await startProcess([s.simulatorEntry], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: emptyFixtures(), SIMULATOR_AUTO_APPROVE_MS: String(APPROVE_AFTER_MS), LOG_LEVEL: 'warn' }, `http://127.0.0.1:${simPort}/mof/api/invoices/NOPE`, ['--no-memory-reducer']);
-  const simUrl = `http://127.0.0.1:${simPort}`;
   const layout = s.layout ?? { apis: 1, worker: false };
   const roles: ServiceRole[] = layout.worker ? [...Array.from({ length: layout.apis }, () => 'api' as const), 'worker'] : ['all'];
   // The rate is spread over a few partners; the per-key limits would turn it into 429s.
   const extra = { ...UNLIMITED_RATES, MINISTRY_TIMEOUT_MS: '5000' };
+  let sim: Proc | null = null;
   let procs: Proc[] = [];
   try {
+    const simPort = await freePort();
+    sim = await startProcess([s.simulatorEntry], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: emptyFixtures(), SIMULATOR_AUTO_APPROVE_MS: String(APPROVE_AFTER_MS), LOG_LEVEL: 'warn' }, `http://127.0.0.1:${simPort}/mof/api/invoices/NOPE`, ['--no-memory-reducer']);
+    const simUrl = `http://127.0.0.1:${simPort}`;
     // The worker gets the cap compose.yaml gives it: it serves no partner, so its checks take no request's CPU.
     const roleExtra = { worker: { CONFIRM_CONCURRENCY_MAX_PER_SOURCE: String(WORKER_MAX_PER_SOURCE) } };
     const started = await startRoles(roles, { ...s, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra, roleExtra });
     procs = started.procs;
     const { apis, adminUrl } = started;
     const partners = await setUpPartners(apis[0] as string, adminUrl, hook.url);
-    const ctx: PhaseContext = { apis, simUrl, dbUrl: db.url, partners, arrivals: hook.arrivals };
+    return await run({ apis, simUrl, dbUrl: db.url, partners, arrivals: hook.arrivals }, layout);
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+    await sim?.stop();
+    hook.server.close();
+    await db.drop();
+  }
+}
+
+/** The lifecycle peak alone, as the bench's first phase measures it, one `all` process on a scratch database. */
+export function lifecyclePeak(s: Omit<LifecycleServiceSettings, 'layout'>): Promise<LifecyclePeak | null> {
+  return withLifecycleService(s, (ctx) => measurePeak(ctx));
+}
+
+export function lifecycleBench(s: Settings): Promise<LifecycleResult | null> {
+  return withLifecycleService(s, async (ctx, layout) => {
     // The service runs with the defaults, which the budget below is made of.
     const { confirmPollMs, webhookPollMs } = loadConfig({});
     if (layout.worker) {
       const rate = s.rate ?? 1;
       const name = `${layout.apis} api + 1 worker`;
       const rows = await steadyPhase(ctx, 'split', name, rate, s.durationS);
-      await slowDown(simUrl);
+      await slowDown(ctx.simUrl);
       rows.push(...(await steadyPhase(ctx, 'split-slow', `${name}, ${SLOW_PHASE}`, rate, s.durationS)));
       return { peak: 0, transactionsPerPayment: 0, rate, durationS: s.durationS, confirmPollMs, webhookPollMs, rows };
     }
     const { peak, transactionsPerPayment } = await measurePeak(ctx);
     const rate = s.rate ?? Math.max(1, Math.floor(peak / 2));
     const rows = await steadyPhase(ctx, 'steady', 'all systems answering', rate, s.durationS);
-    await slowDown(simUrl);
+    await slowDown(ctx.simUrl);
     rows.push(...(await steadyPhase(ctx, 'slow', SLOW_PHASE, rate, s.durationS)));
     return { peak, transactionsPerPayment, rate, durationS: s.durationS, confirmPollMs, webhookPollMs, rows };
-  } finally {
-    for (const p of procs.reverse()) await p.stop();
-    await sim.stop();
-    hook.server.close();
-    await db.drop();
-  }
+  });
 }
 
 export function lifecycleTable(r: LifecycleResult, payPeak: number | null): string {

@@ -1,0 +1,342 @@
+/**
+ * `npm run bench:ceiling`: what share of PostgreSQL's own ceiling the service's lifecycle peak is,
+ * for the same SQL. One payment's life as the service issues it (bench/ceiling/*.sql, one file
+ * per transaction, each naming the repository function it mirrors) runs under pgbench, flat out,
+ * on a scratch database migrated by the service's own migrations; then the lifecycle bench's peak
+ * phase (bench/lifecycle.bench.ts) measures the service on the same PostgreSQL. The result goes
+ * to bench/results/ceiling.md and .json.
+ *
+ * Needs PostgreSQL (`DATABASE_URL`, or `--pg=URL`; scratch databases are created and dropped) and
+ * pgbench. `--duration=S` (pgbench's -T, 20), `--clients=N` (pgbench's -c, 10: the service's pool).
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { createDatabase, migrateToLatest } from '../src/db/database.js';
+import { freshDatabase } from './bench-processes.js';
+import { activityPer, databaseActivity, lifecyclePeak, type DatabaseActivity, type LifecyclePeak, type TableWrites } from './lifecycle.bench.js';
+
+const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
+const PG_URL = flag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const DURATION_S = Number(flag('duration') ?? 20);
+/** The service's pool (src/db/database.ts): at most this many of its statements run at once. */
+const CLIENTS = Number(flag('clients') ?? 10);
+const THREADS = 2;
+const PGBENCH = process.env.PGBENCH ?? '/usr/bin/pgbench';
+const SCRIPT_DIR = 'bench/ceiling';
+/** The service from source through tsx, with the Node flags `npm run start:prod` gives it, as bench:recover runs it. */
+const API_ENTRY = 'src/bin/api.ts';
+const SIMULATOR_ENTRY = 'simulator/bin/simulator.ts';
+const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
+  ?.split(' ')
+  .filter((word) => word.startsWith('--')) ?? [];
+/** Invoices per client for one pgbench run: more than a client pays in it at 200 lives a second. */
+const INVOICES_PER_RUN = DURATION_S * 200;
+/** pgbench runs before and after the service's, each on invoices of its own, and one more invoice for the check. */
+const INVOICES_PER_CLIENT = 2 * INVOICES_PER_RUN + 1;
+
+/** One transaction of the life: its script, and what the service issues for it per payment. */
+interface LifeStep {
+  file: string;
+  name: string;
+  /** The service's statements and round trips for this step of one payment's life. */
+  service: string;
+}
+
+const LIFE: LifeStep[] = [
+  { file: '01-find-invoice.sql', name: 'create: the partner\'s invoice', service: '1 statement, 1 round trip (InvoiceRepository.findForPartner)' },
+  { file: '02-insert-pending.sql', name: 'create: pending payment holding its invoice', service: '1 statement, 1 round trip (PaymentRepository.insertPending)' },
+  { file: '03-mark-submitted.sql', name: 'submit: submitted + event', service: '1 statement, 1 round trip (PaymentRepository.markSubmitted)' },
+  {
+    file: '04-claim-check.sql',
+    name: 'confirmation: claim of the check',
+    service: 'shared: 1 claim per pass (every CONFIRM_POLL_MS / 4) for every due payment, after 1 claim of owed ministry cancellations per pass; a payment checked before its approval is rescheduled (1 more) and claimed again',
+  },
+  { file: '05-owed-after.sql', name: 'confirmation: balance left', service: '1 statement, 1 round trip (PaymentRepository.owedAfter)' },
+  { file: '06-mark-confirmed.sql', name: 'confirmation: confirmed + invoice paid + event + delivery', service: '1 statement, 1 round trip (PaymentRepository.markConfirmed)' },
+  { file: '07-claim-delivery.sql', name: 'delivery: claim', service: 'shared: 1 claim per pass and lane (normal, slow) for every due delivery, at least every WEBHOOK_POLL_MS' },
+  { file: '08-finish-delivery.sql', name: 'delivery: attempt logged + delivered', service: '1 statement, 1 round trip (WebhookDeliveryRepository.finish)' },
+];
+
+/** SQL commands in a pgbench script: each ends with `;` or `\gset` (comments and meta-commands are none). */
+function commandsIn(file: string): number {
+  const lines = readFileSync(join(SCRIPT_DIR, file), 'utf8').split('\n').filter((l) => !l.trim().startsWith('--') && !l.trim().startsWith('\\'));
+  return lines.filter((l) => /;\s*$/.test(l) || /\\gset\b/.test(l)).length;
+}
+
+/** The life as one pgbench script: the client's setup, then every transaction in order. */
+function lifeScript(): string {
+  const files = readdirSync(SCRIPT_DIR).filter((f) => f.endsWith('.sql')).sort();
+  const missing = LIFE.filter((s) => !files.includes(s.file));
+  if (missing.length > 0) throw new Error(`missing scripts: ${missing.map((s) => s.file).join(', ')}`);
+  const path = join(tmpdir(), `ceiling-life-${process.pid}.sql`);
+  writeFileSync(path, files.map((f) => readFileSync(join(SCRIPT_DIR, f), 'utf8')).join('\n'));
+  return path;
+}
+
+async function withClient<T>(url: string, run: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * One partner per pgbench client ('ceiling N', N its client id) with a webhook for
+ * `payment.confirmed`, as the lifecycle bench's partners have, and its invoices with ids made
+ * from `N * 10^7 + n` (00-client.sql's invoice_key), from the client's ministry system, each
+ * already shown to the partner.
+ */
+async function seed(url: string): Promise<void> {
+  await withClient(url, async (c) => {
+    await c.query(`INSERT INTO partners (name, qr_standard, environment) SELECT 'ceiling ' || n, 'qrpay', 'production' FROM generate_series(0, $1::int - 1) n`, [CLIENTS]);
+    await c.query(`INSERT INTO webhooks (partner_id, url, events, secret_ciphertext)
+      SELECT id, 'https://partner.example/hooks/payments', '["payment.confirmed"]', repeat('c', 96) FROM partners`);
+    await c.query(
+      `INSERT INTO invoices (id, source, ref_num, description, amount, billed_amount, status, due_date, issued_at, payer_register, payer_name, payee_id, payee_name)
+       SELECT ('00000000-0000-4000-8000-' || lpad((c * 10000000 + n)::text, 12, '0'))::uuid, (ARRAY['mof', 'etax', 'police'])[c % 3 + 1],
+         'CE' || c || '-' || n, 'Ceiling invoice', 1000 + n % 500, 1000 + n % 500, 'open', '2099-01-01', '2026-01-01', 'CE' || c, 'Ceiling Payer', 'ORG-1', 'Org'
+       FROM generate_series(0, $1::int - 1) c, generate_series(1, $2::int) n`,
+      [CLIENTS, INVOICES_PER_CLIENT],
+    );
+    await c.query(`INSERT INTO partner_invoices (partner_id, invoice_id)
+      SELECT p.id, i.id FROM invoices i JOIN partners p ON p.name = 'ceiling ' || split_part(substr(i.ref_num, 3), '-', 1)`);
+    await c.query('ANALYZE');
+  });
+}
+
+interface PgbenchRun {
+  code: number;
+  out: string;
+}
+
+function pgbench(args: string[], url: string): Promise<PgbenchRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PGBENCH, [...args, url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? 1, out }));
+  });
+}
+
+const lifeArgs = (script: string, n: number) => ['-n', '-M', 'prepared', '-D', 'first=1', '-D', `n=${n}`, '-f', script];
+
+/**
+ * The check: one life by one client (on the invoice after the run's, so the run never meets it)
+ * must run every statement without error and leave what each transaction writes: the payment
+ * confirmed after one claim, its invoice paid, both events, its delivery claimed once and
+ * delivered, and the attempt logged.
+ */
+async function checkLife(url: string, script: string): Promise<void> {
+  const run = await pgbench([...lifeArgs(script, INVOICES_PER_CLIENT - 1), '-c', '1', '-t', '1'], url);
+  if (run.code !== 0) throw new Error(`the life's scripts failed against the migrated schema:\n${run.out}`);
+  const state = await withClient(url, async (c) => {
+    const { rows } = await c.query<{ ok: boolean }>(`
+      SELECT p.status = 'confirmed' AND p.check_attempts = 1 AND i.status = 'paid'
+        AND (SELECT count(*) FROM payment_invoices pi WHERE pi.payment_id = p.id) = 1
+        AND (SELECT array_agg(e.event ORDER BY e.event) FROM events e WHERE e.payment_id = p.id) = ARRAY['payment.confirmed', 'payment.submitted']
+        AND (SELECT d.status = 'delivered' AND d.attempts = 1 FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.payment_id = p.id)
+        AND (SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id WHERE e.payment_id = p.id AND a.succeeded) = 1
+        AS ok
+      FROM payments p JOIN invoices i ON i.id = p.invoice_id`);
+    return rows;
+  });
+  if (state.length !== 1 || !state[0]?.ok) throw new Error(`the life's check left ${state.length} payments, not one confirmed and delivered once:\n${run.out}`);
+}
+
+/** What share of the machine's CPU time was busy, by /proc/stat, between two readings. */
+function cpuTimes(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'latin1').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+  const total = fields.reduce((a, b) => a + b, 0);
+  // user nice system idle iowait ...: idle and iowait are the idle time.
+  return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
+}
+
+interface Machine {
+  /** Load average (1 min) at the start and the end of the phase. */
+  load: [number, number];
+  /** Busy share of all CPUs over the phase, every process on the machine counted. */
+  busyPct: number;
+}
+
+async function observed<T>(run: () => Promise<T>): Promise<{ value: T; machine: Machine }> {
+  const load0 = loadavg()[0] ?? 0;
+  const cpu0 = cpuTimes();
+  const value = await run();
+  const cpu1 = cpuTimes();
+  const busyPct = Math.round((100 * (cpu1.busy - cpu0.busy)) / Math.max(1, cpu1.total - cpu0.total));
+  return { value, machine: { load: [load0, loadavg()[0] ?? 0], busyPct } };
+}
+
+export interface CeilingPgbench {
+  clients: number;
+  threads: number;
+  durationS: number;
+  lives: number;
+  /** pgbench's tps: one of its transactions is the whole life. */
+  livesPerS: number;
+  transactionsPerLife: number;
+  /** Lives per second times the life's transactions. */
+  transactionsPerS: number;
+  /** Per life as PostgreSQL counted it: committed transactions and rows written per table. */
+  perLife: DatabaseActivity;
+  latencyMs: number;
+}
+
+const numberAfter = (out: string, label: RegExp): number => Number(label.exec(out)?.[1] ?? NaN);
+
+/** One flat-out run, its clients starting after the `skip`-th invoice of their own. */
+async function runPgbench(url: string, script: string, skip: number): Promise<CeilingPgbench> {
+  const before = await databaseActivity(url);
+  const run = await pgbench([...lifeArgs(script, skip), '-c', String(CLIENTS), '-j', String(THREADS), '-T', String(DURATION_S)], url);
+  if (run.code !== 0) throw new Error(`pgbench failed (exit ${run.code}):\n${run.out}`);
+  const lives = numberAfter(run.out, /number of transactions actually processed: (\d+)/);
+  const failed = numberAfter(run.out, /number of failed transactions: (\d+)/);
+  if (!(lives > 0) || failed !== 0) throw new Error(`pgbench: ${lives} lives, ${failed} failed:\n${run.out}`);
+  // A backend reports its counts as it exits; pgbench's have.
+  await sleep(1000);
+  const perLife = activityPer(before, await databaseActivity(url), lives);
+  const livesPerS = numberAfter(run.out, /tps = ([\d.]+)/);
+  const transactionsPerLife = LIFE.reduce((n, s) => n + commandsIn(s.file), 0);
+  const latencyMs = numberAfter(run.out, /latency average = ([\d.]+) ms/);
+  return { clients: CLIENTS, threads: THREADS, durationS: DURATION_S, lives, livesPerS, transactionsPerLife, transactionsPerS: livesPerS * transactionsPerLife, perLife, latencyMs };
+}
+
+/** pgbench's scratch database: migrated by the service's migrations, seeded, and the life checked on it. */
+async function prepareCeiling(url: string): Promise<string> {
+  const kysely = await createDatabase({ databaseUrl: url, dataDir: '' });
+  try {
+    await migrateToLatest(kysely);
+  } finally {
+    await kysely.destroy();
+  }
+  await seed(url);
+  const script = lifeScript();
+  await checkLife(url, script);
+  console.log('ceiling: every statement of the life ran against the migrated schema');
+  return script;
+}
+
+type Observed<T> = T & { machine: Machine };
+
+export interface CeilingResult {
+  date: string;
+  cpus: number;
+  node: string;
+  postgres: string;
+  /** Before and after the service's run. */
+  pgbench: Observed<CeilingPgbench>[];
+  /** The mean of the pgbench runs' lives per second: the ceiling. */
+  livesPerS: number;
+  service: Observed<LifecyclePeak>;
+  /** The service's payments/s over the ceiling. */
+  share: number;
+}
+
+const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const machineText = (m: Machine) => `load average ${fmt(m.load[0], 2)} -> ${fmt(m.load[1], 2)}, all CPUs ${m.busyPct}% busy`;
+
+/** Rows written per table: the service's per payment against pgbench's per life (its first run). */
+function writesTable(r: CeilingResult): string[] {
+  const life = r.pgbench[0]?.perLife.tables ?? {};
+  const names = [...new Set([...Object.keys(r.service.perPayment.tables), ...Object.keys(life)])].sort();
+  const cell = (w: TableWrites | undefined) => (w ? `${fmt(w.inserted, 2)} / ${fmt(w.updated, 2)} / ${fmt(w.deleted, 2)}` : '-');
+  return [
+    '| table: rows inserted / updated / deleted | service, per payment | pgbench, per life |',
+    '|---|---|---|',
+    ...names.map((t) => `| ${t} | ${cell(r.service.perPayment.tables[t])} | ${cell(life[t])} |`),
+  ];
+}
+
+const pgbenchRow = (label: string, p: Observed<CeilingPgbench>) =>
+  `| pgbench ${label} | ${fmt(p.livesPerS)} lives (${fmt(p.transactionsPerS)} transactions of ${p.transactionsPerLife} per life) | ${p.lives} lives, ${fmt(p.latencyMs)} ms a life; PostgreSQL counted ${fmt(p.perLife.transactions, 2)} transactions per life; ${machineText(p.machine)} |`;
+
+export function ceilingTable(r: CeilingResult): string {
+  const [first, second] = r.pgbench;
+  const p = first as Observed<CeilingPgbench>;
+  return [
+    `Database ceiling (${r.date}, ${r.cpus} CPUs, Node ${r.node}, ${r.postgres}); pgbench -c ${p.clients} -j ${p.threads} -T ${p.durationS} -M prepared:`,
+    '',
+    '| | per second | |',
+    '|---|---|---|',
+    ...(first ? [pgbenchRow('before the service', first)] : []),
+    ...(second ? [pgbenchRow('after the service', second)] : []),
+    `| ceiling: the runs' mean | ${fmt(r.livesPerS)} lives (${fmt(r.livesPerS * p.transactionsPerLife)} transactions) | |`,
+    `| service, lifecycle peak | ${r.service.peak} payments | ${r.service.payments} payments; PostgreSQL counted ${fmt(r.service.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.service.machine)} |`,
+    `| share: service / ceiling | ${Math.round(r.share * 100)}% | |`,
+    '',
+    '| transaction of the life | the service, per payment | the script (bench/ceiling/) |',
+    '|---|---|---|',
+    ...LIFE.map((s) => `| ${s.name} | ${s.service} | ${commandsIn(s.file)} statement, ${commandsIn(s.file)} round trip (${s.file}) |`),
+    '',
+    // Beyond the script's own: its clients' setup, the lives cut short when -T ran out, autovacuum.
+    `Transactions per payment as PostgreSQL counted them: service ${fmt(r.service.perPayment.transactions, 2)} (background work included), pgbench ${fmt(p.perLife.transactions, 2)} (${p.transactionsPerLife} a life, plus each client's setup and the lives cut short at the end). Rows written:`,
+    '',
+    ...writesTable(r),
+  ].join('\n');
+}
+
+async function pgbenchRun(url: string, script: string, skip: number, label: string): Promise<Observed<CeilingPgbench>> {
+  console.log(`ceiling: pgbench ${label}, -c ${CLIENTS} -j ${THREADS} -T ${DURATION_S} -M prepared...`);
+  const { value, machine } = await observed(() => runPgbench(url, script, skip));
+  console.log(`ceiling: ${fmt(value.livesPerS)} lives/s (${fmt(value.transactionsPerS)} transactions/s)`);
+  return { ...value, machine };
+}
+
+/**
+ * pgbench flat out, the service's lifecycle peak, pgbench again: the machine is shared, and the
+ * two runs around the service's show how far its load moved meanwhile.
+ */
+async function measure(): Promise<{ pgbench: Observed<CeilingPgbench>[]; service: Observed<LifecyclePeak> } | null> {
+  const db = await freshDatabase(PG_URL, 'bench_ceiling');
+  if (!db) return null;
+  let script: string | null = null;
+  try {
+    script = await prepareCeiling(db.url);
+    const first = await pgbenchRun(db.url, script, 0, 'before the service');
+    console.log("ceiling: the service's lifecycle peak...");
+    const service = await observed(() => lifecyclePeak({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS }));
+    if (!service.value) return null;
+    const second = await pgbenchRun(db.url, script, INVOICES_PER_RUN, 'after the service');
+    return { pgbench: [first, second], service: { ...service.value, machine: service.machine } };
+  } finally {
+    if (script) rmSync(script, { force: true });
+    await db.drop();
+  }
+}
+
+async function main(): Promise<number> {
+  const version = await withClient(PG_URL, (c) => c.query<{ v: string }>('SELECT version() AS v')).catch(() => null);
+  if (!version) {
+    console.log(`PostgreSQL unavailable at ${PG_URL}`);
+    return 2;
+  }
+  const measured = await measure();
+  if (!measured) return 2;
+  const livesPerS = measured.pgbench.reduce((n, r) => n + r.livesPerS, 0) / measured.pgbench.length;
+  const result: CeilingResult = {
+    date: new Date().toISOString(),
+    cpus: cpus().length,
+    node: process.version,
+    postgres: (version.rows[0]?.v ?? '').split(' on ')[0] ?? '',
+    pgbench: measured.pgbench,
+    livesPerS,
+    service: measured.service,
+    share: measured.service.peak / livesPerS,
+  };
+  const md = ceilingTable(result);
+  console.log(`\n${md}`);
+  writeFileSync('bench/results/ceiling.md', `${md}\n`);
+  writeFileSync('bench/results/ceiling.json', `${JSON.stringify(result, null, 2)}\n`);
+  return 0;
+}
+
+process.exitCode = await main();
