@@ -4,13 +4,14 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/database-image.global-setup.ts'],
-    // The second reporter says which tests skipped for want of PostgreSQL, Redis or Chromium.
+    // The second reporter says which tests skipped for want of PostgreSQL, Redis, Chromium or promtool.
     reporters: ['default', './test/helpers/skipped-tests.reporter.ts'],
     // What a test needs beyond the defaults (it skips without it).
     tags: [
       { name: 'postgres', description: 'needs PostgreSQL: DATABASE_URL' },
       { name: 'redis', description: 'needs Redis: REDIS_URL' },
       { name: 'chromium', description: 'needs Chromium at /usr/bin/chromium' },
+      { name: 'promtool', description: "needs Prometheus' promtool on the PATH (Debian's prometheus package)" },
     ],
     // Bounds on a hang, not measures of speed (timing belongs in bench/): a test context's start,
     // processes spawned through tsx and Chromium take several times longer on a busy machine.

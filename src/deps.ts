@@ -124,7 +124,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     onStaleLease,
     now,
   });
-  observeBacklogs(metrics, { reports: payments.reportRepo, deliveries: webhooks.deliveries, reconciliations: backOffice.reconciliations, webhooks: webhooks.repo });
+  observeBacklogs(metrics, { reports: payments.reportRepo, deliveries: webhooks.deliveries, reconciliations: backOffice.reconciliations, webhooks: webhooks.repo }, now);
   const jobs = createJobs(config, { data, payments, confirmLimits: ministries.confirmLimits, checkSlots: ministries.checkSlots, webhooks, pushes, reconciliation: backOffice.admin.reconciliation, now });
   const control = jobControl(jobs, data);
   return {

@@ -3,6 +3,7 @@ import type { ReportRepository } from '../db/repositories/report.repository.js';
 import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { ReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
 import type { WebhookRepository } from '../db/repositories/webhook.repository.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export interface BacklogSources {
   reports: ReportRepository;
@@ -11,8 +12,13 @@ export interface BacklogSources {
   webhooks: WebhookRepository;
 }
 
-/** The gauges read from the database when the metrics are scraped. */
-export function observeBacklogs(metrics: Metrics, repos: BacklogSources): void {
+const secondsSince = (at: Date, now: Date) => Math.max(0, (now.getTime() - at.getTime()) / 1000);
+
+/**
+ * The gauges read from the database when the metrics are scraped. Ages are measured on `now`, the
+ * clock that wrote the times they are measured from.
+ */
+export function observeBacklogs(metrics: Metrics, repos: BacklogSources, now: Clock): void {
   metrics.observe({
     paymentsByStatus: () => repos.reports.paymentsByStatus(),
     outboxBacklog: () => repos.deliveries.countPending(),
@@ -20,5 +26,14 @@ export function observeBacklogs(metrics: Metrics, repos: BacklogSources): void {
     lastReconciliation: () => repos.reconciliations.lastCompleted(),
     confirmationBacklog: () => repos.reports.unresolvedBySource(),
     disabledWebhooks: () => repos.webhooks.countDisabled(),
+    uncheckedPaymentAge: async () => {
+      const since = await repos.reports.oldestUncheckedBySource();
+      const at = now();
+      return Object.fromEntries(Object.entries(since).map(([source, t]) => [source, secondsSince(t, at)]));
+    },
+    dueDeliveryAge: async () => {
+      const due = await repos.deliveries.earliestDue();
+      return due === null ? 0 : secondsSince(due, now());
+    },
   });
 }

@@ -33,7 +33,12 @@ function createConfirmLimits(config: Config, metrics: Metrics): Record<Source, A
 export function createMinistries(config: Config, deps: { urls: Record<Source, string>; metrics: Metrics; now?: Clock }): Ministries {
   // The partners' requests keep the 16 connections they had beside the background checks at their cap.
   const upstream = createMinistryAdapters({ urls: deps.urls, timeoutMs: config.ministryTimeoutMs, connections: config.confirmConcurrencyMaxPerSource + 16 });
-  const ministries = guardAdapters(instrumentAdapters(upstream, deps.metrics), config.circuitBreaker, () => (deps.now?.() ?? new Date()).getTime());
+  const ministries = guardAdapters(
+    instrumentAdapters(upstream, deps.metrics),
+    config.circuitBreaker,
+    () => (deps.now?.() ?? new Date()).getTime(),
+    (source, operation, state) => deps.metrics.ministryCircuitOpen.set({ source, operation }, state === 'closed' ? 0 : 1),
+  );
   const confirmLimits = createConfirmLimits(config, deps.metrics);
   const checkSlots = createKeyedSlots((source) => confirmLimits[source as Source].limit());
   return { ministries, confirmLimits, checkSlots, close: () => upstream.close() };

@@ -3,6 +3,7 @@ import { relative } from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
 import { CHROMIUM } from './browser.js';
 import { testConfig } from './test-config.js';
+import { hasPromtool } from './alert-rules.js';
 
 /*
  * After a run, says which tests skipped because a service they need was not given, and the
@@ -22,6 +23,7 @@ const NEEDS: Need[] = [
   { tag: 'postgres', what: 'PostgreSQL (DATABASE_URL)', given: (c) => Boolean(c.databaseUrl), how: 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test' },
   { tag: 'redis', what: 'Redis (REDIS_URL)', given: (c) => Boolean(c.redisUrl), how: 'REDIS_URL=redis://127.0.0.1:6379' },
   { tag: 'chromium', what: `Chromium (${CHROMIUM})`, given: () => existsSync(CHROMIUM), how: 'apt-get install -y chromium' },
+  { tag: 'promtool', what: "Prometheus' promtool", given: hasPromtool, how: 'apt-get install -y prometheus' },
 ];
 
 /**
@@ -48,9 +50,10 @@ export function skippedTestsNote(modules: readonly TestModule[], config = testCo
     const count = [...files.values()].reduce((a, b) => a + b, 0);
     lines.push(`  ${count} need ${need.what}: ${[...files].map(([f, n]) => `${f} (${n})`).join(', ')}`);
   }
-  const env = NEEDS.filter((n) => n.tag !== 'chromium' && byNeed.has(n)).map((n) => n.how);
+  const env = NEEDS.filter((n) => (n.tag === 'postgres' || n.tag === 'redis') && byNeed.has(n)).map((n) => n.how);
   if (env.length > 0) lines.push(`Run them against real services: ${env.join(' ')} npm test`);
   if (byNeed.has(NEEDS[2]!)) lines.push(`Browser tests need Chromium: ${NEEDS[2]!.how}`);
+  if (byNeed.has(NEEDS[3]!)) lines.push(`Alerting rule tests need promtool: ${NEEDS[3]!.how}`);
   return lines.join('\n');
 }
 

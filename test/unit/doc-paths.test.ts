@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
  */
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const TOP = ['src', 'test', 'docs', 'simulator', 'bench', 'scripts', 'config', 'sdk'];
+const TOP = ['src', 'test', 'docs', 'simulator', 'bench', 'scripts', 'config', 'sdk', 'deploy'];
 /** A top folder's name starting a path: not in the middle of a word, a URL or another path (a `../` before it is fine). */
 const PATH = new RegExp(`(?:^|[^\\w./-]|\\.\\./)((?:${TOP.join('|')})/[\\w./*{},-]*)`, 'g');
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { guardAdapters } from '../../src/adapters/ministry/guarded-adapter.js';
+import { guardAdapters, type CircuitStateReport } from '../../src/adapters/ministry/guarded-adapter.js';
 import { UpstreamError, type MinistryAdapter, type MinistryAdapters, type UpstreamPaymentState } from '../../src/adapters/ministry/ministry.types.js';
 import type { Source } from '../../src/domain/vocabulary.js';
 
@@ -29,9 +29,9 @@ function adapter(source: Source, failing: Failing, calls: string[]): MinistryAda
   };
 }
 
-function guarded(failing: Failing, calls: string[], clock: { ms: number }): MinistryAdapters {
+function guarded(failing: Failing, calls: string[], clock: { ms: number }, onState?: CircuitStateReport): MinistryAdapters {
   const upstream = { mof: adapter('mof', failing, calls), etax: adapter('etax', failing, calls), police: adapter('police', failing, calls) };
-  return guardAdapters(upstream, { failureThreshold: 2, openMs: 1000 }, () => clock.ms);
+  return guardAdapters(upstream, { failureThreshold: 2, openMs: 1000 }, () => clock.ms, onState);
 }
 
 const REF = { paymentId: 'p-1', refNum: 'R-1' };
@@ -75,6 +75,28 @@ describe('circuit breaker per ministry system and operation', () => {
     clock.ms = 1000;
     expect(await kindOf(ministries.etax.getPayment(REF))).toBe('ok');
     expect(await kindOf(ministries.etax.getPayment(REF))).toBe('ok');
+  });
+
+  it('reports the system, operation and state of the circuit each call leaves (for the gauge)', async () => {
+    const calls: string[] = [];
+    const clock = { ms: 0 };
+    const failing = { status: true };
+    const reports: string[] = [];
+    const ministries = guarded(failing, calls, clock, (source, operation, state) => reports.push(`${source} ${operation} ${state}`));
+    await kindOf(ministries.etax.getPayment(REF));
+    await kindOf(ministries.etax.getPayment(REF));
+    await kindOf(ministries.etax.getPayment(REF));
+    await ministries.etax.submitPayment(SUBMIT);
+    failing.status = false;
+    clock.ms = 1000;
+    await kindOf(ministries.etax.getPayment(REF));
+    expect(reports).toEqual([
+      'etax getPayment closed',
+      'etax getPayment open',
+      'etax getPayment open',
+      'etax submitPayment closed',
+      'etax getPayment closed',
+    ]);
   });
 
   it('opens on failing submissions without refusing the status calls of the same system', async () => {

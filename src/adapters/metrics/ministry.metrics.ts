@@ -15,6 +15,12 @@ export function ministryCallMetrics(registry: Registry) {
       labelNames: ['source', 'operation', 'kind'] as const,
       registers: [registry],
     }),
+    ministryCircuitOpen: new Gauge({
+      name: 'ministry_circuit_open',
+      help: 'Whether the circuit breaker of a ministry system and operation refuses calls (1: open, or half-open with one trial call let through) or lets them through (0), by source and operation; set on each call',
+      labelNames: ['source', 'operation'] as const,
+      registers: [registry],
+    }),
   };
 }
 

@@ -13,6 +13,10 @@ export interface MetricsSources {
   confirmationBacklog?: () => Promise<Record<string, number>>;
   /** Disabled webhooks by reason (manual, failing). */
   disabledWebhooks?: () => Promise<Record<string, number>>;
+  /** Per ministry system, seconds its longest-unchecked submitted payment has gone without a status check. */
+  uncheckedPaymentAge?: () => Promise<Record<string, number>>;
+  /** Seconds the longest-waiting due delivery of an enabled webhook has been due (0 when none is). */
+  dueDeliveryAge?: () => Promise<number>;
 }
 
 /**
@@ -55,13 +59,31 @@ export function observeSources(registry: Registry, sources: MetricsSources): voi
   labelledGauge(registry, 'reconciliation_last_success_timestamp_seconds', 'When each source was last reconciled successfully', 'source', async () =>
     Object.fromEntries(((await sources.lastReconciliation?.()) ?? []).map((r) => [r.source, r.at.getTime() / 1000])),
   );
-  new Gauge({
-    name: 'webhook_outbox_backlog',
-    help: 'Webhook deliveries not yet delivered or failed for good',
+  labelledGauge(
+    registry,
+    'payment_status_unchecked_seconds',
+    "How long the submitted payment of each source that has gone longest without a status check with its ministry has waited, since its last check (or its submission); no series for a source with no submitted payment",
+    'source',
+    async () => (await sources.uncheckedPaymentAge?.()) ?? {},
+  );
+  plainGauge(registry, 'webhook_outbox_backlog', 'Webhook deliveries not yet delivered or failed for good', async () => (await sources.outboxBacklog?.()) ?? 0);
+  plainGauge(
+    registry,
+    'webhook_delivery_oldest_due_seconds',
+    'How long the pending delivery of an enabled webhook that has waited longest since its attempt fell due has waited (0 when none is due)',
+    async () => (await sources.dueDeliveryAge?.()) ?? 0,
+  );
+}
+
+/** A gauge without labels, set at scrape time. */
+function plainGauge(registry: Registry, name: string, help: string, read: () => Promise<number>) {
+  return new Gauge({
+    name,
+    help,
     registers: [registry],
     async collect() {
-      const backlog = await readOrKeep(async () => (await sources.outboxBacklog?.()) ?? 0);
-      if (backlog !== undefined) this.set(backlog);
+      const value = await readOrKeep(read);
+      if (value !== undefined) this.set(value);
     },
   });
 }

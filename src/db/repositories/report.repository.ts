@@ -81,6 +81,20 @@ export function createReportRepository(db: Db) {
         .execute();
       return Object.fromEntries(rows.map((r) => [r.source, Number(r.n)]));
     },
+
+    /**
+     * Per ministry system, since when its longest-unchecked submitted payment has gone without a
+     * status check: its last check's end, or its submission when it has had none.
+     */
+    async oldestUncheckedBySource(): Promise<Record<string, Date>> {
+      const rows = await db
+        .selectFrom('payments')
+        .select(['source', sql<Date>`min(coalesce(status_checked_at, submitted_at, created_at))`.as('since')])
+        .where('status', '=', 'submitted')
+        .groupBy('source')
+        .execute();
+      return Object.fromEntries(rows.map((r) => [r.source, new Date(r.since)]));
+    },
   };
 }
 

@@ -197,6 +197,24 @@ function deliveryClaims(db: Db) {
       return rows.map(toClaimed);
     },
 
+    /**
+     * The earliest due time of a pending delivery of an enabled webhook (null when none waits).
+     * Probed per webhook on its (webhook_id, next_attempt_at) index, so the cost follows the
+     * number of webhooks; a disabled webhook's deliveries wait on purpose and are left out.
+     */
+    async earliestDue(): Promise<Date | null> {
+      const { rows } = await sql<{ due: Date | null }>`
+        SELECT min(x.due) AS due FROM webhooks w
+        CROSS JOIN LATERAL (
+          SELECT d.next_attempt_at AS due FROM webhook_deliveries d
+          WHERE d.webhook_id = w.id AND d.status = 'pending'
+          ORDER BY d.next_attempt_at LIMIT 1
+        ) x
+        WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL`.execute(db);
+      const due = rows[0]?.due;
+      return due === null || due === undefined ? null : new Date(due);
+    },
+
     async countPending(): Promise<number> {
       const row = await db
         .selectFrom('webhook_deliveries')
