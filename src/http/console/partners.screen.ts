@@ -5,6 +5,7 @@ import { QR_STANDARDS } from '../../domain/vocabulary.js';
 import { byId, el } from '../page-ui/page-ui.js';
 import { formatLocalTime } from '../page-ui/page-format.js';
 import type { ConsoleContext, Partner } from './console-context.js';
+import { LIMIT_FIELDS, limitsText } from './console.format.js';
 import { badge, busy, createList, timeCell, twoStep } from './console-table.ui.js';
 
 const COPIED_MS = 2500;
@@ -107,16 +108,6 @@ type RateLimits = NonNullable<Partner['rateLimits']>;
 /** Limits as the editor read them: an empty box is null, which the admin API refuses by name. */
 type TypedLimits = Record<keyof RateLimits, number | null>;
 
-const LIMIT_FIELDS = [
-  ['perSecond', '/s', 'per second'],
-  ['perMinute', '/min', 'per minute'],
-  ['perHour', '/h', 'per hour'],
-] as const;
-
-/** "20/s · 600/min · 10000/h", or "default" for a partner on the configured limits. */
-export function limitsText(limits: Partner['rateLimits']): string {
-  return limits ? LIMIT_FIELDS.map(([key, unit]) => `${limits[key]}${unit}`).join(' · ') : 'default';
-}
 
 /** Saves a partner's limits (null: back to the defaults) and shows the row it comes back as. */
 async function saveLimits(kit: RowKit, p: Partner, tr: HTMLTableRowElement, rateLimits: TypedLimits | null): Promise<void> {
