@@ -108,7 +108,6 @@ type RateLimits = NonNullable<Partner['rateLimits']>;
 /** Limits as the editor read them: an empty box is null, which the admin API refuses by name. */
 type TypedLimits = Record<keyof RateLimits, number | null>;
 
-
 /** Saves a partner's limits (null: back to the defaults) and shows the row it comes back as. */
 async function saveLimits(kit: RowKit, p: Partner, tr: HTMLTableRowElement, rateLimits: TypedLimits | null): Promise<void> {
   try {
