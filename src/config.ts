@@ -227,7 +227,8 @@ const SETTINGS = {
   },
   logLevel: setting('LOG_LEVEL', Text('info')),
   keyRotationGraceMs: number('KEY_ROTATION_GRACE_MS', Int(DAY)),
-  authCacheTtlMs: number('AUTH_CACHE_TTL_MS', Int(2000)),
+  /** At most 5 s: a partner's deactivation, keys and rate limits changed on another instance apply within it. */
+  authCacheTtlMs: number('AUTH_CACHE_TTL_MS', Type.Integer({ default: 2000, minimum: 0, maximum: 5000 })),
   invoiceCache: { ttlMs: number('INVOICE_CACHE_TTL_MS', Int(30_000)), maxEntries: number('INVOICE_CACHE_MAX_ENTRIES', Int(50_000)) },
   idempotencyTtlMs: number('IDEMPOTENCY_TTL_MS', Int(2 * DAY, DAY)),
   /** Periods of at least a day: partners read the delivery log, and seconds mistaken for ms are refused. */

@@ -47,6 +47,25 @@ function withQuery(path: string, params: Record<string, string | boolean | undef
   return text ? `${path}?${text}` : path;
 }
 
+/** A number as given on the command line; text that is not one goes as it is, for the admin API's validation to name. */
+function count(value: string | boolean | undefined, what: string): number | string {
+  const text = need(value, what);
+  const n = Number(text);
+  return text.trim() !== '' && Number.isFinite(n) ? n : text;
+}
+
+const LIMIT_OPTIONS = ['per-second', 'per-minute', 'per-hour'];
+
+/** `--default`, or all three limits: a partner's limits are set together. */
+function rateLimits(o: Options): { perSecond: number | string; perMinute: number | string; perHour: number | string } | null {
+  if (o.default) {
+    const given = LIMIT_OPTIONS.filter((name) => o[name] !== undefined);
+    if (given.length > 0) throw new UsageError(`--default does not go with --${given.join(', --')}`);
+    return null;
+  }
+  return { perSecond: count(o['per-second'], '--per-second'), perMinute: count(o['per-minute'], '--per-minute'), perHour: count(o['per-hour'], '--per-hour') };
+}
+
 const get = (path: string): Request => ({ method: 'GET', path });
 const post = (path: string, body?: unknown): Request => ({ method: 'POST', path, body });
 const patch = (path: string, body: unknown): Request => ({ method: 'PATCH', path, body });
@@ -74,6 +93,14 @@ const COMMANDS: Record<string, Command> = {
     args: ['partner id', 'qr standard?'],
     options: ['qr-standard'],
     request: ([id, standard], o) => patch(`/admin/partners/${seg(id, 'partner id')}`, { qrStandard: need(standard ?? o['qr-standard'], 'qr standard') }),
+  },
+  'partner set-limits': {
+    synopsis: '<partnerId> (--per-second N --per-minute N --per-hour N | --default)',
+    note: '(per API key; --default: back to RATE_LIMIT_*)',
+    args: ['partner id'],
+    options: LIMIT_OPTIONS,
+    flags: ['default'],
+    request: ([id], o) => patch(`/admin/partners/${seg(id, 'partner id')}`, { rateLimits: rateLimits(o) }),
   },
   'reconcile run': {
     synopsis: '--day YYYY-MM-DD',

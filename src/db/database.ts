@@ -36,6 +36,7 @@ import * as m022 from './migrations/022-payment-end-events.migration.js';
 import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
 import * as m025 from './migrations/025-push-skipped.migration.js';
 import * as m026 from './migrations/026-sandbox-invoices.migration.js';
+import * as m027 from './migrations/027-partner-rate-limits.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -104,6 +105,7 @@ const migrations: Record<string, Migration> = {
   '024-invoice-billed-amount': m024,
   '025-push-skipped': m025,
   '026-sandbox-invoices': m026,
+  '027-partner-rate-limits': m027,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */

@@ -15,6 +15,10 @@ export interface PartnersTable {
   qr_standard: QrStandard;
   environment: KeyEnvironment;
   active: boolean;
+  /** All three set, or all null (the partner uses the configured defaults). */
+  rate_limit_per_second: number | null;
+  rate_limit_per_minute: number | null;
+  rate_limit_per_hour: number | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

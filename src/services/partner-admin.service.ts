@@ -1,10 +1,9 @@
 import type { CreatePartnerInput, PartnerService } from './partner.service.js';
 import type { BackOfficeService } from './back-office.service.js';
-import type { PartnerRow } from '../db/repositories/partner.repository.js';
-import type { QrStandard } from '../domain/vocabulary.js';
+import type { PartnerPatch, PartnerRow } from '../db/repositories/partner.repository.js';
 
 /** What the audit log keeps of a partner: never a key. */
-const auditable = (p: PartnerRow) => ({ name: p.name, qrStandard: p.qrStandard, environment: p.environment, active: p.active });
+const auditable = (p: PartnerRow) => ({ name: p.name, qrStandard: p.qrStandard, environment: p.environment, active: p.active, rateLimits: p.rateLimits });
 
 /** The operator's partner actions, each recorded in the audit log under the operator's name. */
 export function createPartnerAdminService(deps: { partners: PartnerService; backOffice: Pick<BackOfficeService, 'audit'> }) {
@@ -15,7 +14,7 @@ export function createPartnerAdminService(deps: { partners: PartnerService; back
     create: (input: CreatePartnerInput, operator: string) =>
       partners.create(input, (uow, created) => backOffice.audit(operator, 'partner.create', 'partner', created.id, null, auditable(created))(uow)),
 
-    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, operator: string) {
+    async update(id: string, patch: PartnerPatch, operator: string) {
       const before = await partners.get(id);
       return partners.update(id, patch, (uow, after) => backOffice.audit(operator, 'partner.update', 'partner', id, auditable(before), auditable(after))(uow));
     },

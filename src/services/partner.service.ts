@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/errors.js';
 import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnvironment, keyPrefix } from '../domain/api-key.js';
-import type { KeyLookupRow, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
+import type { KeyLookupRow, PartnerPatch, PartnerRateLimits, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
 import type { AlsoInTransaction } from '../db/unit-of-work.js';
 import type { AppEnv, KeyEnvironment, QrStandard } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
@@ -15,6 +15,11 @@ export interface AuthenticatedPartner {
   environment: KeyEnvironment;
   /** Names the API key (not the partner): rate limits are per key. A hash prefix, never the key itself. */
   keyId: string;
+  /**
+   * The partner's own limits, or null for the defaults. Cached with the key, so a change made on
+   * another instance applies here within the cache TTL.
+   */
+  rateLimits: Readonly<PartnerRateLimits> | null;
 }
 
 export interface CreatePartnerInput {
@@ -55,7 +60,8 @@ function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: numb
     const row = await deps.partners.findByKeyHash(hash);
     if (!row || !hashesEqual(row.keyHash, hash) || row.keyEnvironment !== accepted) return null;
     const { id, name, qrStandard, environment } = row.partner;
-    return { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16) }) };
+    const rateLimits = row.partner.rateLimits ? Object.freeze(row.partner.rateLimits) : null;
+    return { row, partner: Object.freeze({ id, name, qrStandard, environment, keyId: hash.slice(0, 16), rateLimits }) };
   }
 
   // Unknown keys, for the TTL: a client retrying a wrong key, or a flood of one made-up key, would
@@ -156,7 +162,7 @@ export function createPartnerService(deps: {
     list: () => deps.partners.list(),
     count: () => deps.partners.count(),
 
-    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow> {
+    async update(id: string, patch: PartnerPatch, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow> {
       const partner = await deps.partners.update(id, patch, also);
       clearCache();
       if (!partner) throw new NotFoundError('Partner');

@@ -196,6 +196,50 @@ describe('operator CLI (in-process)', () => {
     }
   });
 
+  it("sets a partner's own rate limits, resets them with --default, and the partner list shows both", async () => {
+    const partner = await ctx.partner();
+    const set = await cli('partner', 'set-limits', partner.id, '--per-second', '20', '--per-minute', '600', '--per-hour', '10000');
+    expect(set.code, set.err).toBe(0);
+    expect(set.out).toMatchObject({ id: partner.id, active: true, rateLimits: { perSecond: 20, perMinute: 600, perHour: 10000 } });
+    const listed = (await cli('partner', 'list')).out as { id: string; rateLimits: unknown }[];
+    expect(listed.find((p) => p.id === partner.id)?.rateLimits).toEqual({ perSecond: 20, perMinute: 600, perHour: 10000 });
+
+    const reset = await cli('partner', 'set-limits', partner.id, '--default');
+    expect(reset.code, reset.err).toBe(0);
+    expect(reset.out).toMatchObject({ id: partner.id, rateLimits: null });
+    const after = (await cli('partner', 'list')).out as { id: string; rateLimits: unknown }[];
+    expect(after.find((p) => p.id === partner.id)?.rateLimits).toBeNull();
+  });
+
+  it('leaves limits the admin API refuses to it (exit 1, its message), and half-given ones to the usage (exit 2)', async () => {
+    const partner = await ctx.partner();
+    const refused: [string[], string][] = [
+      [['--per-second', '0', '--per-minute', '60', '--per-hour', '1000'], 'rateLimits.perSecond must be >= 1'],
+      [['--per-second', '5', '--per-minute', '1.5', '--per-hour', '1000'], 'rateLimits.perMinute must be of type integer'],
+      [['--per-second', '5', '--per-minute', '60', '--per-hour', 'many'], 'rateLimits.perHour must be of type integer'],
+    ];
+    for (const [options, message] of refused) {
+      const res = await cli('partner', 'set-limits', partner.id, ...options);
+      expect(res.code, options.join(' ')).toBe(1);
+      expect(res.err, options.join(' ')).toContain('admin API answered 400');
+      expect(res.err, options.join(' ')).toContain(message);
+    }
+    const usage: [string[], string][] = [
+      [[partner.id, '--per-second', '5', '--per-minute', '60'], 'missing --per-hour'],
+      [[partner.id], 'missing --per-second'],
+      [[partner.id, '--default', '--per-second', '5'], '--default does not go with --per-second'],
+      [['--default'], 'missing partner id'],
+    ];
+    for (const [args, message] of usage) {
+      const res = await cli('partner', 'set-limits', ...args);
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.err, args.join(' ')).toContain(message);
+      expect(res.err, args.join(' ')).toContain('Usage: npm run cli --');
+    }
+    const listed = (await cli('partner', 'list')).out as { id: string; rateLimits: unknown }[];
+    expect(listed.find((p) => p.id === partner.id)?.rateLimits).toBeNull();
+  });
+
   it('exits 2 with the usage on a usage error, and 0 with it on --help', async () => {
     for (const argv of [[], ['reconcile'], ['reconcile', 'run'], ['reconcile', 'resolve', 'some-id'], ['payments', 'show'], ['audit', '--day', today()], ['nonsense']]) {
       const res = await cli(...argv);
@@ -205,5 +249,6 @@ describe('operator CLI (in-process)', () => {
     const help = await cli('--help');
     expect(help.code).toBe(0);
     expect(String(help.out)).toContain('reconcile run --day YYYY-MM-DD');
+    expect(String(help.out)).toContain('partner set-limits <partnerId> (--per-second N --per-minute N --per-hour N | --default)');
   });
 });

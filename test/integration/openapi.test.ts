@@ -2,6 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { createContractChecker, documentPath, type ContractDocument } from '../helpers/contract.js';
+import { PartnerBody, UpdatePartnerBody } from '../../src/schemas/admin.schema.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -147,6 +148,23 @@ describe('OpenAPI document', () => {
     expect(created?.headers?.['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
     expect(created?.content?.['application/json']?.examples?.created?.value).toMatchObject({ status: 'submitted' });
     expect(Object.keys(doc.components.headers).sort()).toEqual(['IdempotentReplayed', 'RateLimit', 'RateLimitPolicy', 'RetryAfter', 'XRequestId']);
+  });
+
+  it("states that the rate-limit policy header carries the partner's own limits", async () => {
+    const doc = await fetchDoc();
+    expect(doc.components.headers.RateLimitPolicy).toMatchObject({ description: expect.stringContaining("the partner's own limits") });
+  });
+
+  it('types the admin partner schemas with rateLimits: three positive integers, or null for the defaults', () => {
+    const limits = { type: ['object', 'null'], required: ['perSecond', 'perMinute', 'perHour'], additionalProperties: false };
+    const member = { type: 'integer', minimum: 1 };
+    for (const schema of [UpdatePartnerBody, PartnerBody]) {
+      const field = schema.properties.rateLimits as unknown as { properties: Record<string, unknown> };
+      expect(field).toMatchObject(limits);
+      expect(field.properties).toMatchObject({ perSecond: member, perMinute: member, perHour: member });
+    }
+    expect(PartnerBody.required).toContain('rateLimits');
+    expect(UpdatePartnerBody.required ?? []).not.toContain('rateLimits');
   });
 
   it('describes the webhook deliveries: each event, its headers and the signature', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { auditChange, auditValue, createArming } from '../../src/http/console/console.format.js';
+import { auditChange, auditValue, createArming, limitsText } from '../../src/http/console/console.format.js';
 
 describe('audit entries in the console', () => {
   it('describes a key rotation as one, not as a creation', () => {
@@ -37,5 +37,20 @@ describe('row confirmations', () => {
     arming.release(deactivate);
     arming.arm(rotate);
     expect(disarmed).toEqual(['rotate']);
+  });
+});
+
+describe("a partner's rate limits in the console", () => {
+  it('reads its own limits per window, and "default" for none', () => {
+    expect(limitsText({ perSecond: 20, perMinute: 600, perHour: 10000 })).toBe('20/s · 600/min · 10000/h');
+    expect(limitsText(null)).toBe('default');
+  });
+
+  it('shows a change of limits in the audit log as one field, before and after', () => {
+    const limits = { perSecond: 7, perMinute: 100, perHour: 2000 };
+    expect(auditChange({ action: 'partner.update', before: { active: true, rateLimits: null }, after: { active: true, rateLimits: limits } })).toEqual({
+      kind: 'changes',
+      changes: [{ key: 'rateLimits', before: '∅', after: '{"perSecond":7,"perMinute":100,"perHour":2000}' }],
+    });
   });
 });

@@ -7,7 +7,7 @@ const DEMO_ID = '11111111-1111-4111-8111-111111111111';
 const KEY = 'gpk_sandbox_demo-key-shown-once';
 
 function partnerRow(id: string, name: string): Partner {
-  return { id, name, qrStandard: 'qrpay', environment: 'sandbox', active: true, createdAt: new Date('2025-01-01T00:00:00Z') };
+  return { id, name, qrStandard: 'qrpay', environment: 'sandbox', active: true, rateLimits: null, createdAt: new Date('2025-01-01T00:00:00Z') };
 }
 
 /** An in-memory stand-in for the partner service: what the banner reads and creates. */

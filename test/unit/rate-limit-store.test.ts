@@ -159,6 +159,41 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     const { store } = clocked({ perSecond: 2, perMinute: 3, perHour: 4 });
     expect(await run(store, newKey(), 3)).toEqual([true, true, false]);
   });
+
+  it.skipIf(skip)("checks a key against the windows a check names, and keeps what each window counted when they change", needs, async () => {
+    const { store, advance } = clocked();
+    const key = newKey();
+    const seven = windowsFromSettings({ perSecond: 7, perMinute: 100, perHour: 2000 });
+    const lower = windowsFromSettings({ perSecond: 5, perMinute: 8, perHour: 1000 });
+    expect(await run(store, key, 6)).toEqual([true, true, true, true, true, false]);
+    const results: boolean[] = [];
+    for (let i = 0; i < 3; i++) results.push((await store.check(key, seven)).allowed);
+    expect(results).toEqual([true, true, false]);
+    const refused = await store.check(key, seven);
+    expect(refused.windows.map((w) => [w.name, w.limit, w.remaining])).toEqual([
+      ['per-second', 7, 0],
+      ['per-minute', 100, 93],
+      ['per-hour', 2000, 1993],
+    ]);
+    advance(1000);
+    // The minute holds 7 already: one more under 8, then the minute is full.
+    expect((await store.check(key, lower)).allowed).toBe(true);
+    const full = await store.check(key, lower);
+    expect(full.allowed).toBe(false);
+    expect(full.retryAfterMs).toBe(59_000);
+    expect((await store.peek(key, lower)).allowed).toBe(false);
+    expect((await store.peek(key)).allowed).toBe(true);
+  });
+
+  it.skipIf(skip)('counts past its own largest limit when a check names a larger one', needs, async () => {
+    const { store } = clocked({ perSecond: 2, perMinute: 3, perHour: 4 });
+    const key = newKey();
+    const larger = windowsFromSettings({ perSecond: 20, perMinute: 30, perHour: 40 });
+    const results: boolean[] = [];
+    for (let i = 0; i < 22; i++) results.push((await store.check(key, larger)).allowed);
+    expect(results).toEqual([...Array(20).fill(true), false, false]);
+    expect((await store.check(key, larger)).windows.map((w) => w.remaining)).toEqual([0, 10, 20]);
+  });
 });
 
 describe.skipIf(!redisUrl)('redis store on the server clock', { tags: ['redis'] }, () => {

@@ -1,5 +1,6 @@
 import { SlidingLog } from '../../services/rate-limit/sliding-log.js';
 import {
+  largestLimit,
   longestWindowMs,
   toDecision,
   type RateLimitDecision,
@@ -9,6 +10,7 @@ import {
 } from '../../services/rate-limit/rate-limiter.js';
 
 export interface MemoryStoreOptions {
+  /** The windows a check is counted against when it names none. */
   windows: RateLimitWindow[];
   /** Milliseconds since the epoch; injectable so tests cross windows without waiting. */
   clock?: () => number;
@@ -16,17 +18,42 @@ export interface MemoryStoreOptions {
 
 const SWEEP_EVERY_MS = 60_000;
 
+/** What a check needs of its windows beyond the windows themselves, worked out once per array. */
+interface WindowFacts {
+  longest: number;
+  capacity: number;
+  nothingCounted: WindowCount[];
+}
+
+function factsOf(windows: readonly RateLimitWindow[]): WindowFacts {
+  return {
+    longest: longestWindowMs(windows),
+    capacity: largestLimit(windows),
+    nothingCounted: windows.map(() => ({ count: 0, oldestMs: null })),
+  };
+}
+
 /**
  * A true sliding log per key in process memory: exact, but each instance counts only its own
  * traffic, so it is the single-instance default (the Redis store shares state across instances).
  */
 export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitStore {
   const clock = opts.clock ?? Date.now;
-  const windows = opts.windows;
-  const longest = longestWindowMs(windows);
-  const capacity = Math.max(...windows.map((w) => w.limit));
+  const facts = new WeakMap<readonly RateLimitWindow[], WindowFacts>();
   const logs = new Map<string, SlidingLog>();
+  // Idle keys are swept after the longest window any check has used.
+  let sweepAfterMs = longestWindowMs(opts.windows);
   let lastSweepMs = clock();
+
+  function factsFor(windows: readonly RateLimitWindow[]): WindowFacts {
+    let known = facts.get(windows);
+    if (!known) {
+      known = factsOf(windows);
+      facts.set(windows, known);
+      sweepAfterMs = Math.max(sweepAfterMs, known.longest);
+    }
+    return known;
+  }
 
   /** Drops idle keys so memory follows the active keys, not every key ever seen. */
   function sweep(nowMs: number): void {
@@ -34,28 +61,29 @@ export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitS
     lastSweepMs = nowMs;
     for (const [key, log] of logs) {
       const newest = log.newest();
-      if (newest === null || newest <= nowMs - longest) logs.delete(key);
+      if (newest === null || newest <= nowMs - sweepAfterMs) logs.delete(key);
     }
   }
 
-  function logFor(key: string): SlidingLog {
+  function logFor(key: string, capacity: number): SlidingLog {
     let log = logs.get(key);
     if (!log) {
       log = new SlidingLog(capacity);
       logs.set(key, log);
+    } else {
+      log.raiseCapacity(capacity);
     }
     return log;
   }
 
-  const nothingCounted: WindowCount[] = windows.map(() => ({ count: 0, oldestMs: null }));
-
-  function decide(key: string, record: boolean): RateLimitDecision {
+  function decide(key: string, windows: readonly RateLimitWindow[], record: boolean): RateLimitDecision {
+    const { longest, capacity, nothingCounted } = factsFor(windows);
     const nowMs = clock();
     sweep(nowMs);
     // A peek at a key nothing was counted for (an address with no failed authentication, the
     // usual case on every request) allocates no log.
     if (!record && !logs.has(key)) return toDecision(windows, nowMs, true, 0, nothingCounted);
-    const log = logFor(key);
+    const log = logFor(key, capacity);
     log.trim(nowMs - longest);
     const firsts = windows.map((w) => log.firstAfter(nowMs - w.windowMs));
     const allowed = windows.every((w, i) => log.size - (firsts[i] ?? 0) < w.limit);
@@ -78,8 +106,8 @@ export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitS
 
   return {
     kind: 'memory',
-    check: async (key) => decide(key, true),
-    peek: async (key) => decide(key, false),
+    check: async (key, windows = opts.windows) => decide(key, windows, true),
+    peek: async (key, windows = opts.windows) => decide(key, windows, false),
     async close() {
       logs.clear();
     },

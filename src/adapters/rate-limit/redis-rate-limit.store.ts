@@ -68,6 +68,7 @@ return out
 
 export interface RedisStoreOptions {
   client: Redis;
+  /** The windows a check is counted against when it names none. */
   windows: RateLimitWindow[];
   /** Milliseconds since the epoch; when absent the Redis server clock is used. */
   clock?: () => number;
@@ -83,29 +84,44 @@ function parseCounts(reply: number[], windowCount: number): WindowCount[] {
   });
 }
 
-/** Shares one sliding log per key across every instance that points at the same Redis. */
+const windowArgsOf = (windows: readonly RateLimitWindow[]) => windows.flatMap((w) => [w.windowMs, w.limit]);
+
+/**
+ * Shares one sliding log per key across every instance that points at the same Redis. The windows
+ * travel with each check, so instances checking one key against different limits (one has seen a
+ * partner's new limits, the other not yet) still count it in one log, atomically.
+ */
 export function createRedisRateLimitStore(opts: RedisStoreOptions): RateLimitStore {
-  const { client, windows } = opts;
+  const { client } = opts;
   const prefix = opts.keyPrefix ?? 'rl:';
-  const windowArgs = windows.flatMap((w) => [w.windowMs, w.limit]);
+  const windowArgs = new WeakMap<readonly RateLimitWindow[], number[]>();
   // Members must be unique per request across instances; a process id plus a counter is cheaper than a UUID.
   const instanceId = randomBytes(6).toString('hex');
   let seq = 0;
   client.defineCommand('rateLimitCheck', { numberOfKeys: 1, lua: RATE_LIMIT_LUA });
 
-  async function decide(key: string, member: string): Promise<RateLimitDecision> {
+  function argsFor(windows: readonly RateLimitWindow[]): number[] {
+    let args = windowArgs.get(windows);
+    if (!args) {
+      args = windowArgsOf(windows);
+      windowArgs.set(windows, args);
+    }
+    return args;
+  }
+
+  async function decide(key: string, member: string, windows: readonly RateLimitWindow[]): Promise<RateLimitDecision> {
     const now = opts.clock ? Math.floor(opts.clock()) : -1;
-    const reply = await client.rateLimitCheck(prefix + key, now, member, ...windowArgs);
+    const reply = await client.rateLimitCheck(prefix + key, now, member, ...argsFor(windows));
     return toDecision(windows, Number(reply[2]), reply[0] === 1, Number(reply[1]), parseCounts(reply, windows.length));
   }
 
   return {
     kind: 'redis',
-    check(key) {
+    check(key, windows = opts.windows) {
       seq = (seq + 1) % Number.MAX_SAFE_INTEGER;
-      return decide(key, `${instanceId}:${seq}`);
+      return decide(key, `${instanceId}:${seq}`, windows);
     },
-    peek: (key) => decide(key, ''),
+    peek: (key, windows = opts.windows) => decide(key, '', windows),
     async close() {
       if (!opts.ownsClient) return;
       // QUIT lets in-flight checks finish; a client that is not connected has nothing to flush.

@@ -11,7 +11,23 @@ export interface PartnerRow {
   qrStandard: QrStandard;
   environment: KeyEnvironment;
   active: boolean;
+  /** The partner's own limits, or null when it uses the configured defaults. */
+  rateLimits: PartnerRateLimits | null;
   createdAt: Date;
+}
+
+/** Requests per API key allowed in any second, minute and hour. */
+export interface PartnerRateLimits {
+  perSecond: number;
+  perMinute: number;
+  perHour: number;
+}
+
+/** What a partner update may change; `rateLimits: null` goes back to the defaults. */
+export interface PartnerPatch {
+  active?: boolean;
+  qrStandard?: QrStandard;
+  rateLimits?: PartnerRateLimits | null;
 }
 
 export interface KeyLookupRow {
@@ -21,14 +37,42 @@ export interface KeyLookupRow {
   partner: PartnerRow;
 }
 
-const partnerColumns = ['id', 'name', 'qr_standard', 'environment', 'active', 'created_at'] as const;
+const partnerColumns = [
+  'id',
+  'name',
+  'qr_standard',
+  'environment',
+  'active',
+  'created_at',
+  'rate_limit_per_second',
+  'rate_limit_per_minute',
+  'rate_limit_per_hour',
+] as const;
 
-type PartnerSelect = Pick<PartnersTable, 'name' | 'qr_standard' | 'environment' | 'active'> & {
+type PartnerSelect = Pick<PartnersTable, 'name' | 'qr_standard' | 'environment' | 'active' | 'rate_limit_per_second' | 'rate_limit_per_minute' | 'rate_limit_per_hour'> & {
   id: string;
   created_at: Date;
 };
 
-const toPartner: (row: PartnerSelect) => PartnerRow = camelRow(partnerColumns);
+const partnerFields = camelRow(['id', 'name', 'qr_standard', 'environment', 'active'] as const);
+
+function toPartner(row: PartnerSelect): PartnerRow {
+  const perSecond = row.rate_limit_per_second;
+  const perMinute = row.rate_limit_per_minute;
+  const perHour = row.rate_limit_per_hour;
+  // The table's check keeps the three set together; a half-set row could only come from outside it.
+  const rateLimits = perSecond !== null && perMinute !== null && perHour !== null ? { perSecond, perMinute, perHour } : null;
+  return { ...partnerFields(row), rateLimits, createdAt: row.created_at };
+}
+
+/** The columns a patch's rate limits are written to: all three, null together for the defaults. */
+function rateLimitColumns(limits: PartnerRateLimits | null) {
+  return {
+    rate_limit_per_second: limits?.perSecond ?? null,
+    rate_limit_per_minute: limits?.perMinute ?? null,
+    rate_limit_per_hour: limits?.perHour ?? null,
+  };
+}
 
 /** A partner and its first key, its settings, and a new key beside the old ones: each in one transaction with `also`. */
 function partnerWrites(db: Db, now: Clock) {
@@ -54,13 +98,14 @@ function partnerWrites(db: Db, now: Clock) {
       });
     },
 
-    async update(id: string, patch: { active?: boolean; qrStandard?: QrStandard }, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow | null> {
+    async update(id: string, patch: PartnerPatch, also?: AlsoInTransaction<PartnerRow>): Promise<PartnerRow | null> {
       return db.transaction().execute(async (trx) => {
         const row = await trx
           .updateTable('partners')
           .set({
             ...(patch.active !== undefined ? { active: patch.active } : {}),
             ...(patch.qrStandard !== undefined ? { qr_standard: patch.qrStandard } : {}),
+            ...(patch.rateLimits !== undefined ? rateLimitColumns(patch.rateLimits) : {}),
             updated_at: now(),
           })
           .where('id', '=', id)
@@ -121,6 +166,7 @@ function partnerReads(db: Db) {
         .innerJoin('partners as p', 'p.id', 'k.partner_id')
         .select(['k.key_hash', 'k.environment as key_environment', 'k.expires_at'])
         .select(['p.id', 'p.name', 'p.qr_standard', 'p.environment', 'p.active', 'p.created_at'])
+        .select(['p.rate_limit_per_second', 'p.rate_limit_per_minute', 'p.rate_limit_per_hour'])
         .where('k.key_hash', '=', hash)
         .executeTakeFirst();
       if (!row) return null;

@@ -1,4 +1,4 @@
-/* The console's pure helpers: how an audit entry's change reads, and which row confirmation is armed. */
+/* The console's pure helpers: how an audit entry's change and a partner's rate limits read, and which row confirmation is armed. */
 import type { AuditEntryView } from '../../schemas/back-office.schema.js';
 import type { AuditAction } from '../../domain/vocabulary.js';
 import { compactJson, formatLocalTime } from '../page-ui/page-format.js';
@@ -45,6 +45,18 @@ export function auditChange(entry: Pick<AuditEntryView, 'action' | 'before' | 'a
   if (!side) return { kind: 'none' };
   const fields = Object.entries(side).map(([k, v]) => `${k}=${auditValue(v)}`).join(' ');
   return { kind: 'summary', label: after ? (ONE_SIDED[entry.action] ?? 'recorded') : 'removed', fields };
+}
+
+/** A partner's three limits: field, unit and what the editor's box is for. */
+export const LIMIT_FIELDS = [
+  ['perSecond', '/s', 'per second'],
+  ['perMinute', '/min', 'per minute'],
+  ['perHour', '/h', 'per hour'],
+] as const;
+
+/** "20/s · 600/min · 10000/h", or "default" for a partner on the configured limits. */
+export function limitsText(limits: { perSecond: number; perMinute: number; perHour: number } | null): string {
+  return limits ? LIMIT_FIELDS.map(([key, unit]) => `${limits[key]}${unit}`).join(' · ') : 'default';
 }
 
 /**

@@ -1,10 +1,11 @@
-/* The partners screen: create a partner, change its QR standard, rotate its key, (de)activate it. */
+/* The partners screen: create a partner, change its QR standard and rate limits, rotate its key, (de)activate it. */
 import type { Static } from 'typebox';
 import type { CreatedPartnerBody, RotatedKeyBody } from '../../schemas/admin.schema.js';
 import { QR_STANDARDS } from '../../domain/vocabulary.js';
 import { byId, el } from '../page-ui/page-ui.js';
 import { formatLocalTime } from '../page-ui/page-format.js';
 import type { ConsoleContext, Partner } from './console-context.js';
+import { LIMIT_FIELDS, limitsText } from './console.format.js';
 import { badge, busy, createList, timeCell, twoStep } from './console-table.ui.js';
 
 const COPIED_MS = 2500;
@@ -103,6 +104,52 @@ function activeToggle(kit: RowKit, p: Partner, tr: HTMLTableRowElement): HTMLBut
   return toggle;
 }
 
+type RateLimits = NonNullable<Partner['rateLimits']>;
+/** Limits as the editor read them: an empty box is null, which the admin API refuses by name. */
+type TypedLimits = Record<keyof RateLimits, number | null>;
+
+/** Saves a partner's limits (null: back to the defaults) and shows the row it comes back as. */
+async function saveLimits(kit: RowKit, p: Partner, tr: HTMLTableRowElement, rateLimits: TypedLimits | null): Promise<void> {
+  try {
+    const updated = await kit.ctx.api.data<Partner>('PATCH', partnerPath(p), { rateLimits });
+    replaceRow(kit, tr, updated);
+    kit.ctx.notify(`${p.name}: rate limits are now ${limitsText(updated.rateLimits)}`);
+  } catch (err) {
+    kit.ctx.errors.show(err, `Changing the rate limits of ${p.name}`);
+  }
+}
+
+/**
+ * The limits of a row, and an editor for them in place: the three numbers are sent as typed, so
+ * the admin API's validation names whatever is wrong with them.
+ */
+function limitsCell(kit: RowKit, p: Partner, tr: HTMLTableRowElement): HTMLTableCellElement {
+  const td = el('td', { class: 'limits nowrap' });
+  const show = () => {
+    const edit = el('button', { type: 'button', class: 'small secondary edit-limits', text: 'Edit', 'aria-label': `Edit the rate limits of ${p.name}` });
+    edit.addEventListener('click', openEditor);
+    td.replaceChildren(el('span', { class: p.rateLimits ? 'limits-text' : 'limits-text sub', text: limitsText(p.rateLimits) }), ' ', edit);
+  };
+  function openEditor() {
+    const inputs = LIMIT_FIELDS.map(([key, unit, label]) =>
+      el('input', { type: 'number', min: 1, step: 1, class: `limit-input ${key}`, name: key, 'aria-label': `Requests ${label} for ${p.name}`, value: p.rateLimits?.[key] ?? '', placeholder: unit }));
+    const save = el('button', { type: 'submit', class: 'small save-limits', text: 'Save' });
+    const reset = el('button', { type: 'button', class: 'small secondary default-limits', text: 'Use default', disabled: !p.rateLimits });
+    const cancel = el('button', { type: 'button', class: 'small secondary cancel-limits', text: 'Cancel', onclick: show });
+    const form = el('form', { class: 'limits-form' }, ...inputs.flatMap((input, i) => [input, LIMIT_FIELDS[i]?.[1] ?? '']), ' ', save, reset, cancel);
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const [perSecond = null, perMinute = null, perHour = null] = inputs.map((input) => (input.value.trim() === '' ? null : Number(input.value)));
+      void busy(save, 'Saving…', () => saveLimits(kit, p, tr, { perSecond, perMinute, perHour }));
+    });
+    reset.addEventListener('click', () => void busy(reset, 'Resetting…', () => saveLimits(kit, p, tr, null)));
+    td.replaceChildren(form);
+    inputs[0]?.focus();
+  }
+  show();
+  return td;
+}
+
 function rotateButton(kit: RowKit, p: Partner): HTMLButtonElement {
   const rotate = el('button', { type: 'button', class: 'small secondary rotate-key', text: 'Rotate key' });
   return twoStep(rotate, 'Confirm rotate', () =>
@@ -119,7 +166,7 @@ function rotateButton(kit: RowKit, p: Partner): HTMLButtonElement {
 
 function partnerRow(kit: RowKit, p: Partner): HTMLTableRowElement {
   const { nav } = kit.ctx;
-  const tr = el('tr', { class: `partner-row${p.active ? '' : ' inactive'}`, dataset: { id: p.id, active: p.active, qrStandard: p.qrStandard } });
+  const tr = el('tr', { class: `partner-row${p.active ? '' : ' inactive'}`, dataset: { id: p.id, active: p.active, qrStandard: p.qrStandard, limits: limitsText(p.rateLimits) } });
   const goPayments = el('button', { type: 'button', class: 'small secondary show-payments', text: 'Payments', onclick: () => nav.paymentsOf(p.id) });
   const goDeliveries = el('button', { type: 'button', class: 'small secondary show-deliveries', text: 'Deliveries', onclick: () => nav.deliveriesOf(p.id) });
   tr.append(
@@ -128,6 +175,7 @@ function partnerRow(kit: RowKit, p: Partner): HTMLTableRowElement {
     el('td', {}, qrSelect(kit, p, tr)),
     el('td', {}, badge(p.environment)),
     el('td', {}, badge(p.active ? 'active' : 'inactive')),
+    limitsCell(kit, p, tr),
     timeCell(p.createdAt),
     el('td', { class: 'actions' }, goPayments, goDeliveries, rotateButton(kit, p), activeToggle(kit, p, tr)),
   );

@@ -288,7 +288,7 @@ export const HEADER_COMPONENTS = {
     '"per-second";r=4;t=1, "per-minute";r=59;t=60, "per-hour";r=999;t=3600',
   ),
   RateLimitPolicy: header(
-    'The quota policies of this key: `q` requests per `w` seconds.',
+    "The quota policies of this key: `q` requests per `w` seconds; the partner's own limits when the operator set them, otherwise the service's defaults.",
     { type: 'string' },
     '"per-second";q=5;w=1, "per-minute";q=60;w=60, "per-hour";q=1000;w=3600',
   ),

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RateLimitDecision, RateLimitWindow } from '../../services/rate-limit/rate-limiter.js';
+import { windowsFromSettings, type RateLimitDecision, type RateLimitSettings, type RateLimitWindow } from '../../services/rate-limit/rate-limiter.js';
 import type { RateLimitOutcome, RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { clientAddressKey } from '../../domain/client-address.js';
 import { errorBody } from './errors.plugin.js';
@@ -20,21 +20,58 @@ export function retryAfterSeconds(decision: RateLimitDecision): number {
   return Math.max(1, toSeconds(decision.retryAfterMs));
 }
 
+/** A set of limits as the limiter checks it and the RateLimit-Policy header states it. */
+interface Policy {
+  windows: readonly RateLimitWindow[];
+  header: string;
+}
+
+/** Distinct sets of limits are few (one per partner at most); past this many the memo starts over. */
+const MAX_POLICIES = 10_000;
+
 /**
- * Per-API-key limits on every route of the scope. Registered after auth (hooks run in registration
- * order) so the key is known, and as an onRequest hook so a refused request is answered before body
- * parsing, validation and any business logic: retrying it is always safe.
+ * The policy of a partner's limits (null: the defaults). Each distinct set is built once; a
+ * request finds it by the identity of its partner's cached limits, so the hot path builds no
+ * windows and formats no header.
+ */
+export function partnerPolicies(defaults: readonly RateLimitWindow[]): (limits: Readonly<RateLimitSettings> | null) => Policy {
+  const fallback: Policy = { windows: defaults, header: formatPolicyHeader(defaults) };
+  const byIdentity = new WeakMap<Readonly<RateLimitSettings>, Policy>();
+  const byValue = new Map<string, Policy>();
+  return (limits) => {
+    if (!limits) return fallback;
+    let policy = byIdentity.get(limits);
+    if (policy) return policy;
+    const id = `${limits.perSecond}/${limits.perMinute}/${limits.perHour}`;
+    policy = byValue.get(id);
+    if (!policy) {
+      if (byValue.size >= MAX_POLICIES) byValue.clear();
+      const windows = windowsFromSettings(limits);
+      policy = { windows, header: formatPolicyHeader(windows) };
+      byValue.set(id, policy);
+    }
+    byIdentity.set(limits, policy);
+    return policy;
+  };
+}
+
+/**
+ * Per-API-key limits on every route of the scope, with the partner's own limits when it has them.
+ * Registered after auth (hooks run in registration order) so the key and its partner are known,
+ * and as an onRequest hook so a refused request is answered before body parsing, validation and
+ * any business logic: retrying it is always safe.
  */
 export function registerRateLimit(app: FastifyInstance, limiter: RateLimitService): void {
-  const policy = formatPolicyHeader(limiter.windows);
+  const policyOf = partnerPolicies(limiter.windows);
   app.addHook('onRequest', async (request, reply) => {
-    const outcome = await limiter.check(request.partner.keyId);
+    const policy = policyOf(request.partner.rateLimits);
+    const outcome = await limiter.check(request.partner.keyId, policy.windows);
     if (outcome.kind === 'bypassed') return;
     if (outcome.kind === 'unavailable') {
       return reply.code(503).header('retry-after', '1').send(errorBody(503, 'Service temporarily unavailable'));
     }
     const { decision } = outcome;
-    reply.header('ratelimit-policy', policy).header('ratelimit', formatRateLimitHeader(decision));
+    reply.header('ratelimit-policy', policy.header).header('ratelimit', formatRateLimitHeader(decision));
     if (decision.allowed) return;
     return reply
       .code(429)

@@ -60,13 +60,14 @@ export function createRateLimitService(opts: RateLimitServiceOptions) {
   }
 
   return {
+    /** The windows a check is counted against when it names none. */
     windows: opts.windows,
 
     /** Counts a request and decides it: refused when a window is full. */
-    check: (key: string) => decide(() => opts.store.check(key), true),
+    check: (key: string, windows: readonly RateLimitWindow[] = opts.windows) => decide(() => opts.store.check(key, windows), true),
 
     /** Decides a request without counting it: refused when a window is already full. */
-    peek: (key: string) => decide(() => opts.store.peek(key), true),
+    peek: (key: string, windows: readonly RateLimitWindow[] = opts.windows) => decide(() => opts.store.peek(key, windows), true),
 
     /** Counts an event that already happened (a failed authentication): nothing is refused. */
     record: (key: string) => decide(() => opts.store.check(key), false),

@@ -33,11 +33,16 @@ export interface WindowCount {
  * only when all windows have room, so a refused request never consumes quota. `peek` answers the
  * same question (is there room for one more?) and records nothing: for limits on events known
  * only after the request ran, such as failed authentications.
+ *
+ * `windows` defaults to the store's own; a key may be checked against other limits from one
+ * request to the next (a partner's own limits). One log of times serves every window, so a change
+ * of limits keeps what each window already counted. Pass the same array for the same limits: the
+ * stores derive what they need from it once per array.
  */
 export interface RateLimitStore {
   readonly kind: 'memory' | 'redis';
-  check(key: string): Promise<RateLimitDecision>;
-  peek(key: string): Promise<RateLimitDecision>;
+  check(key: string, windows?: readonly RateLimitWindow[]): Promise<RateLimitDecision>;
+  peek(key: string, windows?: readonly RateLimitWindow[]): Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 
@@ -47,6 +52,7 @@ export interface RateLimitSettings {
   perHour: number;
 }
 
+/** Per-key windows; their names and spans are the same for every partner, only the limits differ. */
 export function windowsFromSettings(s: RateLimitSettings): RateLimitWindow[] {
   return [
     { name: 'per-second', limit: s.perSecond, windowMs: 1000 },
@@ -57,6 +63,10 @@ export function windowsFromSettings(s: RateLimitSettings): RateLimitWindow[] {
 
 export function longestWindowMs(windows: readonly RateLimitWindow[]): number {
   return windows.reduce((max, w) => Math.max(max, w.windowMs), 0);
+}
+
+export function largestLimit(windows: readonly RateLimitWindow[]): number {
+  return windows.reduce((max, w) => Math.max(max, w.limit), 0);
 }
 
 /** Shapes the counts any store produces into the decision the HTTP layer reports. */

@@ -9,11 +9,16 @@ export class SlidingLog {
   private times: Float64Array;
   private head = 0;
   private count = 0;
-  private readonly maxCapacity: number;
+  private maxCapacity: number;
 
   constructor(maxCapacity: number) {
     this.maxCapacity = Math.max(1, maxCapacity);
     this.times = new Float64Array(Math.min(INITIAL_CAPACITY, this.maxCapacity));
+  }
+
+  /** Lets the log grow to a larger limit's count; a smaller one keeps what the log holds. */
+  raiseCapacity(maxCapacity: number): void {
+    if (maxCapacity > this.maxCapacity) this.maxCapacity = maxCapacity;
   }
 
   get size(): number {
