@@ -381,7 +381,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await page.close();
   });
 
-  it('creates a partner, shows its key once, changes its QR standard, rotates its key and deactivates it', async () => {
+  it('creates a partner, shows its key once, changes its QR standard and rate limits, rotates its key and deactivates it', async () => {
     const other = await ctx.partner();
     const session = await openConsole(browser, baseUrl);
     const { page } = session;
@@ -410,6 +410,24 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     // The QR standard, set from the row.
     await row.locator('select.qr-select').selectOption('qrpay');
     await page.locator(`#partners-table tr.partner-row[data-id="${id}"][data-qr-standard="qrpay"]`).waitFor();
+
+    // Its own rate limits, set in place, then back to the defaults.
+    const limitsRow = () => page.locator(`#partners-table tr.partner-row[data-id="${id}"]`);
+    await limitsRow().locator('button.edit-limits').click();
+    await limitsRow().locator('input.limit-input.perSecond').fill('20');
+    await limitsRow().locator('input.limit-input.perMinute').fill('600');
+    await limitsRow().locator('input.limit-input.perHour').fill('10000');
+    await limitsRow().locator('button.save-limits').click();
+    await page.locator(`#partners-table tr.partner-row[data-id="${id}"][data-limits="20/s · 600/min · 10000/h"]`).waitFor();
+    const limitsOf = async () => {
+      const res = await ctx.admin.inject({ method: 'GET', url: '/admin/partners', headers: { authorization: `Bearer ${ctx.config.adminToken}` } });
+      return res.json<{ id: string; rateLimits: unknown }[]>().find((p) => p.id === id)?.rateLimits;
+    };
+    expect(await limitsOf()).toEqual({ perSecond: 20, perMinute: 600, perHour: 10000 });
+    await limitsRow().locator('button.edit-limits').click();
+    await limitsRow().locator('button.default-limits').click();
+    await page.locator(`#partners-table tr.partner-row[data-id="${id}"][data-limits="default"]`).waitFor();
+    expect(await limitsOf()).toBeNull();
 
     // One confirmation is armed at a time, on any row: arming another disarms the one before.
     const rotate = page.locator(`#partners-table tr.partner-row[data-id="${id}"] button.rotate-key`);
