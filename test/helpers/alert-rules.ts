@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse } from 'yaml';
 
 /*
  * The alerting rules of deploy/prometheus/alerts.yml as the tests read them, and `promtool test
@@ -22,39 +23,14 @@ export interface AlertRule {
   annotations: Record<string, string>;
 }
 
-/** A scalar as the rule file writes it: double-quoted (JSON's escapes) or plain. */
-function scalar(raw: string): string {
-  const value = raw.trim();
-  return value.startsWith('"') ? (JSON.parse(value) as string) : value;
+interface RuleFile {
+  groups: { name: string; rules: (Partial<AlertRule> & { record?: string })[] }[];
 }
 
-/**
- * The alerting rules of a rule file written as deploy/prometheus/alerts.yml is: each rule from its
- * `- alert:` line, its `labels:` and `annotations:` maps one `key: value` a line. The file's own
- * header says its annotations stay on one line; promtool checks the file is valid YAML.
- */
+/** The alerting rules of a Prometheus rule file (recording rules left out). */
 export function parseAlertRules(text: string): AlertRule[] {
-  const rules: AlertRule[] = [];
-  let section: { indent: number; into: Record<string, string> } | undefined;
-  for (const line of text.split('\n')) {
-    if (/^\s*(#.*)?$/.test(line)) continue;
-    const indent = line.length - line.trimStart().length;
-    if (section && indent <= section.indent) section = undefined;
-    const start = /^\s*- alert:\s*(\S+)\s*$/.exec(line);
-    if (start) {
-      rules.push({ alert: start[1]!, labels: {}, annotations: {} });
-      continue;
-    }
-    const rule = rules.at(-1);
-    if (!rule) continue;
-    const entry = /^\s*([\w]+):\s*(.*)$/.exec(line);
-    if (!entry) continue;
-    const [, key, value] = entry as unknown as [string, string, string];
-    if (section) section.into[key] = scalar(value);
-    else if (key === 'for') rule.for = scalar(value);
-    else if ((key === 'labels' || key === 'annotations') && value === '') section = { indent, into: rule[key] };
-  }
-  return rules;
+  const file = parse(text) as RuleFile;
+  return file.groups.flatMap((g) => g.rules).flatMap((r) => (r.alert ? [{ alert: r.alert, for: r.for, labels: r.labels ?? {}, annotations: r.annotations ?? {} }] : []));
 }
 
 export const readAlertRules = (): AlertRule[] => parseAlertRules(readFileSync(ALERTS_FILE, 'utf8'));
