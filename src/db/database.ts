@@ -6,6 +6,8 @@ import pg from 'pg';
 import type { Database } from './db.types.js';
 import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
+import { tracedDialect } from './traced.driver.js';
+import type { Tracer } from '../domain/tracer.port.js';
 import type { WorkPriority } from './work-priority.js';
 import { withDeadline } from '../work/deadline.helper.js';
 import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
@@ -34,6 +36,7 @@ import * as m022 from './migrations/022-payment-end-events.migration.js';
 import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
 import * as m025 from './migrations/025-push-skipped.migration.js';
 import * as m026 from './migrations/026-sandbox-invoices.migration.js';
+import * as m028 from './migrations/028-payment-trace-context.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -67,6 +70,8 @@ export interface DatabaseOptions {
   priority?: WorkPriority;
   /** An in-memory PGlite starts from this data directory image (PGlite's dumpDataDir) instead of an empty cluster. */
   image?: Blob;
+  /** Exporting, the embedded database's statements are spans (PostgreSQL's are the pg instrumentation's). */
+  tracer?: Tracer;
 }
 
 /** Background work waiting this long for the embedded connection takes the next turn anyway. */
@@ -98,6 +103,7 @@ const migrations: Record<string, Migration> = {
   '024-invoice-billed-amount': m024,
   '025-push-skipped': m025,
   '026-sandbox-invoices': m026,
+  '028-payment-trace-context': m028,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */
@@ -126,11 +132,12 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
   return new PostgresDialect({ pool: preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: opts.queryTimeoutMs, health: opts.health }) });
 }
 
-async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined): Promise<Dialect> {
+async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined, tracer: Tracer | undefined): Promise<Dialect> {
   const inMemory = dataDir === 'memory://' || dataDir === '';
   if (!inMemory) mkdirSync(dataDir, { recursive: true });
   const client = inMemory ? await PGlite.create(image ? { loadDataDir: image } : undefined) : await PGlite.create(dataDir);
-  const dialect = new PGliteDialect(client);
+  const embedded = new PGliteDialect(client);
+  const dialect = tracer?.exports ? tracedDialect(embedded, tracer) : embedded;
   return priority ? requestsFirst(dialect, priority, { maxBackgroundWaitMs: BACKGROUND_MAX_WAIT_MS }) : dialect;
 }
 
@@ -151,7 +158,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
     dialect = createPgDialect(opts.databaseUrl, opts);
   } else {
-    dialect = await createPgliteDialect(opts.dataDir, opts.priority, opts.image);
+    dialect = await createPgliteDialect(opts.dataDir, opts.priority, opts.image, opts.tracer);
   }
   return new Kysely<Database>({ dialect });
 }

@@ -38,5 +38,5 @@ export interface Tracer {
   /** Runs `fn` (and all it starts) with the request's span active. */
   enterRequest(span: RequestSpan, fn: () => void): void;
   /** Names the span after its route template (never the path with its ids) and ends it. */
-  endRequest(span: RequestSpan, end: { method: string; route: string | undefined; statusCode: number }): void;
+  endRequest(span: RequestSpan, end: { method: string; route: string | undefined; statusCode: number; attributes?: SpanAttributes }): void;
 }

@@ -80,10 +80,11 @@ export function createOtelTracer(instrumentationName: string): Tracer {
     enterRequest(request, fn) {
       context.with(trace.setSpan(ROOT_CONTEXT, request.handle as Span), fn);
     },
-    endRequest(request, { method, route, statusCode }) {
+    endRequest(request, { method, route, statusCode, attributes }) {
       const span = request.handle as Span;
       span.updateName(route === undefined ? method : `${method} ${route}`);
       span.setAttributes({ 'http.request.method': method, 'http.response.status_code': statusCode, ...(route === undefined ? {} : { 'http.route': route }) });
+      if (attributes) span.setAttributes(attributes);
       if (statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     },
