@@ -26,14 +26,14 @@ class LazyChildLogger {
     private readonly parent: FastifyBaseLogger,
     private readonly bindings: Bindings,
     private readonly opts: { level?: string },
-    private readonly trace?: RequestSpan,
+    private readonly span?: RequestSpan,
   ) {
     this.enabled = ENABLED.get(opts.level ?? parent.level) ?? ENABLED.get('trace') ?? new Set();
   }
 
   private materialize(): FastifyBaseLogger {
     // The trace ids join the bindings only here: a request that logs nothing never copies them.
-    this.real ??= this.parent.child(this.trace ? { ...this.bindings, traceId: this.trace.traceId, spanId: this.trace.spanId } : this.bindings, this.opts);
+    this.real ??= this.parent.child(this.span ? { ...this.bindings, traceId: this.span.traceId, spanId: this.span.spanId } : this.bindings, this.opts);
     return this.real;
   }
 
