@@ -56,7 +56,8 @@ export function createPushDeliveryService(deps: PushDeliveryServiceDeps) {
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
       const delay = backoffDelayMs(backoff, claim.attempt);
-      deps.log.warn({ pushId: claim.id, partnerId: claim.partnerId, attempt: claim.attempt, error }, 'push delivery failed');
+      const trace = deps.tracer?.active();
+      deps.log.warn({ pushId: claim.id, partnerId: claim.partnerId, attempt: claim.attempt, error, traceId: trace?.traceId, spanId: trace?.spanId }, 'push delivery failed');
       outcome = { delivered: false, error, nextAttemptAt: delay === null ? null : new Date(now().getTime() + delay) };
     }
     if (!(await deps.pushes.finish(claim, outcome, now()))) deps.onStaleLease?.('push_attempt', claim.id);

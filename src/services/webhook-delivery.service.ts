@@ -73,7 +73,10 @@ export function createWebhookDeliveryService(deps: {
     }
     if (!(await deps.deliveries.finish(claim, outcome, now()))) deps.onStaleLease?.('webhook_attempt', claim.id);
     const result: DeliveryResult = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
-    if (!outcome.succeeded) deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result }, 'webhook delivery failed');
+    if (!outcome.succeeded) {
+      const trace = deps.tracer?.active();
+      deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result, traceId: trace?.traceId, spanId: trace?.spanId }, 'webhook delivery failed');
+    }
     deps.onResult?.(result);
     return result;
   }
