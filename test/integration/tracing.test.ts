@@ -85,6 +85,18 @@ describe('trace context without export (the default)', () => {
     expect(checks.every((c) => traceIdOf(c.traceparent) === PARTNER_TRACE)).toBe(true);
   });
 
+  it('gives a test ping, which is about no payment, a fresh trace', async () => {
+    const { apiKey } = await ctx.partner();
+    const hook = await ctx.api(apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url, secret: 'trace-secret-0123456789', events: ['payment.confirmed'] } });
+    const ping = await ctx.api(apiKey, { method: 'POST', url: `/api/v1/webhooks/${hook.json<{ id: string }>().id}/test`, headers: { traceparent: partnerTraceparent } });
+    expect(ping.statusCode).toBeLessThan(300);
+    const { deliveryId } = ping.json<{ deliveryId: string }>();
+    const delivered = () => receiver.received.find((r) => r.headers['webhook-id'] === deliveryId || r.body.includes(deliveryId));
+    for (let pass = 0; pass < 20 && !delivered(); pass++) await ctx.runJobs();
+    expect(delivered()?.headers.traceparent).toMatch(TRACEPARENT);
+    expect(traceIdOf(delivered()?.headers.traceparent)).not.toBe(PARTNER_TRACE);
+  });
+
   it.each([
     ['version 01', `01-${PARTNER_TRACE}-${PARTNER_SPAN}-01`],
     ['uppercase hex', `00-${PARTNER_TRACE.toUpperCase()}-${PARTNER_SPAN}-01`],
