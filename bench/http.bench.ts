@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +57,13 @@ const MEMORY = process.argv.includes('--memory');
 const STALLS = process.argv.includes('--stalls');
 /** `--trace-gc`: the API prints V8's GC trace (to find pauses behind a latency tail). */
 const TRACE_GC = process.argv.includes('--trace-gc');
+/**
+ * `--tracing=0.1,1` (the default; `--tracing=` for none): after the untraced store runs, GET
+ * /invoices/{id} and POST /payments again with span export on at each sampling ratio, to a local
+ * collector stub, on the first store measured, so the rows sit beside the untraced ones.
+ */
+const TRACING_RATIOS = (flag('tracing') ?? '0.1,1').split(',').filter(Boolean).map(Number);
+const TRACED_ENDPOINTS = ['read', 'pay'];
 const ADMIN_TOKEN = 'bench-admin-token';
 /**
  * The baseline server and the simulator stand in for other hosts and go idle while the service is
@@ -264,8 +273,40 @@ async function qrFlood(store: string, api: string, key: string, paymentId: strin
   return result;
 }
 
-async function benchStore(store: string, simUrl: string, measureBaseline: () => Promise<number>, databaseUrl: string | null): Promise<{ rows: Row[]; rssMb: number; fanOut: FanOut[]; floods: QrFlood[] }> {
+/** A run of a store with span export on: its label's suffix, the settings it adds, the endpoints it measures. */
+interface StoreVariant {
+  suffix: string;
+  env: Record<string, string>;
+  endpoints: string[];
+}
+
+/** An OTLP/HTTP receiver that takes every batch and keeps nothing: the export's cost without a real collector's. */
+async function startCollectorStub(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+function tracedVariant(ratio: number, collectorUrl: string): StoreVariant {
+  return {
+    suffix: ` +otel ${ratio}`,
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio), OTEL_BSP_SCHEDULE_DELAY: '1000' },
+    endpoints: TRACED_ENDPOINTS,
+  };
+}
+
+async function benchStore(
+  store: string,
+  simUrl: string,
+  measureBaseline: () => Promise<number>,
+  databaseUrl: string | null,
+  variant?: StoreVariant,
+): Promise<{ rows: Row[]; rssMb: number; fanOut: FanOut[]; floods: QrFlood[] }> {
   const [port, adminPort] = [await freePort(), await freePort()];
+  const label = `${store}${variant?.suffix ?? ''}`;
   const env = apiEnv({
     port,
     adminPort,
@@ -281,6 +322,7 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       // separately: the same endpoint before the cache existed).
       INVOICE_CACHE_TTL_MS: '120000',
       ...(QR_LIMIT ? { SHORT_LINK_RATE_LIMIT_PER_MINUTE: QR_LIMIT } : {}),
+      ...variant?.env,
     },
   });
   const api = `http://127.0.0.1:${port}/api/v1`;
@@ -314,7 +356,7 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
     };
     let payments: { key: string; id: string }[] = [];
     const floods: QrFlood[] = [];
-    for (const name of STORE_ENDPOINTS) {
+    for (const name of STORE_ENDPOINTS.filter((e) => !variant || variant.endpoints.includes(e))) {
       if (name === 'qrflood') {
         if (payments.length === 0) payments = await collectPayments(api, keys, nextInvoiceToPay);
         const target = payments[0] as { key: string; id: string };
@@ -329,18 +371,18 @@ async function benchStore(store: string, simUrl: string, measureBaseline: () => 
       const baselinePeak = await measureBaseline();
       await target.before?.();
       const m = await measure(api, target);
-      rows.push({ store, endpoint: target.label, peakRps: m.peak, baselineRps: baselinePeak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors, stealMs: m.steal.totalMs });
+      rows.push({ store: label, endpoint: target.label, peakRps: m.peak, baselineRps: baselinePeak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors, stealMs: m.steal.totalMs });
       if (MEMORY) console.log(await memoryLine(`http://127.0.0.1:${adminPort}`));
       if (STALLS) {
         console.log(stallsLine(m));
         const pause = m.clientPause;
         console.log(`          client: max GC ${pause.maxGcMs} ms, max loop delay ${pause.maxLoopDelayMs} ms; GC over 10 ms: ${pause.gcOver10Ms.map((g) => `${g.ms} ms at ${g.atMs} ms`).join(', ') || 'none'}`);
       }
-      console.log(`${store.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}  CPU steal ${m.steal.totalMs ?? '?'} ms`);
+      console.log(`${label.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}  CPU steal ${m.steal.totalMs ?? '?'} ms`);
     }
     const rssMb = proc.peakRssMb();
     // Last: its timeouts count as failures towards the circuit breaker.
-    const fanOut = await fanOutCheck(api, simUrl, keys[0] as string);
+    const fanOut = variant ? [] : await fanOutCheck(api, simUrl, keys[0] as string);
     return { rows, rssMb, fanOut, floods };
   } finally {
     await proc.stop();
@@ -448,6 +490,28 @@ function runLifecycle(layout?: LifecycleLayout, atRate?: number): Promise<Lifecy
   return lifecycleBench({ pgUrl: PG_URL, layout, rate, durationS: Number(flag('lifecycle-duration') ?? 20), apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags });
 }
 
+/** GET /invoices/{id} and POST /payments with span export on, at each of TRACING_RATIOS, each on a fresh database. */
+async function tracedRows(fixtures: string, measureBaseline: () => Promise<number>): Promise<Row[]> {
+  const store = STORES.includes('postgres') ? 'postgres' : 'pglite';
+  if (TRACING_RATIOS.length === 0 || !TRACED_ENDPOINTS.some((e) => STORE_ENDPOINTS.includes(e))) return [];
+  const collector = await startCollectorStub();
+  const rows: Row[] = [];
+  try {
+    for (const ratio of TRACING_RATIOS) {
+      const db = store === 'postgres' ? await freshDatabase(PG_URL, 'bench') : null;
+      try {
+        const res = await withSimulator(fixtures, (sim) => benchStore(store, sim, measureBaseline, db?.url ?? null, tracedVariant(ratio, collector.url)));
+        rows.push(...res.rows);
+      } finally {
+        await db?.drop();
+      }
+    }
+  } finally {
+    await collector.close();
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   if (!FROM_SOURCE) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
@@ -487,6 +551,7 @@ async function main(): Promise<void> {
       floods.push(...lite.floods);
       if (fanOut.length === 0) fanOut = lite.fanOut;
     }
+    rows.push(...(await tracedRows(fixtures, measureBaseline)));
     baselineHalf = await measureBaselineAtHalf(`http://127.0.0.1:${basePort}`, median(baselines));
   } finally {
     await baseline.stop();
@@ -504,7 +569,7 @@ async function main(): Promise<void> {
   const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(split ? [splitLifecycleTable(split), ''] : []), ...(roles ? [rolesTable(roles)] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
-  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && !flag('roles-backlog') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
+  const full = !flag('stores') && !flag('endpoints') && !flag('duration') && flag('tracing') === undefined && !flag('roles-backlog') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
   writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, lifecycleSplit: split, roles }, null, 2));

@@ -15,6 +15,9 @@ export interface SimulatorOptions {
 }
 
 /** Builds the simulated ministry systems; the caller decides whether and where to listen. */
+/** Ministry calls whose trace headers the simulator keeps. */
+const TRACE_HEADERS_KEPT = 1000;
+
 export async function buildSimulator(opts: SimulatorOptions): Promise<FastifyInstance> {
   // Held "timeout" requests must not delay close, so open connections are cut on close.
   const app = Fastify({ logger: opts.logLevel ? { level: opts.logLevel } : false, forceCloseConnections: true });
@@ -23,6 +26,16 @@ export async function buildSimulator(opts: SimulatorOptions): Promise<FastifyIns
 
   app.addHook('preClose', async () => closing.abort());
   app.addHook('onClose', async () => state.dispose());
+  // A callback hook: every ministry call runs it and it never waits.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const route = request.routeOptions.url;
+    if (route !== undefined && !route.startsWith('/__control')) {
+      const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : null);
+      state.traceHeaders.push({ route: `${request.method} ${route}`, traceparent: header('traceparent'), tracestate: header('tracestate') });
+      if (state.traceHeaders.length > TRACE_HEADERS_KEPT) state.traceHeaders.shift();
+    }
+    done();
+  });
 
   const routeOptions = { state, closing: closing.signal };
   await app.register(mofRoutes, { ...routeOptions, prefix: '/mof' });

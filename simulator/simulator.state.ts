@@ -111,6 +111,8 @@ export class SimulatorState {
   readonly calls = new CallTracker();
   readonly submits = new SubmitDesk();
   readonly statusCalls = new StatusCalls();
+  /** The trace context headers of the latest ministry calls (oldest first), for tests that follow a trace. */
+  readonly traceHeaders: { route: string; traceparent: string | null; tracestate: string | null }[] = [];
   /*
    * Indexes, so a simulator holding tens of thousands of invoices and payments (the benchmark's)
    * still answers at once: invoices by search field value, and the submitted payment holding each
@@ -157,6 +159,7 @@ export class SimulatorState {
     this.calls.reset();
     this.submits.clear();
     this.statusCalls.clear();
+    this.traceHeaders.length = 0;
     this.fixtures.invoices.forEach((fixture) => this.upsertInvoice(fixture));
   }
 

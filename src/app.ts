@@ -2,7 +2,10 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { createFastify } from './http/fastify-instance.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
-import { lazyChildLoggerFactory } from './http/request-logger.js';
+import { requestSpanLoggerFactory } from './http/request-logger.js';
+import { registerTracing } from './http/plugins/tracing.plugin.js';
+import { createLocalTracer } from './adapters/tracing/local.tracer.js';
+import type { Tracer } from './domain/tracer.port.js';
 import { registerOpenApi, type OpenApiServer } from './http/plugins/openapi.plugin.js';
 import { healthRoutes } from './http/routes/health.routes.js';
 import { invoiceRoutes } from './http/routes/invoices.routes.js';
@@ -32,18 +35,22 @@ export interface AppOptions {
   trustProxy?: string | null;
   /** Counts the requests being served (on the embedded database, which serves them first). */
   requestActivity?: RequestActivity;
+  /** The tracer the services use (deps.tracer), so a request's span is the parent of what it calls; a local one when left out. */
+  tracer?: Tracer;
 }
 
 export const API_PREFIX = '/api/v1';
 
 /** Builds the partner API; never listens, so tests drive it with inject(). */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const tracer = opts.tracer ?? createLocalTracer();
   const app = createFastify(opts.logger, {
-    childLoggerFactory: lazyChildLoggerFactory,
+    childLoggerFactory: requestSpanLoggerFactory(tracer),
     bodyLimit: opts.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
   });
+  registerTracing(app, tracer);
   if (opts.requestActivity) registerRequestActivity(app, opts.requestActivity);
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   await registerOpenApi(app, API_PREFIX, opts.openApiServers);

@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { APP_ENVS, PROCESS_ROLES, type AppEnv } from './domain/vocabulary.js';
+import { TRACE_SAMPLERS } from './domain/trace-context.js';
 
 const AppEnvSchema = Type.Enum(APP_ENVS);
 
@@ -27,6 +28,14 @@ function int(env: Env, name: string): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
   if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${raw}"`);
+  return n;
+}
+
+function float(env: Env, name: string): number | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got "${raw}"`);
   return n;
 }
 
@@ -226,6 +235,16 @@ const SETTINGS = {
     production: setting('PUBLIC_API_URL_PRODUCTION', Type.String({ pattern: '^https?://', default: 'https://api.example.mn/api/v1' })),
   },
   logLevel: setting('LOG_LEVEL', Text('info')),
+  /** OpenTelemetry span export (docs/operations.md, Tracing); with no endpoint nothing of OpenTelemetry is loaded. */
+  otel: {
+    endpoint: setting('OTEL_EXPORTER_OTLP_ENDPOINT', Type.Union([Type.String({ pattern: '^https?://' }), Type.Null()], { default: null })),
+    serviceName: setting('OTEL_SERVICE_NAME', Type.String({ minLength: 1, default: 'gov-payment-channel' })),
+    sampler: setting('OTEL_TRACES_SAMPLER', Type.Union(TRACE_SAMPLERS.map((s) => Type.Literal(s)), { default: 'parentbased_traceidratio' })),
+    /** The ratio of traces a ratio sampler keeps (0 to 1). */
+    samplerArg: setting('OTEL_TRACES_SAMPLER_ARG', Type.Number({ minimum: 0, maximum: 1, default: 0.1 }), float),
+    /** How long finished spans wait to be sent together. */
+    scheduleDelayMs: number('OTEL_BSP_SCHEDULE_DELAY', Int(5000, 1)),
+  },
   keyRotationGraceMs: number('KEY_ROTATION_GRACE_MS', Int(DAY)),
   /** At most 5 s: a partner's deactivation, keys and rate limits changed on another instance apply within it. */
   authCacheTtlMs: number('AUTH_CACHE_TTL_MS', Type.Integer({ default: 2000, minimum: 0, maximum: 5000 })),

@@ -1,3 +1,4 @@
+import type { Tracer } from './domain/tracer.port.js';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
@@ -70,6 +71,7 @@ export interface Deps {
   startJobs(): RunningJobs;
   /** On the embedded database: the partner API tells it which requests are being served, so background work waits for the time between them. */
   requestActivity?: RequestActivity;
+  tracer: Tracer;
   close(): Promise<void>;
 }
 
@@ -86,6 +88,8 @@ export interface DepsOptions {
   rateLimitNamespace?: string;
   /** An in-memory PGlite starts from this image of a database (tests: one migrated image per run). */
   databaseImage?: Blob;
+  /** The process's tracer (startTracing); by default the local one: trace contexts, nothing exported. */
+  tracer?: Tracer;
 }
 
 /**
@@ -97,9 +101,9 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   // Leases and due times are compared on the database's clock, the same for every instance.
   const now = opts.now ?? data.clock;
   const { db, logger, metrics, onStaleLease } = data;
-  const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, now });
+  const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, tracer: data.tracer, now });
   const checks = { limits: ministries.confirmLimits, slots: ministries.checkSlots };
-  const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, leases: data.leases, checks, ministryUrls: opts.ministryUrls, now });
+  const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, leases: data.leases, checks, ministryUrls: opts.ministryUrls, tracer: data.tracer, now });
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
   const access = await createAccess(config, { db, logger, metrics, now: opts.now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
   const webhooks = createWebhooks(config, { ...data, now });
@@ -141,6 +145,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     jobs,
     startJobs: control.start,
     requestActivity: data.priority,
+    tracer: data.tracer,
     close: createShutdown(control.stopAll, [ministries.close, () => access.rateLimiters.close(), payments.close, webhooks.close, data.close]),
   };
 }

@@ -234,4 +234,7 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
   callRoutes(app, state);
   /** How many status calls arrived, and every one that arrived while another for the same payment was unanswered. */
   app.get('/status-calls', async () => state.statusCalls.report());
+
+  /** The trace context (traceparent, tracestate) each of the latest ministry calls carried, by route template, oldest first. */
+  app.get('/trace-headers', async () => ({ calls: state.traceHeaders }));
 };

@@ -9,6 +9,8 @@ import { createDatabaseOutage, type DatabaseOutage } from '../db/database-outage
 import { createWorkPriority, type WorkPriority } from '../db/work-priority.js';
 import { createMetrics, type Metrics } from '../adapters/metrics.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
+import type { Tracer } from '../domain/tracer.port.js';
+import { createLocalTracer } from '../adapters/tracing/local.tracer.js';
 import { createLeasePolicy, type LeasePolicy } from '../domain/lease-policy.js';
 
 export interface DataOptions {
@@ -17,6 +19,8 @@ export interface DataOptions {
   dbSchema?: string;
   /** An in-memory PGlite starts from this image of a database. */
   databaseImage?: Blob;
+  /** The process's tracer (tracing.loader.ts); by default the local one, which exports nothing. */
+  tracer?: Tracer;
 }
 
 /** What every other area builds on: the log, the metrics and a migrated database. */
@@ -34,6 +38,7 @@ export interface Data {
   onStaleLease: StaleLeaseReport;
   /** Every lease length and pass deadline, derived from the deadlines of the work they cover. */
   leases: LeasePolicy;
+  tracer: Tracer;
   close(): Promise<void>;
 }
 
@@ -93,6 +98,7 @@ async function migrate(db: Db, options: DatabaseOptions): Promise<void> {
 export async function createData(config: Config, opts: DataOptions): Promise<Data> {
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
+  const tracer = opts.tracer ?? createLocalTracer();
   const priority = createWorkPriority();
   // The ping is made once the database is: the embedded one pings through its only connection.
   const ready: { ping?: () => Promise<boolean> } = {};
@@ -107,6 +113,7 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
     keepAliveMs: config.dbKeepAliveMs,
     queryTimeoutMs: config.dbQueryTimeoutMs,
     health: dbOutage,
+    tracer,
     onConnectionError: (err) => {
       if (!dbOutage.absorb(err)) logger.warn({ err }, 'database connection failed');
     },
@@ -131,6 +138,7 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
     clock: clock.now,
     onStaleLease: staleLeaseReport(metrics, logger),
     leases: leasePolicyOf(config),
+    tracer,
     close: async () => {
       clock.stop();
       await ping.close();

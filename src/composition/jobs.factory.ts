@@ -21,7 +21,7 @@ import type { Payments } from './payments.factory.js';
 import type { Pushes, Webhooks } from './webhooks.factory.js';
 
 export interface JobsDeps {
-  data: Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'onStaleLease' | 'leases'>;
+  data: Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'onStaleLease' | 'leases' | 'tracer'>;
   payments: Pick<Payments, 'stores' | 'flow' | 'idempotency'>;
   confirmLimits: Record<Source, AdaptiveLimit>;
   /** The status-check slots within those limits, shared with the partners' live reads. */
@@ -51,6 +51,7 @@ function confirmationJob(config: Config, deps: JobsDeps): Job {
     outage: data.dbOutage,
     onStaleLease: data.onStaleLease,
     now: deps.now,
+    tracer: data.tracer,
     onResolved: () => webhooks.job.nudge(),
   });
 }

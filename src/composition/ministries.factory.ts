@@ -1,6 +1,8 @@
 import type { Config } from '../config.js';
 import { createMinistryAdapters } from '../adapters/ministry/ministry.factory.js';
 import { instrumentAdapters } from '../adapters/ministry/instrumented-adapter.js';
+import { traceAdapters } from '../adapters/ministry/traced-adapter.js';
+import type { Tracer } from '../domain/tracer.port.js';
 import { guardAdapters } from '../adapters/ministry/guarded-adapter.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { Metrics } from '../adapters/metrics.js';
@@ -30,11 +32,17 @@ function createConfirmLimits(config: Config, metrics: Metrics): Record<Source, A
   return limits;
 }
 
-export function createMinistries(config: Config, deps: { urls: Record<Source, string>; metrics: Metrics; now?: Clock }): Ministries {
+export function createMinistries(config: Config, deps: { urls: Record<Source, string>; metrics: Metrics; tracer: Tracer; now?: Clock }): Ministries {
+  const { tracer } = deps;
   // The partners' requests keep the 16 connections they had beside the background checks at their cap.
-  const upstream = createMinistryAdapters({ urls: deps.urls, timeoutMs: config.ministryTimeoutMs, connections: config.confirmConcurrencyMaxPerSource + 16 });
+  const upstream = createMinistryAdapters({
+    urls: deps.urls,
+    timeoutMs: config.ministryTimeoutMs,
+    connections: config.confirmConcurrencyMaxPerSource + 16,
+    traceHeaders: () => tracer.outgoing(),
+  });
   const ministries = guardAdapters(
-    instrumentAdapters(upstream, deps.metrics),
+    instrumentAdapters(traceAdapters(upstream, tracer), deps.metrics),
     config.circuitBreaker,
     () => (deps.now?.() ?? new Date()).getTime(),
     (source, operation, state) => deps.metrics.ministryCircuitOpen.set({ source, operation }, state === 'closed' ? 0 : 1),

@@ -23,6 +23,7 @@ import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import type { LeasePolicy } from '../domain/lease-policy.js';
 import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { Clock } from '../domain/clock.port.js';
+import type { Tracer } from '../domain/tracer.port.js';
 import { createInvoiceStores, createPaymentFlow, type InvoiceStores, type PaymentFlow } from './payment-flow.factory.js';
 
 export interface PaymentsDeps {
@@ -36,6 +37,7 @@ export interface PaymentsDeps {
   checks: { limits: Record<Source, AdaptiveLimit>; slots: KeyedSlots };
   /** The simulator's control API, for the sandbox's approve. */
   ministryUrls: Record<Source, string>;
+  tracer: Tracer;
   now?: Clock;
 }
 
@@ -50,6 +52,7 @@ interface PaymentServiceParts {
   onStaleLease: StaleLeaseReport;
   leases: LeasePolicy;
   checks: PaymentsDeps['checks'];
+  tracer: Tracer;
   now?: Clock;
 }
 
@@ -93,6 +96,7 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
     idempotencyTtlMs: config.idempotencyTtlMs,
     idempotencyLeaseMs: parts.leases.idempotency,
     onStaleLease: parts.onStaleLease,
+    tracer: parts.tracer,
     now,
   });
   return { payments, idempotency };
@@ -115,7 +119,7 @@ export async function createPayments(config: Config, deps: PaymentsDeps) {
   const flow = createPaymentFlow(config, { db, stores, ministries, logger: log, metrics: deps.metrics, onStaleLease: deps.onStaleLease, now });
   // One QR service: the landing page rebuilds the very QR and links POST /payments answered with.
   const qr = createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase });
-  const parts = { stores, flow, qr, db, ministries, logger: log, metrics: deps.metrics, onStaleLease: deps.onStaleLease, leases: deps.leases, checks: deps.checks, now };
+  const parts = { stores, flow, qr, db, ministries, logger: log, metrics: deps.metrics, onStaleLease: deps.onStaleLease, leases: deps.leases, checks: deps.checks, tracer: deps.tracer, now };
   const { payments, idempotency } = paymentService(config, parts);
   const reportRepo = createReportRepository(db);
   const services = {

@@ -17,7 +17,7 @@ import { webhookTargetPolicy } from '../domain/webhook-target.js';
 import type { Clock } from '../domain/clock.port.js';
 import type { Data } from './data.factory.js';
 
-export type WebhooksDeps = Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'priority' | 'onStaleLease' | 'leases'> & { now?: Clock };
+export type WebhooksDeps = Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'priority' | 'onStaleLease' | 'leases' | 'tracer'> & { now?: Clock };
 
 /** The outbox's delivery: its HTTP client, the per-attempt service and the job that drives them. */
 function createWebhookDelivery(config: Config, cipher: SecretCipher, deps: WebhooksDeps) {
@@ -31,6 +31,7 @@ function createWebhookDelivery(config: Config, cipher: SecretCipher, deps: Webho
     log: deps.logger,
     onResult: (outcome) => deps.metrics.webhookDeliveries.inc({ outcome }),
     onStaleLease: deps.onStaleLease,
+    tracer: deps.tracer,
     now: deps.now,
   });
   const job = createWebhookDeliveryJob({
@@ -81,7 +82,7 @@ export function createWebhooks(config: Config, deps: WebhooksDeps) {
 export type Webhooks = ReturnType<typeof createWebhooks>;
 
 /** The end users' devices and the push notifications sent to them. */
-export async function createPushes(config: Config, deps: Pick<WebhooksDeps, 'db' | 'logger' | 'metrics' | 'onStaleLease' | 'now'>) {
+export async function createPushes(config: Config, deps: Pick<WebhooksDeps, 'db' | 'logger' | 'metrics' | 'onStaleLease' | 'tracer' | 'now'>) {
   const devices = createDeviceService({ devices: createDeviceRepository(deps.db), now: deps.now });
   const repo = createPushDeliveryRepository(deps.db);
   const service = createPushDeliveryService({
@@ -91,6 +92,7 @@ export async function createPushes(config: Config, deps: Pick<WebhooksDeps, 'db'
     log: deps.logger,
     onStaleLease: deps.onStaleLease,
     onResult: (outcome) => deps.metrics.pushDeliveries.inc({ outcome }),
+    tracer: deps.tracer,
     now: deps.now,
   });
   return { devices, repo, service };

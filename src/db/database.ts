@@ -8,6 +8,8 @@ import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
 import { requestsFirstPool } from './requests-first-pool.driver.js';
 import { initializeEmbeddedCluster } from './embedded-cluster.initializer.js';
+import { tracedDialect } from './traced.driver.js';
+import type { Tracer } from '../domain/tracer.port.js';
 import type { WorkPriority } from './work-priority.js';
 import { withDeadline } from '../work/deadline.helper.js';
 import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
@@ -37,6 +39,7 @@ import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
 import * as m025 from './migrations/025-push-skipped.migration.js';
 import * as m026 from './migrations/026-sandbox-invoices.migration.js';
 import * as m027 from './migrations/027-partner-rate-limits.migration.js';
+import * as m028 from './migrations/028-payment-trace-context.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -73,6 +76,8 @@ export interface DatabaseOptions {
   priority?: WorkPriority;
   /** An in-memory PGlite starts from this data directory image (PGlite's dumpDataDir) instead of an empty cluster. */
   image?: Blob;
+  /** Exporting, the embedded database's statements are spans (PostgreSQL's are the pg instrumentation's). */
+  tracer?: Tracer;
 }
 
 /** Background work waiting this long for a connection takes the next turn anyway. */
@@ -106,6 +111,7 @@ const migrations: Record<string, Migration> = {
   '025-push-skipped': m025,
   '026-sandbox-invoices': m026,
   '027-partner-rate-limits': m027,
+  '028-payment-trace-context': m028,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */
@@ -137,7 +143,7 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
   return requestsFirstPool(dialect, opts.priority, { connections, backgroundConnections: Math.max(1, Math.floor(connections / 2)), maxBackgroundWaitMs: BACKGROUND_MAX_WAIT_MS });
 }
 
-async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined): Promise<Dialect> {
+async function createPgliteDialect(dataDir: string, priority: WorkPriority | undefined, image: Blob | undefined, tracer: Tracer | undefined): Promise<Dialect> {
   const inMemory = dataDir === 'memory://' || dataDir === '';
   if (!inMemory) mkdirSync(dataDir, { recursive: true });
   let client: PGlite;
@@ -148,7 +154,8 @@ async function createPgliteDialect(dataDir: string, priority: WorkPriority | und
     await initializeEmbeddedCluster(dataDir);
     client = await PGlite.create(dataDir);
   }
-  const dialect = new PGliteDialect(client);
+  const embedded = new PGliteDialect(client);
+  const dialect = tracer?.exports ? tracedDialect(embedded, tracer) : embedded;
   return priority ? requestsFirst(dialect, priority, { maxBackgroundWaitMs: BACKGROUND_MAX_WAIT_MS }) : dialect;
 }
 
@@ -169,7 +176,7 @@ export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
     if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
     dialect = createPgDialect(opts.databaseUrl, opts);
   } else {
-    dialect = await createPgliteDialect(opts.dataDir, opts.priority, opts.image);
+    dialect = await createPgliteDialect(opts.dataDir, opts.priority, opts.image, opts.tracer);
   }
   return new Kysely<Database>({ dialect });
 }

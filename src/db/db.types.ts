@@ -98,6 +98,10 @@ export interface PaymentsTable {
   status_checked_at: Timestamp | null;
   /** How long after submission the payment expires unpaid, when not PAYMENT_EXPIRY_MS (a sandbox scenario's); set once at creation. */
   expiry_ms: ColumnType<number | null, never, never>;
+  /** The W3C traceparent of the request span that created the payment; its background work continues that trace. Null for older payments. */
+  trace_parent: ColumnType<string | null, string | null | undefined, never>;
+  /** The partner's tracestate that came with that request, carried along unchanged. */
+  trace_state: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

@@ -1,4 +1,6 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { RequestSpan, Tracer } from '../domain/tracer.port.js';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 type Bindings = Record<string, unknown>;
@@ -24,12 +26,14 @@ class LazyChildLogger {
     private readonly parent: FastifyBaseLogger,
     private readonly bindings: Bindings,
     private readonly opts: { level?: string },
+    private readonly span?: RequestSpan,
   ) {
     this.enabled = ENABLED.get(opts.level ?? parent.level) ?? ENABLED.get('trace') ?? new Set();
   }
 
   private materialize(): FastifyBaseLogger {
-    this.real ??= this.parent.child(this.bindings, this.opts);
+    // The trace ids join the bindings only here: a request that logs nothing never copies them.
+    this.real ??= this.parent.child(this.span ? { ...this.bindings, traceId: this.span.traceId, spanId: this.span.spanId } : this.bindings, this.opts);
     return this.real;
   }
 
@@ -62,3 +66,24 @@ for (const level of LEVELS) {
 
 export const lazyChildLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFactory']> = (parent, bindings, opts) =>
   new LazyChildLogger(parent, bindings, opts) as unknown as FastifyBaseLogger;
+
+const kRequestSpan = Symbol('requestSpan');
+type TracedMessage = IncomingMessage & { [kRequestSpan]?: RequestSpan };
+
+/** The span requestSpanLoggerFactory started for this request, if it did. */
+export function requestSpanOf(raw: IncomingMessage): RequestSpan | undefined {
+  return (raw as TracedMessage)[kRequestSpan];
+}
+
+/**
+ * The lazy child logger, with the request's span started as the request arrives: Fastify makes a
+ * request's logger before anything else of it (and logs "incoming request" before the first
+ * hook), so the span starts here and every line of the request names its trace and span.
+ */
+export function requestSpanLoggerFactory(tracer: Tracer): NonNullable<FastifyServerOptions['childLoggerFactory']> {
+  return (parent, bindings, opts, raw) => {
+    const span = tracer.startRequest(raw.headers.traceparent, raw.headers.tracestate);
+    (raw as TracedMessage)[kRequestSpan] = span;
+    return new LazyChildLogger(parent, bindings, opts, span) as unknown as FastifyBaseLogger;
+  };
+}

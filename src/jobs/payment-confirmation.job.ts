@@ -1,9 +1,8 @@
 import type { Job } from './job-runner.js';
 import { createLeasedWorkLoop, type ClaimResult, type LaneSlots, type WorkLane } from '../work/leased-work.loop.js';
-import type { Leased } from '../work/leased-claim.query.js';
 import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payment.repository.js';
-import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
+import type { ClaimedCancellation, MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
 import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
@@ -11,6 +10,8 @@ import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import { createKeyedSlots, type KeyedSlots } from '../work/keyed-slots.js';
 import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { Tracer } from '../domain/tracer.port.js';
+import { parseTraceparent } from '../domain/trace-context.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
@@ -48,11 +49,13 @@ export interface PaymentConfirmationJobDeps {
   onLimit?: (source: Source, limit: number) => void;
   /** Monotonic milliseconds for call latency; the injected clock may jump. */
   elapsed?: () => number;
+  /** Each check and cancellation is a span of the trace of the request that created its payment. */
+  tracer?: Tracer;
 }
 
 /** One call's worth of work in a ministry system's slot: an owed cancellation or a payment's check. */
 type MinistryWork =
-  | { kind: 'cancellation'; row: Leased<MinistryCancellationRow>; inFlight: number }
+  | { kind: 'cancellation'; row: ClaimedCancellation; inFlight: number }
   | { kind: 'check'; payment: ClaimedPayment; claimedAt: Date; inFlight: number };
 
 const sourceOf = (w: MinistryWork): Source => (w.kind === 'check' ? w.payment.source : w.row.source);
@@ -113,6 +116,15 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     }
   }
 
+  /** The work's span, a child of the span of the request that created its payment. */
+  function traced(work: MinistryWork, fn: () => Promise<void>): Promise<void> {
+    if (!deps.tracer) return fn();
+    const row = work.kind === 'check' ? work.payment : work.row;
+    const name = work.kind === 'check' ? 'payment confirmation check' : 'payment ministry cancellation';
+    const attributes = { 'payment.id': work.kind === 'check' ? work.payment.id : work.row.payment_id, 'ministry.system': sourceOf(work) };
+    return deps.tracer.span(name, { kind: 'consumer', attributes, parent: parseTraceparent(row.trace_parent, row.trace_state) }, fn);
+  }
+
   /** Tells the system's limit how long the slot was held and whether the ministry answered. */
   async function perform(work: MinistryWork): Promise<void> {
     const source = sourceOf(work);
@@ -143,7 +155,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
         keyOf: sourceOf,
         idOf: (w) => (w.kind === 'check' ? `check:${w.payment.id}` : `cancellation:${w.row.payment_id}`),
         claim: ministryClaim(deps),
-        perform,
+        perform: (work) => traced(work, () => perform(work)),
         failure: { level: 'warn', message: 'confirmation check failed' },
       } satisfies WorkLane<MinistryWork>,
     ],

@@ -12,6 +12,7 @@ import type { PaymentCancelService } from './payment-cancel.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { Tracer } from '../domain/tracer.port.js';
 import { billNumberFor, type QrBuildInput, type QrService } from './qr.service.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import { EmvcoPayloadError } from '../domain/emvco-qr.js';
@@ -42,6 +43,8 @@ export interface PaymentServiceDeps {
    */
   idempotencyLeaseMs: number;
   onStaleLease?: StaleLeaseReport;
+  /** The request's trace, stored with a new payment so its background work continues it. */
+  tracer?: Tracer;
   now?: Clock;
   /** Monotonic milliseconds for a read's deadline; the injected clock may jump. */
   elapsed?: () => number;
@@ -133,6 +136,7 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
 
   async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, lease: IdempotencyLease | null, userId: string | undefined, standard: QrStandard): Promise<PaymentRow> {
     const id = newId();
+    deps.tracer?.annotate({ 'payment.id': id });
     const payment = await deps.payments.insertPending({
       id,
       qrText: qrTextFor(deps.qr, id, invoice, amount, standard),
@@ -143,6 +147,7 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
       nextCheckAt: new Date(now().getTime() + pendingGraceMs),
       lease: lease ?? undefined,
       userId,
+      trace: deps.tracer?.active() ?? null,
     });
     if (payment === 'invoice_held') throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
     // The key was taken over while this request stalled: the request that took it answers for it.

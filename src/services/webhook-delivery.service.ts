@@ -4,6 +4,8 @@ import { backoffDelayMs, listBackoff } from '../domain/backoff.js';
 import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { WebhookHttpClient } from '../adapters/webhook-http.client.js';
 import type { Logger } from '../domain/logger.port.js';
+import type { Tracer } from '../domain/tracer.port.js';
+import { parseTraceparent } from '../domain/trace-context.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
@@ -19,6 +21,8 @@ export function createWebhookDeliveryService(deps: {
   onResult?: (result: DeliveryResult) => void;
   /** An attempt outlived its claim and another instance took the delivery: its outcome was not recorded. */
   onStaleLease?: StaleLeaseReport;
+  /** Each attempt is a span of the trace of the request that created its payment, and carries it as its traceparent. */
+  tracer?: Tracer;
   now?: Clock;
 }) {
   const now = deps.now ?? systemClock;
@@ -46,27 +50,39 @@ export function createWebhookDeliveryService(deps: {
   async function send(claim: ClaimedDelivery): Promise<AttemptOutcome> {
     const message: DeliveryMessage = { event: claim.event, eventId: claim.eventId, deliveryId: claim.id, createdAt: claim.eventCreatedAt, data: claim.data };
     const body = deliveryBody(message);
-    const headers = deliveryHeaders(message, body, secretsOf(claim), now());
+    const headers = { ...deliveryHeaders(message, body, secretsOf(claim), now()), ...deps.tracer?.outgoing() };
     const result = await deps.http.post(claim.url, body, headers);
     if (result.ok) return { succeeded: true, statusCode: result.statusCode, durationMs: result.durationMs };
     return failure(claim, result.statusCode, result.durationMs, result.error);
   }
 
+  /** The attempt's span: in the trace of the request that created the payment; a fresh trace for an event of no payment. */
+  function traced<T>(claim: ClaimedDelivery, fn: () => Promise<T>): Promise<T> {
+    if (!deps.tracer) return fn();
+    const attributes = { 'webhook.event': claim.event, 'webhook.attempt': claim.attempt, 'partner.id': claim.partnerId, ...(claim.paymentId ? { 'payment.id': claim.paymentId } : {}) };
+    return deps.tracer.span('webhook delivery', { kind: 'producer', attributes, parent: parseTraceparent(claim.traceParent, claim.traceState) }, fn);
+  }
+
+  async function attempt(claim: ClaimedDelivery): Promise<DeliveryResult> {
+    let outcome: AttemptOutcome;
+    try {
+      outcome = await send(claim);
+    } catch (err) {
+      deps.log.error({ err, deliveryId: claim.id }, 'webhook delivery could not be prepared');
+      outcome = failure(claim, null, 0, 'internal error preparing the delivery');
+    }
+    if (!(await deps.deliveries.finish(claim, outcome, now()))) deps.onStaleLease?.('webhook_attempt', claim.id);
+    const result: DeliveryResult = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
+    if (!outcome.succeeded) {
+      const trace = deps.tracer?.active();
+      deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result, traceId: trace?.traceId, spanId: trace?.spanId }, 'webhook delivery failed');
+    }
+    deps.onResult?.(result);
+    return result;
+  }
+
   return {
-    async attempt(claim: ClaimedDelivery): Promise<DeliveryResult> {
-      let outcome: AttemptOutcome;
-      try {
-        outcome = await send(claim);
-      } catch (err) {
-        deps.log.error({ err, deliveryId: claim.id }, 'webhook delivery could not be prepared');
-        outcome = failure(claim, null, 0, 'internal error preparing the delivery');
-      }
-      if (!(await deps.deliveries.finish(claim, outcome, now()))) deps.onStaleLease?.('webhook_attempt', claim.id);
-      const result: DeliveryResult = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
-      if (!outcome.succeeded) deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result }, 'webhook delivery failed');
-      deps.onResult?.(result);
-      return result;
-    },
+    attempt: (claim: ClaimedDelivery): Promise<DeliveryResult> => traced(claim, () => attempt(claim)),
   };
 }
 

@@ -89,6 +89,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     openApiServers: openApiServers(config, API_PREFIX),
     trustProxy: config.trustProxy,
     requestActivity: deps.requestActivity,
+    tracer: deps.tracer,
   });
   // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
   const contract = attachContract(app);

@@ -1,3 +1,4 @@
+import type { TraceHeaders } from '../../domain/trace-context.js';
 import type { MinistryAdapter } from './ministry.types.js';
 
 export interface AdapterOptions {
@@ -7,6 +8,8 @@ export interface AdapterOptions {
   timeoutMs: number;
   /** Keep-alive connections to the system. */
   connections?: number;
+  /** The trace context each call carries. */
+  traceHeaders?: () => TraceHeaders;
 }
 
 /** An adapter that owns a connection pool, which close() releases. */

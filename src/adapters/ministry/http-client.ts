@@ -1,6 +1,7 @@
 import { Pool } from 'undici';
 import { UpstreamError } from './ministry.types.js';
 import type { Source } from '../../domain/vocabulary.js';
+import type { TraceHeaders } from '../../domain/trace-context.js';
 
 export interface HttpClientOptions {
   source: Source;
@@ -8,6 +9,8 @@ export interface HttpClientOptions {
   timeoutMs: number;
   /** Keep-alive connections per upstream. */
   connections?: number;
+  /** The trace context each call carries (`traceparent`, `tracestate`); none when left out. */
+  traceHeaders?: () => TraceHeaders;
 }
 
 export interface JsonResponse {
@@ -27,6 +30,8 @@ export interface HttpClient {
   close(): Promise<void>;
 }
 
+const JSON_ACCEPT = { accept: 'application/json' };
+const JSON_BODY = { accept: 'application/json', 'content-type': 'application/json' };
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 function isTimeout(error: unknown): boolean {
@@ -69,7 +74,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       const response = await pool.request({
         method,
         path: `${basePath}${path}`,
-        headers: payload === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+        headers: { ...(payload === undefined ? JSON_ACCEPT : JSON_BODY), ...options.traceHeaders?.() },
         body: payload === undefined ? undefined : JSON.stringify(payload),
         signal: AbortSignal.timeout(timeoutMs),
       });

@@ -1,3 +1,4 @@
+import type { TraceHeaders } from '../../domain/trace-context.js';
 import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.types.js';
 import { createEtaxAdapter } from './etax.adapter.js';
 import type { MinistryAdapters } from './ministry.types.js';
@@ -11,6 +12,8 @@ export interface MinistryAdaptersOptions {
   timeoutMs: number;
   /** Keep-alive connections per system: enough for the background checks at their cap and the partners' requests beside them. */
   connections?: number;
+  /** The trace context each call carries. */
+  traceHeaders?: () => TraceHeaders;
 }
 
 export type ClosableMinistryAdapters = MinistryAdapters & {
@@ -25,7 +28,7 @@ const FACTORIES: Record<Source, (opts: AdapterOptions) => ClosableMinistryAdapte
 };
 
 export function createMinistryAdapters(opts: MinistryAdaptersOptions): ClosableMinistryAdapters {
-  const build = (source: Source) => FACTORIES[source]({ baseUrl: opts.urls[source], timeoutMs: opts.timeoutMs, connections: opts.connections });
+  const build = (source: Source) => FACTORIES[source]({ baseUrl: opts.urls[source], timeoutMs: opts.timeoutMs, connections: opts.connections, traceHeaders: opts.traceHeaders });
   const mof = build('mof');
   const etax = build('etax');
   const police = build('police');

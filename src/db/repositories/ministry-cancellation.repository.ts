@@ -7,6 +7,8 @@ import { columnList, tableColumns } from '../table-columns.js';
 import type { Source } from '../../domain/vocabulary.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
+/** A claimed cancellation, with the trace context of the request that created its payment. */
+export type ClaimedCancellation = Leased<MinistryCancellationRow & { trace_parent: string | null; trace_state: string | null }>;
 
 /** A cancellation row's columns, named by every query that returns whole rows. */
 const CANCELLATION_COLUMNS = tableColumns<MinistryCancellationsTable>()([
@@ -25,6 +27,7 @@ const dueCancellations = (free: Partial<Record<string, number>>): LeasedWorkSpec
   laneColumn: 'source',
   lanes: lanesOf(free),
   returning: columnList(CANCELLATION_COLUMNS, 't'),
+  select: sql`SELECT c.*, p.trace_parent, p.trace_state FROM claimed c LEFT JOIN payments p ON p.id = c.payment_id`,
 });
 
 /**
@@ -57,7 +60,7 @@ export function createMinistryCancellationRepository(db: Db) {
     },
 
     /** Claims due cancellations, at most `limits[source]` per ministry system, leased until `leaseUntil`. */
-    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<Leased<MinistryCancellationRow>[]> {
+    async claimDue(now: Date, leaseUntil: Date, limits: Partial<Record<string, number>>): Promise<ClaimedCancellation[]> {
       return claimLeased(db, dueCancellations(limits), { now, leaseUntil, batch: totalFree(limits) });
     },
 

@@ -1,3 +1,4 @@
+import { formatTraceparent, type TraceContext } from '../../domain/trace-context.js';
 import { sql, type Selectable } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
@@ -19,9 +20,12 @@ export type PaymentRow = Selectable<PaymentsTable>;
 const PAYMENT_COLUMNS = tableColumns<PaymentsTable>()([
   'id', 'partner_id', 'invoice_id', 'amount', 'source', 'status', 'failure_reason', 'submitted_at', 'paid_at', 'canceled_at', 'next_check_at',
   'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance', 'status_check_until', 'status_check_token',
-  'status_checked_at', 'expiry_ms', 'created_at', 'updated_at',
+  'status_checked_at', 'expiry_ms', 'trace_parent', 'trace_state', 'created_at', 'updated_at',
 ]);
 const paymentColumns = columnList(PAYMENT_COLUMNS);
+
+/** The trace_parent and trace_state values of a payment created under `trace`. */
+const traceColumns = (trace: TraceContext | null | undefined) => sql`${trace ? formatTraceparent(trace) : null}, ${trace?.state ?? null}`;
 
 /** A payment claimed for a check, with its invoice's refNum (the ministry is asked by it) and its lease token (its check count). */
 export type ClaimedPayment = Leased<PaymentRow & { ref_num: string }>;
@@ -117,6 +121,21 @@ async function owedAgain(trx: Trx, paymentId: string, at: Date): Promise<string[
 }
 
 /** A new payment, holding its invoice. */
+/** A new pending payment, as insertPending writes it. */
+export interface PendingPayment {
+  id: string;
+  partnerId: string;
+  invoiceId: string;
+  source: Source;
+  amount: string;
+  nextCheckAt: Date;
+  lease?: IdempotencyLease;
+  userId?: string;
+  qrText: string;
+  /** The creating request's span context, continued by the payment's background work. */
+  trace?: TraceContext | null;
+}
+
 function paymentInserts(db: Db) {
   return {
     /**
@@ -127,17 +146,7 @@ function paymentInserts(db: Db) {
      * the request that took the key over.
      * `invoice_held` when another payment holds the invoice; `lease_lost` when the key is no longer the caller's.
      */
-    async insertPending(input: {
-      id: string;
-      partnerId: string;
-      invoiceId: string;
-      source: Source;
-      amount: string;
-      nextCheckAt: Date;
-      lease?: IdempotencyLease;
-      userId?: string;
-      qrText: string;
-    }): Promise<PaymentRow | 'invoice_held' | 'lease_lost'> {
+    async insertPending(input: PendingPayment): Promise<PaymentRow | 'invoice_held' | 'lease_lost'> {
       const { lease } = input;
       // Under a key, the payment is inserted only while the key's row, locked here, still carries the caller's token.
       const leaseCte = lease
@@ -149,9 +158,9 @@ function paymentInserts(db: Db) {
         : sql``;
       const inserted = sql<PaymentRow>`
         WITH ${leaseCte}p AS (
-          INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text, expiry_ms)
+          INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text, expiry_ms, trace_parent, trace_state)
           SELECT ${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText},
-            (SELECT s.payment_expiry_ms FROM sandbox_invoices s WHERE s.invoice_id = ${input.invoiceId}::uuid)
+            (SELECT s.payment_expiry_ms FROM sandbox_invoices s WHERE s.invoice_id = ${input.invoiceId}::uuid), ${traceColumns(input.trace)}
           WHERE ${lease ? sql`EXISTS (SELECT 1 FROM lease)` : sql`true`}
           RETURNING ${paymentColumns}
         ), held AS (

@@ -12,6 +12,10 @@ export interface ClaimedPush {
   fcmToken: string;
   event: string;
   payload: Record<string, unknown>;
+  /** The payment the event is about, if any, and the trace context of the request that created it. */
+  paymentId: string | null;
+  traceParent: string | null;
+  traceState: string | null;
 }
 
 /** Sent; not sent because no FCM credentials are configured (`skipped`); or failed, retried when `nextAttemptAt` is set. */
@@ -35,8 +39,8 @@ const duePushes = (now: Date, limits: PushClaimLimits): LeasedWorkSpec => ({
     FROM (SELECT DISTINCT partner_id FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz) p
     LEFT JOIN partner_free pf ON pf.partner_id = p.partner_id`,
   returning: sql`t.id, t.partner_id, t.device_id, t.event_id`,
-  select: sql`SELECT c.id, c.partner_id, c.lease_token, d.fcm_token, e.event, e.payload
-    FROM claimed c JOIN devices d ON d.id = c.device_id JOIN events e ON e.id = c.event_id`,
+  select: sql`SELECT c.id, c.partner_id, c.lease_token, d.fcm_token, e.event, e.payload, e.payment_id, p.trace_parent, p.trace_state
+    FROM claimed c JOIN devices d ON d.id = c.device_id JOIN events e ON e.id = c.event_id LEFT JOIN payments p ON p.id = e.payment_id`,
 });
 
 export function createPushDeliveryRepository(db: Db) {
@@ -54,12 +58,23 @@ export function createPushDeliveryRepository(db: Db) {
      * turns, so one partner's burst of confirmations cannot hold back another's.
      */
     async claimDue(now: Date, leaseUntil: Date, limits: PushClaimLimits): Promise<ClaimedPush[]> {
-      const rows = await claimLeased<{ id: string; partner_id: string; fcm_token: string; event: string; payload: Record<string, unknown> }>(db, duePushes(now, limits), {
+      type Row = { id: string; partner_id: string; fcm_token: string; event: string; payload: Record<string, unknown> } & Record<'payment_id' | 'trace_parent' | 'trace_state', string | null>;
+      const rows = await claimLeased<Row>(db, duePushes(now, limits), {
         now,
         leaseUntil,
         batch: limits.total,
       });
-      return rows.map((r) => ({ id: r.id, partnerId: r.partner_id, attempt: r.lease_token, fcmToken: r.fcm_token, event: r.event, payload: r.payload }));
+      return rows.map((r) => ({
+        id: r.id,
+        partnerId: r.partner_id,
+        attempt: r.lease_token,
+        fcmToken: r.fcm_token,
+        event: r.event,
+        payload: r.payload,
+        paymentId: r.payment_id,
+        traceParent: r.trace_parent,
+        traceState: r.trace_state,
+      }));
     },
 
     /**

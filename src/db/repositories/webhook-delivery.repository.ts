@@ -22,6 +22,10 @@ export interface ClaimedDelivery {
   event: DeliveredEvent;
   data: Record<string, unknown>;
   eventCreatedAt: Date;
+  /** The payment the event is about, if any, and the trace context of the request that created it. */
+  paymentId: string | null;
+  traceParent: string | null;
+  traceState: string | null;
 }
 
 /**
@@ -104,6 +108,9 @@ interface ClaimedRow {
   event: string;
   payload: Record<string, unknown>;
   created_at: Date;
+  payment_id: string | null;
+  trace_parent: string | null;
+  trace_state: string | null;
 }
 
 /**
@@ -136,12 +143,14 @@ function dueDeliveries(now: Date, limits: ClaimLimits): LeasedWorkSpec {
     alsoSet: sql`updated_at = ${now}::timestamptz`,
     returning: sql`t.id, t.webhook_id, t.event_id`,
     select: sql`SELECT c.id, c.webhook_id, c.event_id, c.lease_token, w.partner_id, w.url, w.secret_ciphertext,
-        w.previous_secret_ciphertext, w.previous_secret_expires_at, e.event, e.payload, e.created_at
-      FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN events e ON e.id = c.event_id`,
+        w.previous_secret_ciphertext, w.previous_secret_expires_at, e.event, e.payload, e.created_at, e.payment_id, p.trace_parent, p.trace_state
+      FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN events e ON e.id = c.event_id LEFT JOIN payments p ON p.id = e.payment_id`,
   };
 }
 
-const claimedRow = camelRow(['id', 'webhook_id', 'partner_id', 'url', 'secret_ciphertext', 'previous_secret_ciphertext', 'previous_secret_expires_at', 'event_id']);
+const claimedRow = camelRow([
+  'id', 'webhook_id', 'partner_id', 'url', 'secret_ciphertext', 'previous_secret_ciphertext', 'previous_secret_expires_at', 'event_id', 'payment_id', 'trace_parent', 'trace_state',
+]);
 
 function toClaimed(row: Leased<ClaimedRow>): ClaimedDelivery {
   return { ...claimedRow(row), attempt: row.lease_token, event: row.event as DeliveredEvent, data: row.payload, eventCreatedAt: row.created_at };

@@ -1,0 +1,89 @@
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../config.js';
+import type { Tracing } from '../adapters/tracing/tracing.loader.js';
+import { createDeps, createLogger, type Deps } from '../deps.js';
+import { buildApp, API_PREFIX } from '../app.js';
+import { buildAdminApp } from '../admin-app.js';
+import { buildWorkerApp } from '../worker-app.js';
+import { buildSimulator } from '../../simulator/simulator.app.js';
+import { loadFixtures } from '../../simulator/fixtures.schema.js';
+import { SOURCES, type Source } from '../domain/vocabulary.js';
+import { printDemoBanner } from './demo-banner.js';
+import { operatorsOf } from '../http/plugins/admin-auth.plugin.js';
+import { openApiServers } from '../http/plugins/openapi.plugin.js';
+import type { FastifyBaseLogger as Logger, FastifyInstance } from 'fastify';
+
+const DEMO_FIXTURES = fileURLToPath(new URL('../../simulator/fixtures/demo.json', import.meta.url));
+
+/** In `local`, unset upstream URLs mean "use the built-in simulator", started here. */
+async function resolveMinistries(config: Config): Promise<{ urls: Record<Source, string>; simulator: FastifyInstance | null }> {
+  const missing = SOURCES.filter((s) => config.ministryUrls[s] === null);
+  if (missing.length > 0 && config.appEnv !== 'local') {
+    throw new Error(`MINISTRY_${missing[0]?.toUpperCase()}_URL is required when APP_ENV=${config.appEnv}`);
+  }
+  let simulator: FastifyInstance | null = null;
+  let simUrl = '';
+  if (missing.length > 0) {
+    const fixturesPath = config.simulator.fixtures ?? DEMO_FIXTURES;
+    simulator = await buildSimulator({ fixtures: await loadFixtures(fixturesPath), autoApproveMs: config.simulator.autoApproveMs });
+    await simulator.listen({ port: config.simulator.port, host: '127.0.0.1' });
+    simUrl = `http://127.0.0.1:${config.simulator.port}`;
+  }
+  const urls = Object.fromEntries(SOURCES.map((s) => [s, config.ministryUrls[s] ?? simUrl])) as Record<Source, string>;
+  return { urls, simulator };
+}
+
+/** The listeners this process's role serves: the partner API and the operator's, or a worker's health and metrics. */
+async function buildListeners(config: Config, deps: Deps, logger: Logger): Promise<{ app: FastifyInstance; host: string; port: number }[]> {
+  const adminAt = { host: config.adminHost, port: config.adminPort };
+  if (config.processRole === 'worker') {
+    return [{ app: await buildWorkerApp({ logger, allowedHosts: config.adminAllowedHosts, isDbReady: deps.isDbReady, stalledWork: deps.stalledWork, metrics: deps.metrics }), ...adminAt }];
+  }
+  const app = await buildApp({
+    logger,
+    bodyLimitBytes: config.bodyLimitBytes,
+    services: deps.services,
+    isDbReady: deps.isDbReady,
+    stalledWork: deps.stalledWork,
+    metrics: deps.metrics,
+    openApiServers: openApiServers(config, API_PREFIX),
+    trustProxy: config.trustProxy,
+    requestActivity: deps.requestActivity,
+    tracer: deps.tracer,
+  });
+  const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics });
+  return [
+    { app, host: config.host, port: config.port },
+    { app: admin, ...adminAt },
+  ];
+}
+
+/** The API process, once src/bin/api.ts has started tracing (before pg and ioredis are imported). */
+export async function main(config: Config, tracing: Tracing): Promise<void> {
+  const logger = createLogger(config);
+  const { urls, simulator } = await resolveMinistries(config);
+  const deps = await createDeps(config, { ministryUrls: urls, logger, tracer: tracing.tracer });
+  const listeners = await buildListeners(config, deps, logger);
+  const jobs = config.processRole === 'api' ? null : deps.startJobs();
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000).unref();
+    await jobs?.stop();
+    await Promise.allSettled(listeners.map((l) => l.app.close()));
+    await deps.close();
+    if (simulator) await simulator.close();
+    await tracing.shutdown().catch(() => undefined);
+    clearTimeout(force);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  for (const l of listeners) await l.app.listen({ port: l.port, host: l.host });
+  logger.info({ role: config.processRole, listeners: listeners.map((l) => `http://${l.host}:${l.port}`), apiPrefix: API_PREFIX }, 'listening');
+  if (config.appEnv === 'local' && config.processRole !== 'worker') await printDemoBanner(config, deps.services.partners, simulator !== null);
+}
