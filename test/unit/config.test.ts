@@ -26,6 +26,16 @@ describe('operator and reconciliation settings', () => {
   });
 });
 
+describe('checks in flight per ministry system', () => {
+  it('reaches 64 on PostgreSQL and 16 on the embedded database unless CONFIRM_CONCURRENCY_MAX_PER_SOURCE says otherwise', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/app' }).confirmConcurrencyMaxPerSource).toBe(64);
+    expect(loadConfig({}).confirmConcurrencyMaxPerSource).toBe(16);
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/app', CONFIRM_CONCURRENCY_MAX_PER_SOURCE: '24' }).confirmConcurrencyMaxPerSource).toBe(24);
+    expect(loadConfig({ CONFIRM_CONCURRENCY_MAX_PER_SOURCE: '40' }).confirmConcurrencyMaxPerSource).toBe(40);
+    expect(() => loadConfig({ CONFIRM_CONCURRENCY_MAX_PER_SOURCE: '0' })).toThrow(/Invalid configuration/);
+  });
+});
+
 describe('address limits and the admin Host rule', () => {
   it('defaults to 60 failed authentications and 120 landing-page requests a minute, and loopback names', () => {
     const config = loadConfig({});
