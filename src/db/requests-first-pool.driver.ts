@@ -1,15 +1,13 @@
-import type { DatabaseConnection, Dialect, Driver, TransactionSettings } from 'kysely';
+import type { DatabaseConnection, Dialect, Driver } from 'kysely';
 import { withDriver } from './requests-first.driver.js';
+import { BackgroundTurnsDriver, type BackgroundTurnsOptions } from './background-turns.driver.js';
 import type { WorkPriority } from './work-priority.js';
 
-export interface RequestsFirstPoolOptions {
+export interface RequestsFirstPoolOptions extends BackgroundTurnsOptions {
   /** The pool's size: background work never queues inside the pool, where a request would wait behind it. */
   connections: number;
   /** Connections background work may hold while a request is being served; the rest are the requests'. */
   backgroundConnections: number;
-  /** Background work that has had no connection this long takes the next one anyway: requests first, but never background starved. */
-  maxBackgroundWaitMs: number;
-  now?: () => number;
 }
 
 /**
@@ -22,35 +20,26 @@ export interface RequestsFirstPoolOptions {
  * request the connections it needs. Background work that has had no turn for
  * `maxBackgroundWaitMs` goes anyway, so it always progresses.
  */
-export class RequestsFirstPoolDriver implements Driver {
+export class RequestsFirstPoolDriver extends BackgroundTurnsDriver {
   private readonly waiting: (() => void)[] = [];
   private readonly backgroundHeld = new WeakSet<DatabaseConnection>();
   private readonly requestHeld = new WeakSet<DatabaseConnection>();
-  private readonly now: () => number;
   private backgroundInUse = 0;
   private requestsWaiting = 0;
   private requestsHolding = 0;
-  private lastBackgroundTurn: number;
-  private overdueTimer: NodeJS.Timeout | null = null;
-  private watchingIdle = false;
   readonly savepoint: Driver['savepoint'];
   readonly rollbackToSavepoint: Driver['rollbackToSavepoint'];
   readonly releaseSavepoint: Driver['releaseSavepoint'];
 
   constructor(
-    private readonly inner: Driver,
-    private readonly priority: WorkPriority,
-    private readonly opts: RequestsFirstPoolOptions,
+    inner: Driver,
+    priority: WorkPriority,
+    protected override readonly opts: RequestsFirstPoolOptions,
   ) {
-    this.now = opts.now ?? Date.now;
-    this.lastBackgroundTurn = this.now();
+    super(inner, priority, opts);
     this.savepoint = inner.savepoint?.bind(inner);
     this.rollbackToSavepoint = inner.rollbackToSavepoint?.bind(inner);
     this.releaseSavepoint = inner.releaseSavepoint?.bind(inner);
-  }
-
-  init(): Promise<void> {
-    return this.inner.init();
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -104,10 +93,6 @@ export class RequestsFirstPoolDriver implements Driver {
     this.handOver();
   }
 
-  private backgroundOverdue(): boolean {
-    return this.now() - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
-  }
-
   private backgroundMayGo(): boolean {
     if (this.backgroundOverdue()) return true;
     const free = this.opts.connections - this.backgroundInUse - this.requestsHolding - this.requestsWaiting;
@@ -116,51 +101,13 @@ export class RequestsFirstPoolDriver implements Driver {
   }
 
   /** Wakes the waiting background work the requests leave room for; one overdue waiter goes regardless. */
-  private handOver(): void {
+  protected handOver(): void {
     while (this.waiting.length > 0 && this.backgroundMayGo()) {
       this.backgroundInUse++;
       this.lastBackgroundTurn = this.now();
       this.waiting.shift()?.();
     }
     if (this.waiting.length > 0) this.watch();
-  }
-
-  /**
-   * Waiting background work is looked at again when a connection is given back, once no request
-   * is in flight, and once it is overdue a turn.
-   */
-  private watch(): void {
-    if (!this.watchingIdle && this.priority.requestsInFlight() > 0) {
-      this.watchingIdle = true;
-      this.priority.whenIdle(() => {
-        this.watchingIdle = false;
-        this.handOver();
-      });
-    }
-    if (this.overdueTimer) return;
-    const left = Math.max(0, this.opts.maxBackgroundWaitMs - (this.now() - this.lastBackgroundTurn));
-    this.overdueTimer = setTimeout(() => {
-      this.overdueTimer = null;
-      this.handOver();
-    }, left);
-    this.overdueTimer.unref();
-  }
-
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.inner.beginTransaction(connection, settings);
-  }
-
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.commitTransaction(connection);
-  }
-
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.rollbackTransaction(connection);
-  }
-
-  destroy(): Promise<void> {
-    if (this.overdueTimer) clearTimeout(this.overdueTimer);
-    return this.inner.destroy();
   }
 }
 

@@ -1,11 +1,8 @@
-import type { DatabaseConnection, Dialect, Driver, TransactionSettings } from 'kysely';
+import type { DatabaseConnection, Dialect, Driver } from 'kysely';
 import type { WorkPriority } from './work-priority.js';
+import { BackgroundTurnsDriver, type BackgroundTurnsOptions } from './background-turns.driver.js';
 
-export interface RequestsFirstOptions {
-  /** Background work that has had no turn this long takes the next one anyway: requests first, but never background starved. */
-  maxBackgroundWaitMs: number;
-  now?: () => number;
-}
+export type RequestsFirstOptions = BackgroundTurnsOptions;
 
 interface Waiter {
   wake: () => void;
@@ -21,28 +18,10 @@ interface Waiter {
  * turn for `maxBackgroundWaitMs` goes next anyway, once, so it always progresses.
  * Savepoints are left out, as the embedded driver has none.
  */
-export class RequestsFirstDriver implements Driver {
+export class RequestsFirstDriver extends BackgroundTurnsDriver {
   private busy = false;
   private readonly requests: Waiter[] = [];
   private readonly background: Waiter[] = [];
-  private readonly now: () => number;
-  /** When background work last had the connection: it is due a turn once per `maxBackgroundWaitMs`. */
-  private lastBackgroundTurn: number;
-  private overdueTimer: NodeJS.Timeout | null = null;
-  private watchingIdle = false;
-
-  constructor(
-    private readonly inner: Driver,
-    private readonly priority: WorkPriority,
-    private readonly opts: RequestsFirstOptions,
-  ) {
-    this.now = opts.now ?? Date.now;
-    this.lastBackgroundTurn = this.now();
-  }
-
-  init(): Promise<void> {
-    return this.inner.init();
-  }
 
   async acquireConnection(): Promise<DatabaseConnection> {
     const isBackground = this.priority.isBackground();
@@ -50,7 +29,7 @@ export class RequestsFirstDriver implements Driver {
       const queue = isBackground ? this.background : this.requests;
       // Whoever hands the turn over sets `busy` first, so nobody slips in between.
       const turn = new Promise<void>((wake) => queue.push({ wake, since: this.now() }));
-      if (isBackground && !this.busy) this.waitForIdle();
+      if (isBackground && !this.busy) this.watch();
       await turn;
     } else {
       this.busy = true;
@@ -65,11 +44,6 @@ export class RequestsFirstDriver implements Driver {
     this.handOver();
   }
 
-  /** Background work has had no turn for `maxBackgroundWaitMs`: it goes next, whatever else waits. */
-  private backgroundOverdue(): boolean {
-    return this.now() - this.lastBackgroundTurn >= this.opts.maxBackgroundWaitMs;
-  }
-
   /** Background work may take a free connection while no request is in flight, or once it is overdue a turn. */
   private backgroundMayGo(): boolean {
     return this.priority.requestsInFlight() === 0 || this.backgroundOverdue();
@@ -80,7 +54,7 @@ export class RequestsFirstDriver implements Driver {
    * overdue a turn; background work when it may go. Under steady requests background work still
    * gets a turn per interval, and its backlog never takes a run of turns from the requests.
    */
-  private handOver(): void {
+  protected handOver(): void {
     if (this.busy) return;
     const backgroundFirst = this.background.length > 0 && (this.requests.length === 0 ? this.backgroundMayGo() : this.backgroundOverdue());
     const next = backgroundFirst ? this.background.shift() : this.requests.shift();
@@ -88,43 +62,8 @@ export class RequestsFirstDriver implements Driver {
       this.busy = true;
       next.wake();
     } else if (this.background.length > 0) {
-      this.waitForIdle();
+      this.watch();
     }
-  }
-
-  /** Background work waits for a free connection: hand it over once no request is in flight, or once it is overdue. */
-  private waitForIdle(): void {
-    if (!this.watchingIdle) {
-      this.watchingIdle = true;
-      this.priority.whenIdle(() => {
-        this.watchingIdle = false;
-        this.handOver();
-      });
-    }
-    if (this.overdueTimer) return;
-    const left = Math.max(0, this.opts.maxBackgroundWaitMs - (this.now() - this.lastBackgroundTurn));
-    this.overdueTimer = setTimeout(() => {
-      this.overdueTimer = null;
-      this.handOver();
-    }, left);
-    this.overdueTimer.unref();
-  }
-
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.inner.beginTransaction(connection, settings);
-  }
-
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.commitTransaction(connection);
-  }
-
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.rollbackTransaction(connection);
-  }
-
-  destroy(): Promise<void> {
-    if (this.overdueTimer) clearTimeout(this.overdueTimer);
-    return this.inner.destroy();
   }
 }
 
