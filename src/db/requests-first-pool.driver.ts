@@ -1,5 +1,5 @@
 import type { DatabaseConnection, Dialect, Driver } from 'kysely';
-import { withDriver } from './requests-first.driver.js';
+import { withDriver } from './dialect-wrapper.js';
 import { BackgroundTurnsDriver, type BackgroundTurnsOptions } from './background-turns.driver.js';
 import type { WorkPriority } from './work-priority.js';
 

@@ -1,4 +1,5 @@
-import type { DatabaseConnection, Dialect, Driver } from 'kysely';
+import type { DatabaseConnection, Dialect } from 'kysely';
+import { withDriver } from './dialect-wrapper.js';
 import type { WorkPriority } from './work-priority.js';
 import { BackgroundTurnsDriver, type BackgroundTurnsOptions } from './background-turns.driver.js';
 
@@ -70,14 +71,4 @@ export class RequestsFirstDriver extends BackgroundTurnsDriver {
 /** `dialect` with its driver serving requests first (see RequestsFirstDriver). */
 export function requestsFirst(dialect: Dialect, priority: WorkPriority, opts: RequestsFirstOptions): Dialect {
   return withDriver(dialect, (driver) => new RequestsFirstDriver(driver, priority, opts));
-}
-
-/** `dialect` with its driver wrapped by `wrap`. */
-export function withDriver(dialect: Dialect, wrap: (driver: Driver) => Driver): Dialect {
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createDriver: () => wrap(dialect.createDriver()),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-    createIntrospector: (db) => dialect.createIntrospector(db),
-  };
 }

@@ -1,5 +1,6 @@
 import type { CompiledQuery, DatabaseConnection, Dialect, QueryResult } from 'kysely';
 import type { Tracer } from '../domain/tracer.port.js';
+import { withDriver } from './dialect-wrapper.js';
 
 const OPERATION = /^\s*([A-Za-z]+)/;
 
@@ -25,22 +26,16 @@ function traceConnection(connection: DatabaseConnection, tracer: Tracer): void {
  */
 export function tracedDialect(dialect: Dialect, tracer: Tracer): Dialect {
   const traced = new WeakSet<DatabaseConnection>();
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createDriver: () => {
-      const driver = dialect.createDriver();
-      const acquire = driver.acquireConnection.bind(driver);
-      driver.acquireConnection = async () => {
-        const connection = await acquire();
-        if (!traced.has(connection)) {
-          traceConnection(connection, tracer);
-          traced.add(connection);
-        }
-        return connection;
-      };
-      return driver;
-    },
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-    createIntrospector: (db) => dialect.createIntrospector(db),
-  };
+  return withDriver(dialect, (driver) => {
+    const acquire = driver.acquireConnection.bind(driver);
+    driver.acquireConnection = async () => {
+      const connection = await acquire();
+      if (!traced.has(connection)) {
+        traceConnection(connection, tracer);
+        traced.add(connection);
+      }
+      return connection;
+    };
+    return driver;
+  });
 }

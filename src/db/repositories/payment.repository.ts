@@ -120,7 +120,6 @@ async function owedAgain(trx: Trx, paymentId: string, at: Date): Promise<string[
   return rows.map((r) => r.id);
 }
 
-/** A new payment, holding its invoice. */
 /** A new pending payment, as insertPending writes it. */
 export interface PendingPayment {
   id: string;
@@ -136,6 +135,7 @@ export interface PendingPayment {
   trace?: TraceContext | null;
 }
 
+/** A new payment, holding its invoice. */
 function paymentInserts(db: Db) {
   return {
     /**
