@@ -3,7 +3,8 @@
  * for the same SQL. One payment's life as the service issues it (bench/ceiling/*.sql, one file
  * per transaction, each naming the repository function it mirrors) runs under pgbench, flat out,
  * on a scratch database migrated by the service's own migrations; then the lifecycle bench's peak
- * phase (bench/lifecycle.bench.ts) measures the service on the same PostgreSQL. The result goes
+ * phase (bench/lifecycle.bench.ts) measures the service on the same PostgreSQL, as one process and
+ * as compose.yaml splits it (2 `api` + 1 `worker`). The result goes
  * to bench/results/ceiling.md and .json.
  *
  * Needs PostgreSQL (`DATABASE_URL`, or `--pg=URL`; scratch databases are created and dropped) and
@@ -25,6 +26,8 @@ const DURATION_S = Number(flag('duration') ?? 20);
 /** The service's pool (src/db/database.ts): at most this many of its statements run at once. */
 const CLIENTS = Number(flag('clients') ?? 10);
 const THREADS = 2;
+const SPLIT_LAYOUT = { apis: 2, worker: true };
+const SPLIT_LAYOUT_NAME = '2 api + 1 worker';
 const PGBENCH = process.env.PGBENCH ?? '/usr/bin/pgbench';
 const SCRIPT_DIR = 'bench/ceiling';
 /** The service from source through tsx, with the Node flags `npm run start:prod` gives it, as bench:recover runs it. */
@@ -236,9 +239,13 @@ export interface CeilingResult {
   pgbench: Observed<CeilingPgbench>[];
   /** The mean of the pgbench runs' lives per second: the ceiling. */
   livesPerS: number;
+  /** One `all` process. */
   service: Observed<LifecyclePeak>;
   /** The service's payments/s over the ceiling. */
   share: number;
+  /** 2 `api` processes and a `worker`, as compose.yaml runs the service: the one process has one core, PostgreSQL the machine. */
+  split: Observed<LifecyclePeak>;
+  splitShare: number;
 }
 
 const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -270,8 +277,10 @@ export function ceilingTable(r: CeilingResult): string {
     ...(first ? [pgbenchRow('before the service', first)] : []),
     ...(second ? [pgbenchRow('after the service', second)] : []),
     `| ceiling: the runs' mean | ${fmt(r.livesPerS)} lives (${fmt(r.livesPerS * p.transactionsPerLife)} transactions) | |`,
-    `| service, lifecycle peak | ${r.service.peak} payments | ${r.service.payments} payments; PostgreSQL counted ${fmt(r.service.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.service.machine)} |`,
-    `| share: service / ceiling | ${Math.round(r.share * 100)}% | |`,
+    `| service, lifecycle peak, one process | ${r.service.peak} payments | ${r.service.payments} payments; PostgreSQL counted ${fmt(r.service.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.service.machine)} |`,
+    `| share: one process / ceiling | ${Math.round(r.share * 100)}% | |`,
+    `| service, lifecycle peak, ${SPLIT_LAYOUT_NAME} | ${r.split.peak} payments | ${r.split.payments} payments; PostgreSQL counted ${fmt(r.split.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.split.machine)} |`,
+    `| share: ${SPLIT_LAYOUT_NAME} / ceiling | ${Math.round(r.splitShare * 100)}% | |`,
     '',
     '| transaction of the life | the service, per payment | the script (bench/ceiling/) |',
     '|---|---|---|',
@@ -295,18 +304,21 @@ async function pgbenchRun(url: string, script: string, skip: number, label: stri
  * pgbench flat out, the service's lifecycle peak, pgbench again: the machine is shared, and the
  * two runs around the service's show how far its load moved meanwhile.
  */
-async function measure(): Promise<{ pgbench: Observed<CeilingPgbench>[]; service: Observed<LifecyclePeak> } | null> {
+async function measure(): Promise<{ pgbench: Observed<CeilingPgbench>[]; service: Observed<LifecyclePeak>; split: Observed<LifecyclePeak> } | null> {
   const db = await freshDatabase(PG_URL, 'bench_ceiling');
   if (!db) return null;
   let script: string | null = null;
   try {
     script = await prepareCeiling(db.url);
     const first = await pgbenchRun(db.url, script, 0, 'before the service');
-    console.log("ceiling: the service's lifecycle peak...");
-    const service = await observed(() => lifecyclePeak({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS }));
-    if (!service.value) return null;
+    console.log("ceiling: the service's lifecycle peak, one process...");
+    const settings = { pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS };
+    const service = await observed(() => lifecyclePeak(settings));
+    console.log(`ceiling: the service's lifecycle peak, ${SPLIT_LAYOUT_NAME}...`);
+    const split = await observed(() => lifecyclePeak({ ...settings, layout: SPLIT_LAYOUT }));
+    if (!service.value || !split.value) return null;
     const second = await pgbenchRun(db.url, script, INVOICES_PER_RUN, 'after the service');
-    return { pgbench: [first, second], service: { ...service.value, machine: service.machine } };
+    return { pgbench: [first, second], service: { ...service.value, machine: service.machine }, split: { ...split.value, machine: split.machine } };
   } finally {
     if (script) rmSync(script, { force: true });
     await db.drop();
@@ -331,6 +343,8 @@ async function main(): Promise<number> {
     livesPerS,
     service: measured.service,
     share: measured.service.peak / livesPerS,
+    split: measured.split,
+    splitShare: measured.split.peak / livesPerS,
   };
   const md = ceilingTable(result);
   console.log(`\n${md}`);

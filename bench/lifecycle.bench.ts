@@ -371,8 +371,8 @@ async function withLifecycleService<T>(s: LifecycleServiceSettings, run: (ctx: P
   }
 }
 
-/** The lifecycle peak alone, as the bench's first phase measures it, one `all` process on a scratch database. */
-export function lifecyclePeak(s: Omit<LifecycleServiceSettings, 'layout'>): Promise<LifecyclePeak | null> {
+/** The lifecycle peak alone, as the bench's first phase measures it, on a scratch database: one `all` process unless `s.layout` says otherwise. */
+export function lifecyclePeak(s: LifecycleServiceSettings): Promise<LifecyclePeak | null> {
   return withLifecycleService(s, (ctx) => measurePeak(ctx));
 }
 
