@@ -29,9 +29,13 @@ const INVOICES_PER_REGISTER = 1500;
 const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** `--stores=postgres` and `--endpoints=read,pay` narrow a run while working on one path. */
 const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
-const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,qrflood,lifecycle,roles').split(',');
-/** `lifecycle` and `roles` are not one endpoint of one store: they run after them (bench/lifecycle.bench.ts, bench/roles.bench.ts). */
-const STORE_ENDPOINTS = ENDPOINTS.filter((name) => name !== 'lifecycle' && name !== 'roles');
+const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,qrflood,lifecycle,roles,ceiling').split(',');
+/**
+ * `lifecycle`, `roles` and `ceiling` are not one endpoint of one store: they run after them
+ * (bench/lifecycle.bench.ts, bench/roles.bench.ts, and `npm run bench:ceiling`, whose table the
+ * results take in).
+ */
+const STORE_ENDPOINTS = ENDPOINTS.filter((name) => name !== 'lifecycle' && name !== 'roles' && name !== 'ceiling');
 /** `qrflood`: connections flooding one payment's QR landing page, and the partner API's pace meanwhile. */
 const QR_FLOOD_CONNECTIONS = 50;
 const QR_FLOOD_PARTNER_RATE = 20;
@@ -484,6 +488,20 @@ function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row
  * The steady phases run at half the lifecycle peak the bench measures first (the issue's "50%
  * load"), or at `--lifecycle-rate` payments per second.
  */
+/**
+ * `npm run bench:ceiling` on the same PostgreSQL, last: pgbench runs the service's SQL for one
+ * payment's life flat out, and the service's lifecycle peak is taken as a share of it. Null when
+ * it cannot run here (no PostgreSQL or no pgbench: it says why).
+ */
+function runCeiling(): { md: string; json: unknown } | null {
+  try {
+    execFileSync(process.execPath, ['--import', 'tsx', 'bench/ceiling.bench.ts', `--pg=${PG_URL}`], { stdio: 'inherit' });
+  } catch {
+    return null;
+  }
+  return { md: readFileSync('bench/results/ceiling.md', 'utf8'), json: JSON.parse(readFileSync('bench/results/ceiling.json', 'utf8')) as unknown };
+}
+
 function runLifecycle(layout?: LifecycleLayout, atRate?: number): Promise<LifecycleResult | null> {
   const rate = atRate ?? (flag('lifecycle-rate') ? Number(flag('lifecycle-rate')) : null);
   const apiNodeFlags = [...API_NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/lifecycle'] : [])];
@@ -564,15 +582,17 @@ async function main(): Promise<void> {
     ? await rolesBench({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS, durationS: DURATION_S, backlog: Number(flag('roles-backlog') ?? 5000) })
     : null;
 
+  const ceiling = ENDPOINTS.includes('ceiling') ? runCeiling() : null;
+
   const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps ?? null;
   const storeTable = rows.length > 0 ? table(baselines, baselineHalf, rows, rss, fanOut, floods) : floodTable(floods).join('\n').trim();
-  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(split ? [splitLifecycleTable(split), ''] : []), ...(roles ? [rolesTable(roles)] : [])].join('\n');
+  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(split ? [splitLifecycleTable(split), ''] : []), ...(roles ? [rolesTable(roles)] : []), ...(ceiling ? ['', ceiling.md.trim()] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
   const full = !flag('stores') && !flag('endpoints') && !flag('duration') && flag('tracing') === undefined && !flag('roles-backlog') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, lifecycleSplit: split, roles }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, lifecycleSplit: split, roles, ceiling: ceiling?.json ?? null }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
