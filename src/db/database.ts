@@ -93,8 +93,8 @@ const EMBEDDED_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffe
 /**
  * While requests are served, background work holds at most this share of the pool. Each
  * connection it holds is CPU taken on both sides of it, on the same cores: with half the pool a
- * backlog of checks took POST /payments p50 from 13 ms to 52 ms; with a fifth, 23 ms, and the
- * checks still kept up (bench/README.md).
+ * backlog of checks took POST /payments p50 from 13 ms to 52 ms; with a fifth, 13-28 ms, and
+ * the checks still kept up (bench/README.md).
  */
 const BACKGROUND_POOL_SHARE = 1 / 5;
 

@@ -99,4 +99,3 @@ export class RequestsFirstDriver extends BackgroundTurnsDriver {
 export function requestsFirst(dialect: Dialect, priority: WorkPriority, opts: RequestsFirstOptions): Dialect {
   return withDriver(dialect, (driver) => new RequestsFirstDriver(driver, priority, opts));
 }
-
