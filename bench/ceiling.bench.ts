@@ -4,8 +4,8 @@
  * per transaction, each naming the repository function it mirrors) runs under pgbench, flat out,
  * on a scratch database migrated by the service's own migrations; then the lifecycle bench's peak
  * phase (bench/lifecycle.bench.ts) measures the service on the same PostgreSQL, as one process and
- * as compose.yaml splits it (2 `api` + 1 `worker`). The result goes
- * to bench/results/ceiling.md and .json.
+ * as compose.yaml splits it (2 `api` + 1 `worker`). The result goes to bench/results/ceiling.md
+ * and .json.
  *
  * Needs PostgreSQL (`DATABASE_URL`, or `--pg=URL`; scratch databases are created and dropped) and
  * pgbench. `--duration=S` (pgbench's -T, 20), `--clients=N` (pgbench's -c, 10: the service's pool).
@@ -243,7 +243,7 @@ export interface CeilingResult {
   service: Observed<LifecyclePeak>;
   /** The service's payments/s over the ceiling. */
   share: number;
-  /** 2 `api` processes and a `worker`, as compose.yaml runs the service: the one process has one core, PostgreSQL the machine. */
+  /** 2 `api` processes and a `worker`, as compose.yaml runs the service. */
   split: Observed<LifecyclePeak>;
   splitShare: number;
 }

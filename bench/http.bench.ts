@@ -485,10 +485,6 @@ function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row
 }
 
 /**
- * The steady phases run at half the lifecycle peak the bench measures first (the issue's "50%
- * load"), or at `--lifecycle-rate` payments per second.
- */
-/**
  * `npm run bench:ceiling` on the same PostgreSQL, last: pgbench runs the service's SQL for one
  * payment's life flat out, and the service's lifecycle peak is taken as a share of it. Null when
  * it cannot run here (no PostgreSQL or no pgbench: it says why).
@@ -502,6 +498,10 @@ function runCeiling(): { md: string; json: unknown } | null {
   return { md: readFileSync('bench/results/ceiling.md', 'utf8'), json: JSON.parse(readFileSync('bench/results/ceiling.json', 'utf8')) as unknown };
 }
 
+/**
+ * The steady phases run at half the lifecycle peak the bench measures first (the issue's "50%
+ * load"), or at `--lifecycle-rate` payments per second.
+ */
 function runLifecycle(layout?: LifecycleLayout, atRate?: number): Promise<LifecycleResult | null> {
   const rate = atRate ?? (flag('lifecycle-rate') ? Number(flag('lifecycle-rate')) : null);
   const apiNodeFlags = [...API_NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/lifecycle'] : [])];
