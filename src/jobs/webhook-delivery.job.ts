@@ -111,9 +111,7 @@ export function createWebhookDeliveryJob(deps: WebhookDeliveryJobDeps): LeasedWo
         const claimed = await deps.deliveries.claimDue(at, new Date(at.getTime() + deps.leaseMs), limits);
         return { claimed, saturated: saturatedEndpoints([...running, ...claimed], claimed, limits, capacity) };
       },
-      perform: async (c) => {
-        await deps.service.attempt(c);
-      },
+      perform: async (c) => (await deps.service.attempt(c)).movedLane,
       // An unrecorded attempt is retried when its lease runs out.
       failure: { level: 'error', message: 'webhook attempt could not be recorded' },
     };

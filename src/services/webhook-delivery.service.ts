@@ -11,6 +11,12 @@ import { systemClock, type Clock } from '../domain/clock.port.js';
 
 export type DeliveryResult = 'delivered' | 'retry' | 'failed';
 
+export interface AttemptReport {
+  result: DeliveryResult;
+  /** The attempt moved its webhook to the other lane (slow after a failure, normal after a success). */
+  movedLane: boolean;
+}
+
 /** Sends one claimed delivery and records what happened; never throws for a receiver's fault. */
 export function createWebhookDeliveryService(deps: {
   deliveries: WebhookDeliveryRepository;
@@ -63,7 +69,7 @@ export function createWebhookDeliveryService(deps: {
     return deps.tracer.span('webhook delivery', { kind: 'producer', attributes, parent: parseTraceparent(claim.traceParent, claim.traceState) }, fn);
   }
 
-  async function attempt(claim: ClaimedDelivery): Promise<DeliveryResult> {
+  async function attempt(claim: ClaimedDelivery): Promise<AttemptReport> {
     let outcome: AttemptOutcome;
     try {
       outcome = await send(claim);
@@ -71,18 +77,19 @@ export function createWebhookDeliveryService(deps: {
       deps.log.error({ err, deliveryId: claim.id }, 'webhook delivery could not be prepared');
       outcome = failure(claim, null, 0, 'internal error preparing the delivery');
     }
-    if (!(await deps.deliveries.finish(claim, outcome, now()))) deps.onStaleLease?.('webhook_attempt', claim.id);
+    const finished = await deps.deliveries.finish(claim, outcome, now());
+    if (!finished.recorded) deps.onStaleLease?.('webhook_attempt', claim.id);
     const result: DeliveryResult = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
     if (!outcome.succeeded) {
       const trace = deps.tracer?.active();
       deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result, traceId: trace?.traceId, spanId: trace?.spanId }, 'webhook delivery failed');
     }
     deps.onResult?.(result);
-    return result;
+    return { result, movedLane: finished.movedLane };
   }
 
   return {
-    attempt: (claim: ClaimedDelivery): Promise<DeliveryResult> => traced(claim, () => attempt(claim)),
+    attempt: (claim: ClaimedDelivery): Promise<AttemptReport> => traced(claim, () => attempt(claim)),
   };
 }
 

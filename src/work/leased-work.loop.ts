@@ -36,8 +36,12 @@ export interface WorkLane<W> {
    * slots it offers (`pool.hold`) before it claims, so the work it claims always finds them.
    */
   claim(slots: LaneSlots<W>, at: Date): Promise<ClaimResult<W>>;
-  /** Does one claimed item; its lease hands the item back if this throws. */
-  perform(work: W): Promise<void>;
+  /**
+   * Does one claimed item; its lease hands the item back if this throws. True when it moved its
+   * key to another lane (a webhook whose attempt failed): that lane's claim may have run before the
+   * move and left the key's work behind, so its slot freeing claims again.
+   */
+  perform(work: W): Promise<boolean | void>;
   /** What to log, and how loud, when `perform` throws for another reason than a database outage. */
   failure: { level: 'warn' | 'error'; message: string };
 }
@@ -67,14 +71,34 @@ interface RunningLane {
   pool: KeyedPool;
   inFlight: Map<string, unknown>;
   saturated: Set<string>;
+  /** Keys whose finished work moved them to another lane; their slot freeing claims again. */
+  moved: Set<string>;
+}
+
+/** Starts claimed work in one of its lane's slots, and notes a key the work moved to another lane. */
+function start(into: RunningLane, work: unknown, deps: Pick<LeasedWorkLoopDeps, 'name' | 'log'>): void {
+  const id = into.lane.idOf(work);
+  const key = into.lane.keyOf(work);
+  into.inFlight.set(id, work);
+  const started = into.pool.tryRun(key, async () => {
+    try {
+      if ((await into.lane.perform(work)) === true) into.moved.add(key);
+    } finally {
+      into.inFlight.delete(id);
+    }
+  });
+  if (started) return;
+  // The claim stayed within the free slots, so this is a bug; the lease hands the work back.
+  into.inFlight.delete(id);
+  deps.log.error({ id, job: deps.name, lane: into.lane.name }, 'claimed work found no free slot');
 }
 
 /**
  * Runs leased work beside its passes. A pass claims, lane by lane, only what each key has free
  * slots for, starts it and returns without waiting: a key whose work hangs holds its own slots
  * until its lease or timeout, never the next pass or another key's work. When a slot of a key the
- * last claim saturated frees, the loop claims again at once, so a backlog drains as fast as the
- * work finishes instead of one batch per interval. Passes never interleave, since each one's
+ * last claim saturated frees, or work that moved its key to another lane finishes, the loop claims
+ * again at once, so a backlog drains as fast as the work finishes instead of one batch per interval. Passes never interleave, since each one's
  * claim counts on the slots it saw. Safe on any number of instances: the claims are leased.
  */
 export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
@@ -86,6 +110,7 @@ export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
       lane,
       inFlight: new Map(),
       saturated: new Set(),
+      moved: new Set(),
       pool: createKeyedPool({
         perKey: lane.perKey,
         total: lane.total,
@@ -93,27 +118,11 @@ export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
           if (!deps.outage?.absorb(err)) deps.log[lane.failure.level]({ err, key, job: deps.name, lane: lane.name }, lane.failure.message);
         },
         onFree: (key) => {
-          if (self.saturated.has(key)) nudge();
+          if (self.moved.delete(key) || self.saturated.has(key)) nudge();
         },
       }),
     };
     return self;
-  }
-
-  function start(into: RunningLane, work: unknown): void {
-    const id = into.lane.idOf(work);
-    into.inFlight.set(id, work);
-    const started = into.pool.tryRun(into.lane.keyOf(work), async () => {
-      try {
-        await into.lane.perform(work);
-      } finally {
-        into.inFlight.delete(id);
-      }
-    });
-    if (started) return;
-    // The claim stayed within the free slots, so this is a bug; the lease hands the work back.
-    into.inFlight.delete(id);
-    deps.log.error({ id, job: deps.name, lane: into.lane.name }, 'claimed work found no free slot');
   }
 
   async function pass(): Promise<void> {
@@ -121,7 +130,7 @@ export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
     for (const r of running) {
       try {
         const { claimed, saturated } = await r.lane.claim({ pool: r.pool, inFlight: () => [...r.inFlight.values()] }, at);
-        claimed.forEach((work) => start(r, work));
+        claimed.forEach((work) => start(r, work, deps));
         r.saturated = new Set(saturated);
       } finally {
         // Slots the claim held and found no work for go back to whoever shares them.

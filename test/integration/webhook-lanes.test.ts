@@ -121,14 +121,14 @@ describe('delivery lanes', () => {
     expect(await repo.claimDue(at, lease(at), slow)).toEqual([]);
     const [first] = await repo.claimDue(at, lease(at), normal);
     if (!first) throw new Error('nothing claimed in the normal lane');
-    await repo.finish(first, { succeeded: false, statusCode: null, durationMs: 5000, error: 'timeout', nextAttemptAt: lease(at) }, at);
+    expect(await repo.finish(first, { succeeded: false, statusCode: null, durationMs: 5000, error: 'timeout', nextAttemptAt: lease(at) }, at)).toEqual({ recorded: true, movedLane: true });
     expect(await laneOf()).toBe('slow');
 
     at = ctx.now();
     expect(await repo.claimDue(at, lease(at), normal)).toEqual([]);
     const [second] = await repo.claimDue(at, lease(at), slow);
     if (!second) throw new Error('nothing claimed in the slow lane');
-    await repo.finish(second, { succeeded: true, statusCode: 200, durationMs: 5 }, at);
+    expect(await repo.finish(second, { succeeded: true, statusCode: 200, durationMs: 5 }, at)).toEqual({ recorded: true, movedLane: true });
     expect(await laneOf()).toBe('normal');
     expect(await repo.claimDue(at, lease(at), slow)).toEqual([]);
     expect(await repo.claimDue(at, lease(at), normal)).toHaveLength(1);
@@ -146,13 +146,13 @@ describe('delivery lanes', () => {
     const [second] = await repo.claimDue(t1, new Date(t1.getTime() + 60_000), limits);
     if (!first || !second) throw new Error('claims missing');
 
-    expect(await repo.finish(first, { succeeded: false, statusCode: null, durationMs: 1000, error: 'timeout', nextAttemptAt: t1 }, t1)).toBe(false);
+    expect(await repo.finish(first, { succeeded: false, statusCode: null, durationMs: 1000, error: 'timeout', nextAttemptAt: t1 }, t1)).toEqual({ recorded: false, movedLane: false });
     const row = await ctx.deps.db.selectFrom('webhooks').select('slow_since').where('id', '=', hook).executeTakeFirstOrThrow();
     expect(row.slow_since).toBeNull();
     const delivery = await ctx.deps.db.selectFrom('webhook_deliveries').select(['status', 'attempts', 'next_attempt_at']).where('id', '=', second.id).executeTakeFirstOrThrow();
     expect(delivery).toMatchObject({ status: 'pending', attempts: 2 });
     expect(delivery.next_attempt_at.getTime()).toBe(t1.getTime() + 60_000);
-    expect(await repo.finish(second, { succeeded: true, statusCode: 200, durationMs: 5 }, t1)).toBe(true);
+    expect(await repo.finish(second, { succeeded: true, statusCode: 200, durationMs: 5 }, t1)).toEqual({ recorded: true, movedLane: false });
   });
 
   it('leaves a share of a lane free for a partner whose work arrives next', async () => {

@@ -65,6 +65,14 @@ export type AttemptOutcome =
   | { succeeded: true; statusCode: number; durationMs: number }
   | { succeeded: false; statusCode: number | null; durationMs: number; error: string; nextAttemptAt: Date | null };
 
+/** What recording an attempt did. */
+export interface FinishedAttempt {
+  /** False when the claim's lease had run out and a newer claim holds the delivery: nothing was written. */
+  recorded: boolean;
+  /** The webhook changed lanes, so its other deliveries are now claimed by the other lane. */
+  movedLane: boolean;
+}
+
 export interface AttemptLogRow {
   event: DeliveredEvent;
   delivery_id: string;
@@ -241,9 +249,9 @@ function deliveryOutcomes(db: Db) {
      * Logs the attempt, moves the delivery on and puts its webhook in the lane the outcome calls
      * for: the normal one after a success, the slow one after a failure or a timeout. Fenced by the
      * claim's lease token (its attempt number): a late answer from a worker whose lease already ran
-     * out leaves the newer claim, and the lane it was sent from, alone, and is false.
+     * out leaves the newer claim, and the lane it was sent from, alone, and records nothing.
      */
-    async finish(claim: ClaimedDelivery, outcome: AttemptOutcome, at: Date): Promise<boolean> {
+    async finish(claim: ClaimedDelivery, outcome: AttemptOutcome, at: Date): Promise<FinishedAttempt> {
       const next = outcome.succeeded
         ? { status: 'delivered' as const, delivered_at: at }
         : outcome.nextAttemptAt
@@ -286,9 +294,9 @@ function deliveryOutcomes(db: Db) {
             .returning('id'),
         )
         .selectFrom('moved')
-        .select('webhook_id')
+        .select((eb) => ['webhook_id', eb.exists(eb.selectFrom('lane').select('id')).as('moved_lane')])
         .executeTakeFirst();
-      return moved !== undefined;
+      return { recorded: moved !== undefined, movedLane: moved?.moved_lane === true };
     },
   };
 }
