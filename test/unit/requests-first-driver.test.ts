@@ -39,7 +39,8 @@ describe('requests first on one connection', () => {
     const use = user(driver, order);
     const holder = await driver.acquireConnection();
     const queued = [priority.background(() => use('job 1')), priority.background(() => use('job 2')), use('request 1'), use('request 2')];
-    await Promise.resolve();
+    // Background work takes one turn of the event loop before it queues.
+    await new Promise((r) => setImmediate(r));
     await driver.releaseConnection(holder);
     await Promise.all(queued);
     expect(order).toEqual(['request 1', 'request 2', 'job 1', 'job 2']);
@@ -53,7 +54,8 @@ describe('requests first on one connection', () => {
     const use = user(driver, order);
     const holder = await driver.acquireConnection();
     const queued = [priority.background(() => use('job 1')), priority.background(() => use('job 2')), use('request 1'), use('request 2')];
-    await Promise.resolve();
+    // Background work takes one turn of the event loop before it queues.
+    await new Promise((r) => setImmediate(r));
     clock = 150;
     await driver.releaseConnection(holder);
     await Promise.all(queued);
@@ -103,6 +105,27 @@ describe('background work between requests', () => {
     priority.requestStarted();
     await priority.background(() => user(driver, order)('job'));
     expect(order).toEqual(['job']);
+  });
+
+  it('lets a request that arrives from the event loop in before a backlog of background statements runs out', async () => {
+    const priority = createWorkPriority();
+    const driver = new RequestsFirstDriver(oneConnection(), priority, { maxBackgroundWaitMs: 60_000 });
+    const order: string[] = [];
+    const use = user(driver, order);
+    // Each statement of the embedded database resolves in a microtask; a chain of them must still
+    // let the event loop read a socket between two of them.
+    const backlog = priority.background(async () => {
+      for (let i = 0; i < 50; i++) await use('job');
+    });
+    const request = new Promise<void>((resolve, reject) =>
+      setImmediate(() => {
+        const done = priority.requestStarted();
+        use('request').then(done).then(resolve, reject);
+      }),
+    );
+    await Promise.all([backlog, request]);
+    expect(order).toHaveLength(51);
+    expect(order.indexOf('request')).toBeLessThan(5);
   });
 
   it('counts a request once however often it ends', () => {
