@@ -93,7 +93,7 @@ describe('admin API', () => {
 
 describe('operator CLI', () => {
   const cli = (...args: string[]) =>
-    run('npx', ['tsx', 'src/bin/cli.ts', ...args], { env: { ...process.env, ADMIN_URL: adminUrl, ADMIN_TOKEN: ctx.config.adminToken } });
+    run(process.execPath, ['--import', 'tsx', 'src/bin/cli.ts', ...args], { env: { ...process.env, ADMIN_URL: adminUrl, ADMIN_TOKEN: ctx.config.adminToken } });
 
   it('creates, lists, deactivates, re-keys and switches the QR standard of a partner', async () => {
     const created = JSON.parse((await cli('partner', 'create', '--name', 'Golomt Bank', '--qr-standard', 'govstd', '--inactive')).stdout) as Partner;
