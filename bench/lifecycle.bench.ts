@@ -24,7 +24,7 @@ const SLOW_STATUS_MS = 1500;
 const ADMIN_TOKEN = 'bench-lifecycle-admin-token';
 const SLOW_PHASE = `${SLOW_SOURCE} status checks take ${SLOW_STATUS_MS} ms`;
 /** CONFIRM_CONCURRENCY_MAX_PER_SOURCE of the split layout's worker, as compose.yaml sets it. */
-const WORKER_MAX_PER_SOURCE = 128;
+const WORKER_MAX_PER_SOURCE = 256;
 
 /** From now on the slow system answers status checks after SLOW_STATUS_MS. */
 async function slowDown(simUrl: string): Promise<void> {

@@ -177,12 +177,12 @@ const SETTINGS = {
   /**
    * The most checks in flight one ministry system's adaptive limit can reach per instance: by
    * Little's law a system answering checks in 1.5 s needs 36 in flight for 24 payments a second
-   * checked once each, and a payment is often checked twice (once before its approval); at 64
-   * such a system's approval -> webhook p99 was 6.5 s, at 128 2.0 s, with POST /payments p50 as
-   * low. The embedded database runs every statement on the event loop the requests need, so there
-   * the checks stay fewer.
+   * checked once each, and a payment is often checked twice (once before its approval). With etax
+   * at 1.5 s and 44 etax payments a second (132 in all), its approval -> webhook p99 was 5.7 s at
+   * 128 and 1.9 s at 256, with POST /payments p50 as low. The embedded database runs every
+   * statement on the event loop the requests need, so there the checks stay fewer.
    */
-  confirmConcurrencyMaxPerSource: setting('CONFIRM_CONCURRENCY_MAX_PER_SOURCE', Int(16, 1), (env, name) => int(env, name) ?? (str(env, 'DATABASE_URL') ? 128 : undefined)),
+  confirmConcurrencyMaxPerSource: setting('CONFIRM_CONCURRENCY_MAX_PER_SOURCE', Int(16, 1), (env, name) => int(env, name) ?? (str(env, 'DATABASE_URL') ? 256 : undefined)),
   paymentExpiryMs: number('PAYMENT_EXPIRY_MS', Int(30 * MINUTE, 1000)),
   /** True by default only when APP_ENV=local. */
   webhookAllowPrivate: setting('WEBHOOK_ALLOW_PRIVATE', Type.Boolean(), (env, name, appEnv) => bool(env, name) ?? appEnv === 'local'),

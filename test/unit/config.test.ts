@@ -27,8 +27,8 @@ describe('operator and reconciliation settings', () => {
 });
 
 describe('checks in flight per ministry system', () => {
-  it('reaches 128 on PostgreSQL and 16 on the embedded database unless CONFIRM_CONCURRENCY_MAX_PER_SOURCE says otherwise', () => {
-    expect(loadConfig({ DATABASE_URL: 'postgres://db/app' }).confirmConcurrencyMaxPerSource).toBe(128);
+  it('reaches 256 on PostgreSQL and 16 on the embedded database unless CONFIRM_CONCURRENCY_MAX_PER_SOURCE says otherwise', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/app' }).confirmConcurrencyMaxPerSource).toBe(256);
     expect(loadConfig({}).confirmConcurrencyMaxPerSource).toBe(16);
     expect(loadConfig({ DATABASE_URL: 'postgres://db/app', CONFIRM_CONCURRENCY_MAX_PER_SOURCE: '24' }).confirmConcurrencyMaxPerSource).toBe(24);
     expect(loadConfig({ CONFIRM_CONCURRENCY_MAX_PER_SOURCE: '40' }).confirmConcurrencyMaxPerSource).toBe(40);
