@@ -25,8 +25,9 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     // The suite is bound by CPU. Each file's process compiles the embedded database's WebAssembly
-    // anew, and its optimizing tier costs more than it saves in a process that lives a few seconds:
-    // without it the suite took 200 s and 326 s of CPU on 2 cores, against 241 s and 408 s.
+    // anew, and V8's optimizing tier for it costs more than it saves in a process that lives a few
+    // seconds: on the baseline compiler alone the suite took 200 s and 326 s of CPU on 2 cores,
+    // against 241 s and 408 s.
     execArgv: ['--liftoff-only'],
   },
 });
