@@ -38,8 +38,9 @@ export interface WorkLane<W> {
   claim(slots: LaneSlots<W>, at: Date): Promise<ClaimResult<W>>;
   /**
    * Does one claimed item; its lease hands the item back if this throws. True when it moved its
-   * key to another lane (a webhook whose attempt failed): that lane's claim may have run before the
-   * move and left the key's work behind, so its slot freeing claims again.
+   * key to another lane (a webhook to the slow lane after a failed attempt, or back after a
+   * success): that lane's claim may have run before the move and left the key's work behind, so
+   * its slot freeing claims again.
    */
   perform(work: W): Promise<boolean | void>;
   /** What to log, and how loud, when `perform` throws for another reason than a database outage. */
@@ -98,8 +99,9 @@ function start(into: RunningLane, work: unknown, deps: Pick<LeasedWorkLoopDeps, 
  * slots for, starts it and returns without waiting: a key whose work hangs holds its own slots
  * until its lease or timeout, never the next pass or another key's work. When a slot of a key the
  * last claim saturated frees, or work that moved its key to another lane finishes, the loop claims
- * again at once, so a backlog drains as fast as the work finishes instead of one batch per interval. Passes never interleave, since each one's
- * claim counts on the slots it saw. Safe on any number of instances: the claims are leased.
+ * again at once, so a backlog drains as fast as the work finishes instead of one batch per
+ * interval. Passes never interleave, since each one's claim counts on the slots it saw. Safe on
+ * any number of instances: the claims are leased.
  */
 export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
   const now = deps.now ?? systemClock;
