@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { request } from 'undici';
 import { loadConfig } from '../src/config.js';
 import { createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc, type ServiceRole } from './bench-processes.js';
 
@@ -131,10 +132,14 @@ async function loadGroup(api: string, simUrl: string, partners: Partner[], group
   return ids;
 }
 
+/**
+ * undici's `request` rather than `fetch`: the payers share the two cores with the service, and
+ * fetch's WHATWG streams and headers cost several times the CPU a payment's request needs.
+ */
 async function pay(api: string, partner: Partner, invoiceId: string | undefined): Promise<boolean> {
-  const res = await fetch(`${api}/payments`, { method: 'POST', headers: { 'x-api-key': partner.key, 'content-type': 'application/json' }, body: JSON.stringify({ invoiceId }) });
-  await res.arrayBuffer();
-  return res.status === 201;
+  const res = await request(`${api}/payments`, { method: 'POST', headers: { 'x-api-key': partner.key, 'content-type': 'application/json' }, body: JSON.stringify({ invoiceId }) });
+  await res.body.arrayBuffer();
+  return res.statusCode === 201;
 }
 
 /** Closed loop: PEAK_CONCURRENCY payers, each paying again as soon as its payment is accepted. */
@@ -304,12 +309,18 @@ async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
   await sleep(STATS_SETTLE_MS);
   const before = await databaseActivity(ctx.dbUrl);
   const since = Date.now();
+  const cpu0 = process.cpuUsage();
   const failed = await payFlatOut(ctx.apis, ctx.partners, invoices);
+  const paidIn = Date.now() - since;
   if (failed > 0) console.log(`lifecycle: ${failed} payments were not accepted in the peak phase`);
   const o = await collect(ctx.simUrl, ctx.dbUrl, ctx.arrivals, since);
   const done = o.approved.filter((a) => o.arrivals.has(a.paymentId));
   const last = Math.max(...done.map((a) => o.arrivals.get(a.paymentId) as number));
   const peak = Math.floor(done.length / ((last - since) / 1000));
+  // The load generator and the webhook receiver share the machine with the service: their CPU is
+  // taken from it.
+  const cpu = process.cpuUsage(cpu0);
+  console.log(`lifecycle  peak: the payments were accepted in ${paidIn} ms; the bench's own CPU (payers, webhook receiver, polling) was ${((cpu.user + cpu.system) / 1000 / Math.max(1, done.length)).toFixed(2)} ms a payment`);
   await sleep(STATS_SETTLE_MS);
   const perPayment = activityPer(before, await databaseActivity(ctx.dbUrl), done.length);
   console.log(`lifecycle  peak: ${done.length} payments paid, confirmed and delivered in ${last - since} ms: ${peak}/s; ${perPayment.transactions.toFixed(1)} database transactions per payment`);
