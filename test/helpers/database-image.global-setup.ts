@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
@@ -15,6 +15,8 @@ declare module 'vitest' {
     databaseImagePath: string | null;
   }
 }
+
+const STALE_IMAGE_MS = 60 * 60 * 1000;
 
 /**
  * What the image is made from: the migrations, the code that runs them, this file and the
@@ -71,7 +73,11 @@ export default async function setup(project: TestProject): Promise<void> {
     const partial = `${path}.${process.pid}.partial`;
     writeFileSync(partial, await migratedImage());
     renameSync(partial, path);
-    for (const old of readdirSync(dir)) if (join(dir, old) !== path && !old.endsWith('.partial')) rmSync(join(dir, old), { force: true });
+    // Older images go once no run can still be reading them (a run reads its image as each file starts).
+    for (const name of readdirSync(dir)) {
+      const other = join(dir, name);
+      if (other !== path && Date.now() - statSync(other).mtimeMs > STALE_IMAGE_MS) rmSync(other, { force: true });
+    }
   }
   project.provide('databaseImagePath', path);
 }
