@@ -76,7 +76,9 @@ export default async function setup(project: TestProject): Promise<void> {
     // Older images go once no run can still be reading them (a run reads its image as each file starts).
     for (const name of readdirSync(dir)) {
       const other = join(dir, name);
-      if (other !== path && Date.now() - statSync(other).mtimeMs > STALE_IMAGE_MS) rmSync(other, { force: true });
+      // Another run may have removed it since the listing.
+      const madeAt = statSync(other, { throwIfNoEntry: false })?.mtimeMs;
+      if (other !== path && madeAt !== undefined && Date.now() - madeAt > STALE_IMAGE_MS) rmSync(other, { force: true });
     }
   }
   project.provide('databaseImagePath', path);
