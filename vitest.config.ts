@@ -2,7 +2,6 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    globalSetup: ['test/helpers/database-image.global-setup.ts'],
     // The second reporter says which tests skipped for want of PostgreSQL, Redis, Chromium or promtool.
     reporters: ['default', './test/helpers/skipped-tests.reporter.ts'],
     // What a test needs beyond the defaults (it skips without it).
@@ -33,7 +32,11 @@ export default defineConfig({
       // process per file cost more than the tests themselves (test/unit: 24.5 s and 44 s of CPU,
       // against 12.6 s and 21 s).
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false } },
-      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: ['test/unit/**'] } },
+      // Only these files start test contexts, so only they need the migrated database image.
+      {
+        extends: true,
+        test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: ['test/unit/**'], globalSetup: ['test/helpers/database-image.global-setup.ts'] },
+      },
     ],
   },
 });
