@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setPriority, tmpdir } from 'node:os';
 import { createServer } from 'node:net';
@@ -53,6 +53,58 @@ export async function startProcess(args: string[], env: Record<string, string>, 
       return Math.round(kb / 1024);
     },
   };
+}
+
+/** Clock ticks per second of /proc's CPU times: Linux's USER_HZ, 100 on x86 and arm. */
+const TICKS_PER_S = 100;
+
+/** utime, stime, cutime and cstime of /proc/<pid>/stat in ticks, or null when the process is gone. */
+function cpuTicks(pid: number): [number, number, number, number] | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return null;
+  }
+  // The command name, in parentheses, may hold spaces: the fields are counted after its last `)`.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return [f[11] ?? 0, f[12] ?? 0, f[13] ?? 0, f[14] ?? 0];
+}
+
+/** CPU time (user + system, every thread) in ms these processes have used so far. */
+export function cpuMsOf(pids: number[]): number {
+  return pids.reduce((ms, pid) => {
+    const t = cpuTicks(pid);
+    return t ? ms + ((t[0] + t[1]) * 1000) / TICKS_PER_S : ms;
+  }, 0);
+}
+
+/** CPU time in ms of this process's children that have exited and been reaped so far. */
+export function exitedChildrenCpuMs(): number {
+  const t = cpuTicks(process.pid);
+  return t ? ((t[2] + t[3]) * 1000) / TICKS_PER_S : 0;
+}
+
+/**
+ * CPU time in ms every PostgreSQL process on this machine has used so far, the backends that have
+ * exited included: a backend's time joins its postmaster's reaped-children time (cutime, cstime)
+ * as it exits, so the difference of two readings counts the connections that closed between them.
+ */
+export function postgresCpuMs(): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let comm: string;
+    try {
+      comm = readFileSync(`/proc/${entry}/comm`, 'latin1').trim();
+    } catch {
+      continue;
+    }
+    if (comm !== 'postgres') continue;
+    const t = cpuTicks(Number(entry));
+    if (t) ticks += t[0] + t[1] + t[2] + t[3];
+  }
+  return (ticks * 1000) / TICKS_PER_S;
 }
 
 /** A fresh PostgreSQL database for one run, or null when PostgreSQL cannot be reached. */

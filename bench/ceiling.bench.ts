@@ -17,8 +17,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createDatabase, migrateToLatest } from '../src/db/database.js';
-import { freshDatabase } from './bench-processes.js';
-import { activityPer, databaseActivity, lifecyclePeak, type DatabaseActivity, type LifecyclePeak, type TableWrites } from './lifecycle.bench.js';
+import { exitedChildrenCpuMs, freshDatabase, postgresCpuMs } from './bench-processes.js';
+import { activityPer, databaseActivity, lifecyclePeak, type DatabaseActivity, type LifecyclePeak, type PeakCpu, type TableWrites } from './lifecycle.bench.js';
 
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
 const PG_URL = flag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -38,8 +38,10 @@ const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { sc
   .filter((word) => word.startsWith('--')) ?? [];
 /** Invoices per client for one pgbench run: more than a client pays in it at 200 lives a second. */
 const INVOICES_PER_RUN = DURATION_S * 200;
-/** pgbench runs before and after the service's, each on invoices of its own, and one more invoice for the check. */
-const INVOICES_PER_CLIENT = 2 * INVOICES_PER_RUN + 1;
+/** Lives per client of the warm-up before the first measured run. */
+const WARM_UP_LIVES = 150;
+/** pgbench runs before and after the service's and the warm-up, each on invoices of its own, and one more invoice for the check. */
+const INVOICES_PER_CLIENT = 2 * INVOICES_PER_RUN + WARM_UP_LIVES + 1;
 
 /** One transaction of the life: its script, and what the service issues for it per payment. */
 interface LifeStep {
@@ -192,13 +194,17 @@ export interface CeilingPgbench {
   /** Per life as PostgreSQL counted it: committed transactions and rows written per table. */
   perLife: DatabaseActivity;
   latencyMs: number;
+  /** CPU time per life in ms: every PostgreSQL process, and pgbench itself. */
+  cpuPerLife: { postgres: number; pgbench: number };
 }
 
 const numberAfter = (out: string, label: RegExp): number => Number(label.exec(out)?.[1] ?? NaN);
 
 /** One flat-out run, its clients starting after the `skip`-th invoice of their own. */
 async function runPgbench(url: string, script: string, skip: number): Promise<CeilingPgbench> {
+  await withClient(url, (c) => c.query('CHECKPOINT'));
   const before = await databaseActivity(url);
+  const cpu0 = { postgres: postgresCpuMs(), pgbench: exitedChildrenCpuMs() };
   const run = await pgbench([...lifeArgs(script, skip), '-c', String(CLIENTS), '-j', String(THREADS), '-T', String(DURATION_S)], url);
   if (run.code !== 0) throw new Error(`pgbench failed (exit ${run.code}):\n${run.out}`);
   const lives = numberAfter(run.out, /number of transactions actually processed: (\d+)/);
@@ -206,14 +212,27 @@ async function runPgbench(url: string, script: string, skip: number): Promise<Ce
   if (!(lives > 0) || failed !== 0) throw new Error(`pgbench: ${lives} lives, ${failed} failed:\n${run.out}`);
   // A backend reports its counts as it exits; pgbench's have.
   await sleep(1000);
+  const cpuPerLife = { postgres: (postgresCpuMs() - cpu0.postgres) / lives, pgbench: (exitedChildrenCpuMs() - cpu0.pgbench) / lives };
   const perLife = activityPer(before, await databaseActivity(url), lives);
   const livesPerS = numberAfter(run.out, /tps = ([\d.]+)/);
   const transactionsPerLife = LIFE.reduce((n, s) => n + commandsIn(s.file), 0);
   const latencyMs = numberAfter(run.out, /latency average = ([\d.]+) ms/);
-  return { clients: CLIENTS, threads: THREADS, durationS: DURATION_S, lives, livesPerS, transactionsPerLife, transactionsPerS: livesPerS * transactionsPerLife, perLife, latencyMs };
+  return { clients: CLIENTS, threads: THREADS, durationS: DURATION_S, lives, livesPerS, transactionsPerLife, transactionsPerS: livesPerS * transactionsPerLife, perLife, latencyMs, cpuPerLife };
 }
 
-/** pgbench's scratch database: migrated by the service's migrations, seeded, and the life checked on it. */
+/**
+ * Lives paid before the first measured run, on invoices of their own, and not measured. A prepared
+ * statement's plan is kept for its connection's life, and plans made while the life's tables are
+ * still empty touch about three times the buffers a statement (`markConfirmed` 374 against 115,
+ * by pg_stat_statements): without the warm-up the first run made 30-45% fewer lives a second than
+ * the run after the service's, and with it the two runs are within a few percent.
+ */
+async function warmUp(url: string, script: string): Promise<void> {
+  const run = await pgbench([...lifeArgs(script, 2 * INVOICES_PER_RUN), '-c', String(CLIENTS), '-j', String(THREADS), '-t', String(WARM_UP_LIVES)], url);
+  if (run.code !== 0) throw new Error(`pgbench's warm-up failed (exit ${run.code}):\n${run.out}`);
+}
+
+/** pgbench's scratch database: migrated by the service's migrations, seeded, the life checked on it, and warmed up. */
 async function prepareCeiling(url: string): Promise<string> {
   const kysely = await createDatabase({ databaseUrl: url, dataDir: '' });
   try {
@@ -225,6 +244,7 @@ async function prepareCeiling(url: string): Promise<string> {
   const script = lifeScript();
   await checkLife(url, script);
   console.log('ceiling: every statement of the life ran against the migrated schema');
+  await warmUp(url, script);
   return script;
 }
 
@@ -250,6 +270,28 @@ export interface CeilingResult {
 
 const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const machineText = (m: Machine) => `load average ${fmt(m.load[0], 2)} -> ${fmt(m.load[1], 2)}, all CPUs ${m.busyPct}% busy`;
+
+/**
+ * CPU time per payment by process, against pgbench's per life: the two cores are shared, so what
+ * the service's processes, the simulator and the load generator spend is taken from PostgreSQL.
+ */
+function cpuTable(r: CeilingResult): string[] {
+  const ms = (n: number) => fmt(n, 2);
+  const lives = r.pgbench.map((p) => p.cpuPerLife);
+  const life = (k: 'postgres' | 'pgbench') => lives.map((c) => ms(c[k])).join(' / ');
+  const sum = (c: PeakCpu) => c.service + c.postgres + c.simulator + c.bench;
+  const one = r.service.cpuPerPayment;
+  const split = r.split.cpuPerPayment;
+  return [
+    '| CPU ms | service, one process | service, ' + SPLIT_LAYOUT_NAME + ' | pgbench, per life (before / after) |',
+    '|---|---|---|---|',
+    `| PostgreSQL's processes | ${ms(one.postgres)} | ${ms(split.postgres)} | ${life('postgres')} |`,
+    `| the service's processes | ${ms(one.service)} | ${ms(split.service)} | - |`,
+    `| the simulator (the ministries, and the bench's polls of its control API) | ${ms(one.simulator)} | ${ms(split.simulator)} | - |`,
+    `| the load generator (the bench's payers and webhook receiver; pgbench) | ${ms(one.bench)} | ${ms(split.bench)} | ${life('pgbench')} |`,
+    `| all | ${ms(sum(one))} | ${ms(sum(split))} | ${lives.map((c) => ms(c.postgres + c.pgbench)).join(' / ')} |`,
+  ];
+}
 
 /** Rows written per table: the service's per payment against pgbench's per life (its first run). */
 function writesTable(r: CeilingResult): string[] {
@@ -290,6 +332,10 @@ export function ceilingTable(r: CeilingResult): string {
     `Transactions per payment as PostgreSQL counted them: service ${fmt(r.service.perPayment.transactions, 2)} (background work included), pgbench ${fmt(p.perLife.transactions, 2)} (${p.transactionsPerLife} a life, plus each client's setup and the lives cut short at the end). Rows written:`,
     '',
     ...writesTable(r),
+    '',
+    'CPU time per payment, by process, from the first payment until every webhook was counted (idle polling included), against pgbench\'s per life:',
+    '',
+    ...cpuTable(r),
   ].join('\n');
 }
 

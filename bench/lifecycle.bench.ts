@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { request } from 'undici';
 import { loadConfig } from '../src/config.js';
-import { createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc, type ServiceRole } from './bench-processes.js';
+import { cpuMsOf, createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, postgresCpuMs, startProcess, startRoles, UNLIMITED_RATES, type Proc, type ServiceRole } from './bench-processes.js';
 
 const SOURCES = ['mof', 'etax', 'police'] as const;
 type Source = (typeof SOURCES)[number];
@@ -296,6 +296,25 @@ export interface LifecyclePeak {
   payments: number;
   /** Per payment: transactions and rows written per table, background work included. */
   perPayment: DatabaseActivity;
+  /** CPU time per payment in ms, by who spent it, from the first payment until every webhook was counted. */
+  cpuPerPayment: PeakCpu;
+}
+
+/** CPU time of the lifecycle peak in ms, by process. */
+export interface PeakCpu {
+  /** The service's processes: one `all`, or the api processes and the worker. */
+  service: number;
+  /** Every PostgreSQL process on the machine. */
+  postgres: number;
+  /** The ministries, and the bench's polls of the simulator's control API for approvals. */
+  simulator: number;
+  /** This process: the payers, the webhook receiver, the polling. */
+  bench: number;
+}
+
+function peakCpu(ctx: PhaseContext): PeakCpu {
+  const own = process.cpuUsage();
+  return { service: cpuMsOf(ctx.pids.service), postgres: postgresCpuMs(), simulator: cpuMsOf([ctx.pids.simulator]), bench: (own.user + own.system) / 1000 };
 }
 
 /**
@@ -309,7 +328,7 @@ async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
   await sleep(STATS_SETTLE_MS);
   const before = await databaseActivity(ctx.dbUrl);
   const since = Date.now();
-  const cpu0 = process.cpuUsage();
+  const cpu0 = peakCpu(ctx);
   const failed = await payFlatOut(ctx.apis, ctx.partners, invoices);
   const paidIn = Date.now() - since;
   if (failed > 0) console.log(`lifecycle: ${failed} payments were not accepted in the peak phase`);
@@ -317,14 +336,17 @@ async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
   const done = o.approved.filter((a) => o.arrivals.has(a.paymentId));
   const last = Math.max(...done.map((a) => o.arrivals.get(a.paymentId) as number));
   const peak = Math.floor(done.length / ((last - since) / 1000));
-  // The load generator and the webhook receiver share the machine with the service: their CPU is
-  // taken from it.
-  const cpu = process.cpuUsage(cpu0);
-  console.log(`lifecycle  peak: the payments were accepted in ${paidIn} ms; the bench's own CPU (payers, webhook receiver, polling) was ${((cpu.user + cpu.system) / 1000 / Math.max(1, done.length)).toFixed(2)} ms a payment`);
+  const cpu1 = peakCpu(ctx);
+  const per = (k: keyof PeakCpu) => (cpu1[k] - cpu0[k]) / Math.max(1, done.length);
+  const cpuPerPayment: PeakCpu = { service: per('service'), postgres: per('postgres'), simulator: per('simulator'), bench: per('bench') };
+  // The load generator, the webhook receiver and the simulator share the machine with the service:
+  // their CPU is taken from it.
+  const cpuText = Object.entries(cpuPerPayment).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
+  console.log(`lifecycle  peak: the payments were accepted in ${paidIn} ms; CPU ms a payment: ${cpuText}`);
   await sleep(STATS_SETTLE_MS);
   const perPayment = activityPer(before, await databaseActivity(ctx.dbUrl), done.length);
   console.log(`lifecycle  peak: ${done.length} payments paid, confirmed and delivered in ${last - since} ms: ${peak}/s; ${perPayment.transactions.toFixed(1)} database transactions per payment`);
-  return { peak, transactionsPerPayment: perPayment.transactions, payments: done.length, perPayment };
+  return { peak, transactionsPerPayment: perPayment.transactions, payments: done.length, perPayment, cpuPerPayment };
 }
 
 interface PhaseContext {
@@ -334,6 +356,8 @@ interface PhaseContext {
   dbUrl: string;
   partners: Partner[];
   arrivals: Map<string, number>;
+  /** The service's processes and the simulator, whose CPU time the peak reads. */
+  pids: { service: number[]; simulator: number };
 }
 
 async function steadyPhase(ctx: PhaseContext, group: string, label: string, rate: number, durationS: number): Promise<LifecycleRow[]> {
@@ -373,7 +397,8 @@ async function withLifecycleService<T>(s: LifecycleServiceSettings, run: (ctx: P
     procs = started.procs;
     const { apis, adminUrl } = started;
     const partners = await setUpPartners(apis[0] as string, adminUrl, hook.url);
-    return await run({ apis, simUrl, dbUrl: db.url, partners, arrivals: hook.arrivals }, layout);
+    const pids = { service: procs.map((p) => p.child.pid ?? 0), simulator: sim.child.pid ?? 0 };
+    return await run({ apis, simUrl, dbUrl: db.url, partners, arrivals: hook.arrivals, pids }, layout);
   } finally {
     for (const p of procs.reverse()) await p.stop();
     await sim?.stop();
