@@ -202,8 +202,23 @@ interface Outcome {
   arrivals: Map<string, number>;
 }
 
-/** Waits until every payment approved since `since` is confirmed and delivered, or 120 s. */
-async function collect(simUrl: string, dbUrl: string, arrivals: Map<string, number>, since: number): Promise<Outcome> {
+/**
+ * Waits until `expected` webhooks have arrived since `since`, or 120 s, reading only the bench's
+ * own receiver: a poll of the simulator's control API lists every payment it holds, thousands at
+ * the peak, and the simulator and the bench share the cores with the service they measure.
+ */
+async function arrivedSince(arrivals: Map<string, number>, since: number, expected: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    let arrived = 0;
+    for (const at of arrivals.values()) if (at >= since) arrived++;
+    if (arrived >= expected) return;
+    await sleep(200);
+  }
+}
+
+/** Waits until every payment approved since `since` is confirmed and delivered, or 120 s, once `expected` webhooks have arrived. */
+async function collect(simUrl: string, dbUrl: string, arrivals: Map<string, number>, since: number, expected: number): Promise<Outcome> {
+  await arrivedSince(arrivals, since, expected);
   const client = new pg.Client({ connectionString: dbUrl });
   await client.connect();
   try {
@@ -332,7 +347,7 @@ async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
   const failed = await payFlatOut(ctx.apis, ctx.partners, invoices);
   const paidIn = Date.now() - since;
   if (failed > 0) console.log(`lifecycle: ${failed} payments were not accepted in the peak phase`);
-  const o = await collect(ctx.simUrl, ctx.dbUrl, ctx.arrivals, since);
+  const o = await collect(ctx.simUrl, ctx.dbUrl, ctx.arrivals, since, invoices.flat().length - failed);
   const done = o.approved.filter((a) => o.arrivals.has(a.paymentId));
   const last = Math.max(...done.map((a) => o.arrivals.get(a.paymentId) as number));
   const peak = Math.floor(done.length / ((last - since) / 1000));
@@ -365,7 +380,7 @@ async function steadyPhase(ctx: PhaseContext, group: string, label: string, rate
   const since = Date.now();
   const failed = await payAtRate(ctx.apis, ctx.partners, invoices, rate, durationS);
   if (failed > 0) console.log(`lifecycle: ${failed} payments were not accepted in phase "${label}"`);
-  const rows = rowsOf(await collect(ctx.simUrl, ctx.dbUrl, ctx.arrivals, since), label);
+  const rows = rowsOf(await collect(ctx.simUrl, ctx.dbUrl, ctx.arrivals, since, Math.floor(rate * durationS) - failed), label);
   for (const r of rows) console.log(`lifecycle  ${label.padEnd(36)} ${r.source.padEnd(6)} ${r.payments} payments, approval->confirmed p50 ${r.dbP50} p99 ${r.dbP99} ms, approval->webhook p50 ${r.webhookP50} p99 ${r.webhookP99} ms, missing ${r.missing}`);
   return rows;
 }
