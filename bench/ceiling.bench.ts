@@ -225,8 +225,8 @@ async function runPgbench(url: string, script: string, skip: number): Promise<Ce
  * Lives paid before the first measured run, on invoices of their own, and not measured. A prepared
  * statement's plan is kept for its connection's life, and plans made while the life's tables are
  * still empty touch about three times the buffers a statement (`markConfirmed` 374 against 115,
- * by pg_stat_statements): without the warm-up the first run made 30-45% fewer lives a second than
- * the run after the service's, and with it the two runs are within a few percent.
+ * by pg_stat_statements). Two runs back to back on one database made 382 and 606 lives a second
+ * without the warm-up, and 519 and 544 with it.
  */
 async function warmUp(url: string, script: string): Promise<void> {
   const run = await pgbench([...lifeArgs(script, 2 * INVOICES_PER_RUN), '-c', String(CLIENTS), '-j', String(THREADS), '-t', String(WARM_UP_LIVES)], url);
@@ -284,7 +284,7 @@ function cpuTable(r: CeilingResult): string[] {
   const one = r.service.cpuPerPayment;
   const split = r.split.cpuPerPayment;
   return [
-    '| CPU ms | service, one process | service, ' + SPLIT_LAYOUT_NAME + ' | pgbench, per life (before / after) |',
+    `| CPU ms | service, one process | service, ${SPLIT_LAYOUT_NAME} | pgbench, per life (before / after) |`,
     '|---|---|---|---|',
     `| PostgreSQL's processes | ${ms(one.postgres)} | ${ms(split.postgres)} | ${life('postgres')} |`,
     `| the service's processes | ${ms(one.service)} | ${ms(split.service)} | - |`,
