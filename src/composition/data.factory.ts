@@ -143,6 +143,9 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
       clock.stop();
       await ping.close();
       await db.destroy();
+      // prom-client's default GC metric observes for the process's life and keeps its registry,
+      // and through the gauges that read at scrape time, this database.
+      metrics.registry.clear();
     },
   };
 }
