@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { createFastify } from './http/fastify-instance.js';
 import { adminRoutes } from './http/routes/admin.routes.js';
 import { consoleRoutes } from './http/routes/console.routes.js';
@@ -23,11 +23,13 @@ export interface AdminAppOptions {
   allowedHosts: readonly string[];
   services: AdminServices;
   metrics?: Metrics;
+  /** As the partner API's (AppOptions.validatorCompiler). */
+  validatorCompiler?: FastifySchemaCompiler<unknown>;
 }
 
 /** The operator listener: the console, partner management, the back office and metrics; bound to loopback by the entry point. */
 export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInstance> {
-  const app = createFastify(opts.logger, { bodyLimit: 16 * 1024 });
+  const app = createFastify(opts.logger, { bodyLimit: 16 * 1024 }, opts.validatorCompiler);
   registerAdminHostCheck(app, opts.allowedHosts);
   await app.register(consoleRoutes);
   await app.register(adminRoutes, { operators: opts.operators, ...opts.services });

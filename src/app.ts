@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { createFastify } from './http/fastify-instance.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
@@ -37,6 +37,11 @@ export interface AppOptions {
   requestActivity?: RequestActivity;
   /** The tracer the services use (deps.tracer), so a request's span is the parent of what it calls; a local one when left out. */
   tracer?: Tracer;
+  /**
+   * Compiles the routes' schemas (createValidatorCompiler); a fresh one when left out. One shared
+   * by the apps of a process compiles each schema once: the test suite builds hundreds of apps.
+   */
+  validatorCompiler?: FastifySchemaCompiler<unknown>;
 }
 
 export const API_PREFIX = '/api/v1';
@@ -44,12 +49,16 @@ export const API_PREFIX = '/api/v1';
 /** Builds the partner API; never listens, so tests drive it with inject(). */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const tracer = opts.tracer ?? createLocalTracer();
-  const app = createFastify(opts.logger, {
-    childLoggerFactory: requestSpanLoggerFactory(tracer),
-    bodyLimit: opts.bodyLimitBytes,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
-  });
+  const app = createFastify(
+    opts.logger,
+    {
+      childLoggerFactory: requestSpanLoggerFactory(tracer),
+      bodyLimit: opts.bodyLimitBytes,
+      routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+      ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
+    },
+    opts.validatorCompiler,
+  );
   registerTracing(app, tracer);
   if (opts.requestActivity) registerRequestActivity(app, opts.requestActivity);
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifySchemaCompiler, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { frameworkErrors, registerErrorHandling } from './plugins/errors.plugin.js';
 import { clientErrorHandler } from './client-error.handler.js';
@@ -9,9 +9,13 @@ import { createValidatorCompiler } from './validation.js';
  * A Fastify instance with what both listeners share: request ids, schema validation in the
  * service's words, and one error mapping, including for errors raised before routing.
  */
-export function createFastify(logger: FastifyBaseLogger, options: Pick<FastifyServerOptions, 'bodyLimit' | 'childLoggerFactory' | 'routerOptions' | 'trustProxy'>) {
+export function createFastify(
+  logger: FastifyBaseLogger,
+  options: Pick<FastifyServerOptions, 'bodyLimit' | 'childLoggerFactory' | 'routerOptions' | 'trustProxy'>,
+  validatorCompiler: FastifySchemaCompiler<unknown> = createValidatorCompiler(),
+) {
   const app = Fastify({ loggerInstance: logger, genReqId, frameworkErrors, clientErrorHandler, ...options }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(createValidatorCompiler());
+  app.setValidatorCompiler(validatorCompiler);
   registerRequestId(app);
   registerErrorHandling(app);
   return app;
