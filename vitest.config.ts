@@ -16,22 +16,20 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    // A fresh process per file: each test context's embedded database keeps about 200 MB of the
-    // process's memory after it is closed, and one worker running half the suite's files grew
-    // past 12 GB until the kernel killed it.
-    isolate: true,
+    // Each worker process runs many files one after another, so the modules the service is made of
+    // are loaded, and PGlite's WebAssembly compiled, once per worker rather than once per file:
+    // that loading took about 3 s of every file's start, more than most files' tests. A test
+    // context's embedded database is freed once the context is closed (the suite's memory stays
+    // flat), and each file makes its own contexts, so no state is shared between files.
+    isolate: false,
     fileParallelism: true,
     maxWorkers: 2,
-    // The suite is bound by CPU. Each file's process compiles the embedded database's WebAssembly
-    // anew, and V8's optimizing tier for it costs more than it saves in a process that lives a few
-    // seconds: on the baseline compiler alone the suite took 200 s and 326 s of CPU on 2 cores,
-    // against 241 s and 408 s.
+    // PGlite's WebAssembly runs on V8's baseline compiler only. Its optimizing tier cost more CPU
+    // than it saved when each file had a process of its own (the suite took 241 s and 408 s of CPU
+    // with it, 200 s and 326 s without); that has not been measured again since workers run many files.
     execArgv: ['--liftoff-only'],
     projects: [
-      // The unit tests start no embedded database, so one process serves all their files: a fresh
-      // process per file cost more than the tests themselves (test/unit: 24.5 s and 44 s of CPU,
-      // against 12.6 s and 21 s).
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       // Only these files start test contexts, so only they need the migrated database image.
       {
         extends: true,

@@ -15,6 +15,13 @@ import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 import { testFixtures } from './fixtures.js';
 import { attachContract } from './contract.js';
 import { listenLocal } from './listen-local.js';
+import { createValidatorCompiler } from '../../src/http/validation.js';
+
+/**
+ * Every context of a test worker compiles its routes' schemas with this one compiler, which keeps
+ * each compiled schema: a context's own took a fifth of its start.
+ */
+const validatorCompiler = createValidatorCompiler();
 
 export interface TestContext {
   config: Config;
@@ -90,6 +97,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     trustProxy: config.trustProxy,
     requestActivity: deps.requestActivity,
     tracer: deps.tracer,
+    validatorCompiler,
   });
   // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
   const contract = attachContract(app);
@@ -99,6 +107,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     allowedHosts: config.adminAllowedHosts,
     services: deps.admin,
     metrics: deps.metrics,
+    validatorCompiler,
   });
 
   return {

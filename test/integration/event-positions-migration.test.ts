@@ -7,6 +7,7 @@ import { createEventRepository } from '../../src/db/repositories/event.repositor
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { testConfig } from '../helpers/test-config.js';
 import { dropSchema } from '../helpers/test-context.js';
+import { initdbImage } from '../helpers/database-image.js';
 
 const { databaseUrl } = testConfig();
 const schema = databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
@@ -15,7 +16,7 @@ const schema = databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
 describe('migration 021 (event positions) on existing events', () => {
   let db: Db;
   beforeAll(async () => {
-    db = await createDatabase({ databaseUrl: databaseUrl ?? null, dataDir: 'memory://', schema });
+    db = await createDatabase({ databaseUrl: databaseUrl ?? null, dataDir: 'memory://', schema, image: databaseUrl ? undefined : await initdbImage() });
     const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
     const { error } = await migrator.migrateTo('020-status-check-lease');
     if (error) throw error;

@@ -8,6 +8,7 @@ import { createPartnerService } from '../../src/services/partner.service.js';
 import { buildApp } from '../../src/app.js';
 import { generateApiKey } from '../../src/domain/api-key.js';
 import { createTestContext } from '../helpers/test-context.js';
+import { databaseImage } from '../helpers/database-image.js';
 import { REG } from '../helpers/fixtures.js';
 
 /** Keys the service will hand out next, so a test can look a key up before it exists. */
@@ -22,7 +23,7 @@ describe('API key verification cache', () => {
   let db: Db;
   let repo: PartnerRepository;
   beforeAll(async () => {
-    db = await createDatabase({ databaseUrl: databaseUrl ?? null, dataDir: 'memory://', schema });
+    db = await createDatabase({ databaseUrl: databaseUrl ?? null, dataDir: 'memory://', schema, image: databaseUrl ? undefined : await databaseImage() });
     await migrateToLatest(db, schema);
     repo = createPartnerRepository(db);
   });

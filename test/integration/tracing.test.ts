@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import { approve, lookupRef, payOk } from '../helpers/api.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { testConfig } from '../helpers/test-config.js';
+import { seededDataDir } from '../helpers/database-image.js';
 import { queryOnce } from '../helpers/pg-query.js';
 import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
@@ -176,6 +178,7 @@ describe('OTLP export', () => {
   let service: ApiProcess | undefined;
   let port = 0;
   let adminPort = 0;
+  let dataDir = '';
 
   beforeAll(async () => {
     collector = await startCollector();
@@ -190,9 +193,11 @@ describe('OTLP export', () => {
       dbUrl = url.toString();
     }
     [port = 0, adminPort = 0] = await freePorts(2);
+    // On PGlite, a data directory that already holds a migrated cluster: the service skips initdb.
+    dataDir = databaseUrl ? 'memory://' : await seededDataDir('gpc-trace-');
     const env = serviceEnv(
       { databaseUrl: dbUrl, port, adminPort, adminToken: ADMIN_TOKEN, ministryUrl: simulatorUrl },
-      { DATA_DIR: 'memory://', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER: 'parentbased_always_on', OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: 'trace-test' },
+      { DATA_DIR: dataDir, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_TRACES_SAMPLER: 'parentbased_always_on', OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: 'trace-test' },
     );
     service = await startApiProcess('tracing-export', env, `http://127.0.0.1:${port}/api/v1/health/ready`);
   }, 60_000);
@@ -203,6 +208,7 @@ describe('OTLP export', () => {
     await receiver?.close();
     await new Promise((resolve) => collector?.server.close(resolve));
     if (databaseUrl) await queryOnce(databaseUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    else if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it("exports one trace, the partner's, from the request to the webhook delivery, with nothing personal in it", async () => {

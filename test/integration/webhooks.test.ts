@@ -1,7 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
 import { testFixtures } from '../helpers/fixtures.js';
@@ -10,6 +8,7 @@ import { lookupRef, payOk, type DeliveryAttempt } from '../helpers/api.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import type { Config } from '../../src/config.js';
 import { testConfig } from '../helpers/test-config.js';
+import { seededDataDir } from '../helpers/database-image.js';
 import { createWebhookDeliveryJob } from '../../src/jobs/webhook-delivery.job.js';
 import { createWebhookDeliveryRepository } from '../../src/db/repositories/webhook-delivery.repository.js';
 import { createWebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
@@ -326,7 +325,7 @@ describe('webhook outbox across a restart', () => {
   it('delivers an event committed before the process died', async () => {
     const receiverUp = await startReceiver();
     const usesPg = testConfig().databaseUrl !== null;
-    const dataDir = usesPg ? 'memory://' : await mkdtemp(join(tmpdir(), 'gpc-outbox-'));
+    const dataDir = usesPg ? 'memory://' : await seededDataDir('gpc-outbox-');
     const schema = usesPg ? `t_restart_${randomBytes(4).toString('hex')}` : undefined;
     const opts = { config: { ...deliveryConfig, dataDir }, fixtures: fixtures(), reuseSchema: schema };
     try {
