@@ -20,13 +20,15 @@ export default defineConfig({
     // are loaded, and PGlite's WebAssembly compiled, once per worker rather than once per file:
     // that loading took about 3 s of every file's start, more than most files' tests. A test
     // context's embedded database is freed once the context is closed (the suite's memory stays
-    // flat), and each file makes its own contexts, so no state is shared between files.
+    // flat). Each file makes its own contexts; what they share in a worker (the database image,
+    // the schema compiler) is never written to.
     isolate: false,
     fileParallelism: true,
     maxWorkers: 2,
     // PGlite's WebAssembly runs on V8's baseline compiler only. Its optimizing tier cost more CPU
     // than it saved when each file had a process of its own (the suite took 241 s and 408 s of CPU
-    // with it, 200 s and 326 s without); that has not been measured again since workers run many files.
+    // with it, 200 s and 326 s without). Now that workers run many files, the two are within the
+    // runs' spread (paired, 2 runs each: 224 s and 345 s of CPU with it, 232 s and 361 s without).
     execArgv: ['--liftoff-only'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
