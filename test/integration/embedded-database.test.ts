@@ -14,11 +14,14 @@ describe('the embedded database', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gpc-embedded-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  // On disk and in memory from scratch, the cluster is made by initdb in a child process; the
+  // suite's other tests start from the run's image instead.
   it.each([
-    ['on disk', join(dir, 'data')],
-    ['in memory', 'memory://'],
-  ])('runs %s with a 32 MB buffer cache, not initdb\'s 128 MB', async (_where, dataDir) => {
-    const db = await createDatabase({ databaseUrl: null, dataDir, image: dataDir === 'memory://' ? await databaseImage() : undefined });
+    ['on disk', join(dir, 'data'), false],
+    ['in memory (made by initdb)', 'memory://', false],
+    ['in memory (from an image)', 'memory://', true],
+  ])('runs %s with a 32 MB buffer cache, not initdb\'s 128 MB', async (_where, dataDir, fromImage) => {
+    const db = await createDatabase({ databaseUrl: null, dataDir, image: fromImage ? await databaseImage() : undefined });
     try {
       const { rows } = await sql<{ shared_buffers: string }>`SHOW shared_buffers`.execute(db);
       expect(rows[0]?.shared_buffers).toBe('32MB');
