@@ -28,7 +28,8 @@ export default defineConfig({
     // PGlite's WebAssembly runs on V8's baseline compiler only. Its optimizing tier cost more CPU
     // than it saved when each file had a process of its own (the suite took 241 s and 408 s of CPU
     // with it, 200 s and 326 s without). Now that workers run many files, the two are within the
-    // runs' spread (paired, 2 runs each: 224 s and 345 s of CPU with it, 232 s and 361 s without).
+    // runs' spread (paired, 2 runs each: 224 s wall and 345 s of CPU with it, 232 s and 361 s
+    // without).
     execArgv: ['--liftoff-only'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
