@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Kysely } from 'kysely';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
-import { main } from '../../src/bin/cli-commands.js';
+import { runCli } from '../helpers/cli.js';
 import { up as upKeyPrefix } from '../../src/db/migrations/003-key-prefix.migration.js';
 
 const run = promisify(execFile);
@@ -99,14 +99,9 @@ describe('operator CLI', () => {
 
   /** The same commands through main(), in this process (each process of its own costs 2 s of CPU): what they printed. */
   async function cli(...argv: string[]): Promise<{ stdout: string }> {
-    const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
-    try {
-      const code = await main(argv, { adminUrl, adminToken: ctx.config.adminToken });
-      expect(code).toBe(0);
-      return { stdout: log.mock.calls.map((c) => String(c[0])).join('\n') };
-    } finally {
-      log.mockRestore();
-    }
+    const { code, stdout } = await runCli(argv, { adminUrl, adminToken: ctx.config.adminToken });
+    expect(code).toBe(0);
+    return { stdout };
   }
 
   it('creates, lists, deactivates, re-keys and switches the QR standard of a partner', async () => {

@@ -1,11 +1,11 @@
 import { createServer } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
-import { main } from '../../src/bin/cli-commands.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CliConfig } from '../../src/config.js';
 import { financeDayOf } from '../../src/domain/finance-day.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, partnerWithPayment } from '../helpers/api.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
+import { runCli } from '../helpers/cli.js';
 
 /*
  * The operator CLI's commands, run in-process through main() against a listening admin app: what
@@ -15,23 +15,18 @@ import { startReceiver } from '../helpers/webhook-receiver.js';
 const DORJ = { name: 'dorj', token: 'dorj-operator-token' };
 let ctx: TestContext;
 let config: CliConfig;
-let log: MockInstance<typeof console.log>;
-let error: MockInstance<typeof console.error>;
 const today = () => financeDayOf(new Date());
 
 /** Runs the CLI; its exit code and what it printed to stdout (parsed when JSON) and stderr. */
 async function cli(...argv: string[]): Promise<{ code: number; out: unknown; err: string }> {
-  log.mockClear();
-  error.mockClear();
-  const code = await main(argv, config);
-  const printed = log.mock.calls.map((c) => String(c[0])).join('\n');
-  let out: unknown = printed;
+  const { code, stdout, stderr } = await runCli(argv, config);
+  let out: unknown = stdout;
   try {
-    out = JSON.parse(printed);
+    out = JSON.parse(stdout);
   } catch {
     // usage text, or nothing
   }
-  return { code, out, err: error.mock.calls.map((c) => String(c[0])).join('\n') };
+  return { code, out, err: stderr };
 }
 
 /** A payment the ministry approved and the confirmation job confirmed. */
@@ -59,11 +54,8 @@ describe('operator CLI (in-process)', () => {
     const address = ctx.admin.server.address();
     const port = typeof address === 'object' && address ? address.port : 0;
     config = { adminUrl: `http://127.0.0.1:${port}`, adminToken: ctx.config.adminToken };
-    log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
-    error = vi.spyOn(console, 'error').mockImplementation(() => undefined);
   });
   afterEach(async () => {
-    vi.restoreAllMocks();
     await ctx?.close();
   });
 
