@@ -55,8 +55,8 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   };
 }
 
-/** Clock ticks per second of /proc's CPU times: Linux's USER_HZ, 100 on x86 and arm. */
-const TICKS_PER_S = 100;
+/** Linux reports /proc's CPU times in USER_HZ ticks, 100 a second on every architecture Node runs on. */
+export const MS_PER_TICK = 10;
 
 /** utime, stime, cutime and cstime of /proc/<pid>/stat in ticks, or null when the process is gone. */
 function cpuTicks(pid: number): [number, number, number, number] | null {
@@ -75,14 +75,14 @@ function cpuTicks(pid: number): [number, number, number, number] | null {
 export function cpuMsOf(pids: number[]): number {
   return pids.reduce((ms, pid) => {
     const t = cpuTicks(pid);
-    return t ? ms + ((t[0] + t[1]) * 1000) / TICKS_PER_S : ms;
+    return t ? ms + (t[0] + t[1]) * MS_PER_TICK : ms;
   }, 0);
 }
 
 /** CPU time in ms of this process's children that have exited and been reaped so far. */
 export function exitedChildrenCpuMs(): number {
   const t = cpuTicks(process.pid);
-  return t ? ((t[2] + t[3]) * 1000) / TICKS_PER_S : 0;
+  return t ? (t[2] + t[3]) * MS_PER_TICK : 0;
 }
 
 /**
@@ -104,7 +104,7 @@ export function postgresCpuMs(): number {
     const t = cpuTicks(Number(entry));
     if (t) ticks += t[0] + t[1] + t[2] + t[3];
   }
-  return (ticks * 1000) / TICKS_PER_S;
+  return ticks * MS_PER_TICK;
 }
 
 /** A fresh PostgreSQL database for one run, or null when PostgreSQL cannot be reached. */

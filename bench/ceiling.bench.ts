@@ -26,6 +26,8 @@ const DURATION_S = Number(flag('duration') ?? 20);
 /** The service's pool (src/db/database.ts): at most this many of its statements run at once. */
 const CLIENTS = Number(flag('clients') ?? 10);
 const THREADS = 2;
+/** pgbench's clients and threads, the same for the warm-up and the measured runs. */
+const CLIENT_ARGS = ['-c', String(CLIENTS), '-j', String(THREADS)];
 const SPLIT_LAYOUT = { apis: 2, worker: true };
 const SPLIT_LAYOUT_NAME = '2 api + 1 worker';
 const PGBENCH = process.env.PGBENCH ?? '/usr/bin/pgbench';
@@ -206,7 +208,7 @@ async function runPgbench(url: string, script: string, skip: number): Promise<Ce
   await withClient(url, (c) => c.query('CHECKPOINT')).catch((err: Error) => console.log(`ceiling: no CHECKPOINT before the run (${err.message})`));
   const before = await databaseActivity(url);
   const cpu0 = { postgres: postgresCpuMs(), pgbench: exitedChildrenCpuMs() };
-  const run = await pgbench([...lifeArgs(script, skip), '-c', String(CLIENTS), '-j', String(THREADS), '-T', String(DURATION_S)], url);
+  const run = await pgbench([...lifeArgs(script, skip), ...CLIENT_ARGS, '-T', String(DURATION_S)], url);
   if (run.code !== 0) throw new Error(`pgbench failed (exit ${run.code}):\n${run.out}`);
   const lives = numberAfter(run.out, /number of transactions actually processed: (\d+)/);
   const failed = numberAfter(run.out, /number of failed transactions: (\d+)/);
@@ -229,7 +231,7 @@ async function runPgbench(url: string, script: string, skip: number): Promise<Ce
  * without the warm-up, and 519 and 544 with it.
  */
 async function warmUp(url: string, script: string): Promise<void> {
-  const run = await pgbench([...lifeArgs(script, 2 * INVOICES_PER_RUN), '-c', String(CLIENTS), '-j', String(THREADS), '-t', String(WARM_UP_LIVES)], url);
+  const run = await pgbench([...lifeArgs(script, 2 * INVOICES_PER_RUN), ...CLIENT_ARGS, '-t', String(WARM_UP_LIVES)], url);
   if (run.code !== 0) throw new Error(`pgbench's warm-up failed (exit ${run.code}):\n${run.out}`);
 }
 

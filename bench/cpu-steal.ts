@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { MS_PER_TICK } from './bench-processes.js';
 
-/** Linux reports /proc/stat times in USER_HZ ticks, 100 a second on every architecture Node runs on. */
-const MS_PER_TICK = 10;
 const SAMPLE_MS = 50;
 
 export interface StealReport {
