@@ -14,8 +14,14 @@ const WAITING = 40;
 const START = 4;
 const CAP = 32;
 const REGISTER = '8200011';
-/** Every etax request waits 80 ms for each etax request in flight, itself included. */
-const LOADED = { source: 'etax', mode: 'loaded', delayMs: 0, perInFlightMs: 80 };
+/**
+ * Every etax request waits 40 ms for each etax request in flight, itself included: at the starting
+ * limit a call takes 160 ms, at the cap 1.3 s, so latency climbs past twice the light-load baseline
+ * long before the cap.
+ */
+const LOADED = { source: 'etax', mode: 'loaded', delayMs: 0, perInFlightMs: 40 };
+/** etax's answers take this long whatever the load: slow, but no slower with more calls in flight. */
+const SLOW_MS = 100;
 let ctx: TestContext | undefined;
 
 afterEach(async () => {
@@ -81,7 +87,7 @@ it('gives a system that is slow whatever the load more slots, and backs off once
   const { c, paymentIds } = await withWaitingPayments();
   expect(await etaxLimit(c)).toBe(START);
 
-  await c.sim('/__control/faults', { source: 'etax', mode: 'slow', delayMs: 250 });
+  await c.sim('/__control/faults', { source: 'etax', mode: 'slow', delayMs: SLOW_MS });
   for (let round = 0; round < 6 && (await etaxLimit(c)) <= 2 * START; round++) await checkRound(c);
   const grown = await etaxLimit(c);
   expect(grown).toBeGreaterThan(2 * START);
