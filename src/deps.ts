@@ -1,7 +1,7 @@
 import type { Tracer } from './domain/tracer.port.js';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.js';
-import type { Db } from './db/database.js';
+import type { Db, EmbeddedDatabase } from './db/database.js';
 import type { DatabaseOutage } from './db/database-outage.monitor.js';
 import type { RequestActivity } from './http/plugins/request-activity.plugin.js';
 import type { Metrics } from './adapters/metrics.js';
@@ -88,6 +88,8 @@ export interface DepsOptions {
   rateLimitNamespace?: string;
   /** An in-memory PGlite starts from this image of a database (tests: one migrated image per run). */
   databaseImage?: Blob;
+  /** An embedded database already started, used instead of starting one (tests reuse them). */
+  embeddedDatabase?: EmbeddedDatabase;
   /** The process's tracer (startTracing); by default the local one: trace contexts, nothing exported. */
   tracer?: Tracer;
 }

@@ -1,7 +1,7 @@
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { redactDbError } from '../http/db-error.redactor.js';
 import type { Config } from '../config.js';
-import { createDatabase, createDatabasePinger, migrateToLatest, pingDatabase, type DatabaseOptions, type Db } from '../db/database.js';
+import { createDatabase, createDatabasePinger, migrateToLatest, pingDatabase, type DatabaseOptions, type Db, type EmbeddedDatabase } from '../db/database.js';
 import { createDatabaseClock } from '../db/database-clock.js';
 import { withDeadline } from '../work/deadline.helper.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
@@ -19,6 +19,8 @@ export interface DataOptions {
   dbSchema?: string;
   /** An in-memory PGlite starts from this image of a database. */
   databaseImage?: Blob;
+  /** An embedded database already started, used instead of starting one (DatabaseOptions.embedded). */
+  embeddedDatabase?: EmbeddedDatabase;
   /** The process's tracer (tracing.loader.ts); by default the local one, which exports nothing. */
   tracer?: Tracer;
 }
@@ -108,6 +110,7 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     image: opts.databaseImage,
+    embedded: opts.embeddedDatabase,
     schema: opts.dbSchema,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     keepAliveMs: config.dbKeepAliveMs,

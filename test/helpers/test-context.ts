@@ -3,7 +3,8 @@ import type { FastifyInstance, LightMyRequestResponse, InjectOptions } from 'fas
 import pg from 'pg';
 import type { Config } from '../../src/config.js';
 import { testConfig } from './test-config.js';
-import { databaseImage } from './database-image.js';
+import { pooledEmbeddedDatabase } from './embedded-database-pool.js';
+import type { EmbeddedDatabase } from '../../src/db/database.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
 import { API_PREFIX, buildApp } from '../../src/app.js';
 import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
@@ -74,6 +75,11 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
 /** A test context's bound on a ministry call, unless its config says otherwise. */
 export const MINISTRY_TIMEOUT_MS = 3000;
 
+/** The worker's reused embedded database for a context in memory; none on PostgreSQL or on disk. */
+async function embeddedDatabaseFor(config: Config): Promise<EmbeddedDatabase | undefined> {
+  return config.databaseUrl || config.dataDir !== 'memory://' ? undefined : pooledEmbeddedDatabase();
+}
+
 /** A whole service on a fresh database (PGlite, or its own PostgreSQL schema) and a live simulator. */
 export async function createTestContext(opts: ContextOptions = {}): Promise<TestContext> {
   const simulator = await buildSimulator({ fixtures: opts.fixtures ?? testFixtures(), autoApproveMs: opts.autoApproveMs ?? 0 });
@@ -85,7 +91,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const urls = Object.fromEntries(SOURCES.map((s) => [s, opts.ministryUrl ?? simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, databaseImage: config.databaseUrl ? undefined : await databaseImage() });
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, embeddedDatabase: await embeddedDatabaseFor(config) });
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
