@@ -174,14 +174,13 @@ export async function startEmbeddedDatabase(image?: Blob): Promise<EmbeddedDatab
 
 async function createPgliteDialect(opts: DatabaseOptions): Promise<Dialect> {
   const { dataDir, priority, tracer } = opts;
-  const inMemory = dataDir === 'memory://' || dataDir === '';
-  if (!inMemory) mkdirSync(dataDir, { recursive: true });
   let client: PGlite;
   if (opts.embedded) {
     client = opts.embedded;
-  } else if (inMemory) {
+  } else if (dataDir === 'memory://' || dataDir === '') {
     client = await startEmbeddedDatabase(opts.image);
   } else {
+    mkdirSync(dataDir, { recursive: true });
     await initializeEmbeddedCluster(dataDir);
     client = await PGlite.create({ dataDir, startParams: EMBEDDED_START_PARAMS });
   }
