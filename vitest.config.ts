@@ -18,10 +18,10 @@ export default defineConfig({
     pool: 'forks',
     // Each worker process runs many files one after another, so the modules the service is made of
     // are loaded, and PGlite's WebAssembly compiled, once per worker rather than once per file:
-    // that loading took about 3 s of every file's start, more than most files' tests. A test
-    // context's embedded database is freed once the context is closed (the suite's memory stays
-    // flat). Each file makes its own contexts; what they share in a worker (the database image,
-    // the schema compiler) is never written to.
+    // that loading took about 3 s of every file's start, more than most files' tests. What the
+    // files share in a worker: the database image and the schema compiler, never written to, and
+    // a few embedded databases, each emptied back to the image before the next test context gets
+    // it (test/helpers/embedded-database-pool.ts).
     isolate: false,
     fileParallelism: true,
     maxWorkers: 2,

@@ -86,8 +86,6 @@ export interface DepsOptions {
   rateLimitClock?: () => number;
   /** Put before the rate limiters' Redis keys: a test that moves their clock keeps its own counts. */
   rateLimitNamespace?: string;
-  /** An in-memory PGlite starts from this image of a database (tests: one migrated image per run). */
-  databaseImage?: Blob;
   /** An embedded database already started, used instead of starting one (tests reuse them). */
   embeddedDatabase?: EmbeddedDatabase;
   /** The process's tracer (startTracing); by default the local one: trace contexts, nothing exported. */

@@ -17,8 +17,6 @@ export interface DataOptions {
   logger?: PinoLogger;
   /** PostgreSQL schema, for test isolation. */
   dbSchema?: string;
-  /** An in-memory PGlite starts from this image of a database. */
-  databaseImage?: Blob;
   /** An embedded database already started, used instead of starting one (DatabaseOptions.embedded). */
   embeddedDatabase?: EmbeddedDatabase;
   /** The process's tracer (tracing.loader.ts); by default the local one, which exports nothing. */
@@ -109,7 +107,6 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
     priority,
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
-    image: opts.databaseImage,
     embedded: opts.embeddedDatabase,
     schema: opts.dbSchema,
     connectTimeoutMs: config.dbConnectTimeoutMs,

@@ -166,6 +166,11 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
 /** The embedded database (PGlite): one connection, in this process. */
 export type EmbeddedDatabase = PGlite;
 
+/** DATA_DIR names no directory: the embedded database lives in memory. */
+export function isInMemory(dataDir: string): boolean {
+  return dataDir === 'memory://' || dataDir === '';
+}
+
 /** An in-memory embedded database, started from `image` (PGlite's dumpDataDir) or from a new cluster. */
 export async function startEmbeddedDatabase(image?: Blob): Promise<EmbeddedDatabase> {
   const start = image ?? (await initializeEmbeddedCluster(null));
@@ -177,7 +182,7 @@ async function createPgliteDialect(opts: DatabaseOptions): Promise<Dialect> {
   let client: PGlite;
   if (opts.embedded) {
     client = opts.embedded;
-  } else if (dataDir === 'memory://' || dataDir === '') {
+  } else if (isInMemory(dataDir)) {
     client = await startEmbeddedDatabase(opts.image);
   } else {
     mkdirSync(dataDir, { recursive: true });

@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Config } from '../../src/config.js';
 import { testConfig } from './test-config.js';
 import { pooledEmbeddedDatabase } from './embedded-database-pool.js';
-import type { EmbeddedDatabase } from '../../src/db/database.js';
+import { isInMemory, type EmbeddedDatabase } from '../../src/db/database.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
 import { API_PREFIX, buildApp } from '../../src/app.js';
 import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
@@ -77,7 +77,7 @@ export const MINISTRY_TIMEOUT_MS = 3000;
 
 /** The worker's reused embedded database for a context in memory; none on PostgreSQL or on disk. */
 async function embeddedDatabaseFor(config: Config): Promise<EmbeddedDatabase | undefined> {
-  return config.databaseUrl || config.dataDir !== 'memory://' ? undefined : pooledEmbeddedDatabase();
+  return config.databaseUrl || !isInMemory(config.dataDir) ? undefined : pooledEmbeddedDatabase();
 }
 
 /** A whole service on a fresh database (PGlite, or its own PostgreSQL schema) and a live simulator. */
