@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onSendAsyncHookHandler } from 'fastify';
 // For the FastifyContextConfig augmentation that types routeOptions.config.operation.
 import type {} from './fault.registry.js';
 import type { SimSource, SimulatorState } from './simulator.state.js';
@@ -63,8 +63,22 @@ export function faultHook(source: SimSource, state: SimulatorState, closing: Abo
       case 'loaded':
         await pause(fault.delayMs + fault.perInFlightMs * inFlight, closing, reply);
         return;
+      case 'late':
+        lateBy.set(request, fault.delayMs);
+        return;
       case 'none':
         return;
     }
+  };
+}
+
+/** The delay of each request answered late, set when it came in: a fault changed since does not reach it. */
+const lateBy = new WeakMap<FastifyRequest, number>();
+
+/** Holds the answer of a request that came in under a `late` fault: decided at once, delivered later. */
+export function lateAnswerHook(closing: AbortSignal): onSendAsyncHookHandler {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const ms = lateBy.get(request);
+    if (ms !== undefined) await pause(ms, closing, reply);
   };
 }

@@ -1,5 +1,9 @@
-/** `loaded`: slow because of load, `delayMs` plus `perInFlightMs` for each request of the source in flight. */
-export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'loaded' | 'malformed';
+/**
+ * `loaded`: slow because of load, `delayMs` plus `perInFlightMs` for each request of the source in
+ * flight. `late`: answered at once but delivered `delayMs` later, so what the ministry said may no
+ * longer hold when the caller reads it.
+ */
+export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'loaded' | 'late' | 'malformed';
 
 export const SIM_OPERATIONS = ['search', 'invoice', 'submit', 'status', 'cancel', 'settlement'] as const;
 export type SimOperation = (typeof SIM_OPERATIONS)[number];

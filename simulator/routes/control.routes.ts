@@ -19,6 +19,7 @@ const FaultBody = Type.Object({
     Type.Literal('timeout'),
     Type.Literal('slow'),
     Type.Literal('loaded'),
+    Type.Literal('late'),
     Type.Literal('malformed'),
   ]),
   delayMs: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -178,7 +179,7 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
     const body = request.body;
     if (!Value.Check(FaultBody, body)) {
       return reply.code(400).send({
-        error: `body must be { source, mode: none|error|timeout|slow|loaded|malformed, delayMs?, perInFlightMs?, operation?: ${SIM_OPERATIONS.join('|')} }`,
+        error: `body must be { source, mode: none|error|timeout|slow|loaded|late|malformed, delayMs?, perInFlightMs?, operation?: ${SIM_OPERATIONS.join('|')} }`,
       });
     }
     const loaded = body.mode === 'loaded';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { faultHook } from '../fault.hook.js';
+import { faultHook, lateAnswerHook } from '../fault.hook.js';
 import { statusCallHook } from '../status-calls.js';
 import { operation } from '../fault.registry.js';
 import { mongoFromDecimal, mongoToFixed2 } from '../simulator.money.js';
@@ -74,6 +74,7 @@ function fail(reply: FastifyReply, status: number, errorCode: string, message: s
 export const etaxRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
   app.addHook('onRequest', statusCallHook('etax', state.statusCalls));
   app.addHook('onRequest', faultHook('etax', state, closing));
+  app.addHook('onSend', lateAnswerHook(closing));
 
   app.get<{ Querystring: Record<string, string | undefined> }>('/v2/bills', operation('search'), async (request, reply) => {
     const search = pickSearch(request.query, SEARCH_PARAMS);

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { faultHook } from '../fault.hook.js';
+import { faultHook, lateAnswerHook } from '../fault.hook.js';
 import { statusCallHook } from '../status-calls.js';
 import { operation } from '../fault.registry.js';
 import { mongoFromNumber, mongoToNumber } from '../simulator.money.js';
@@ -67,6 +67,7 @@ function fail(reply: FastifyReply, status: number, code: string, message: string
 export const mofRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
   app.addHook('onRequest', statusCallHook('mof', state.statusCalls));
   app.addHook('onRequest', faultHook('mof', state, closing));
+  app.addHook('onSend', lateAnswerHook(closing));
 
   app.get<{ Querystring: Record<string, string | undefined> }>('/api/invoices', operation('search'), async (request, reply) => {
     const search = pickSearch(request.query, SEARCH_PARAMS);

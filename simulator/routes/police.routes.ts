@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { faultHook } from '../fault.hook.js';
+import { faultHook, lateAnswerHook } from '../fault.hook.js';
 import { statusCallHook } from '../status-calls.js';
 import { operation } from '../fault.registry.js';
 import type { SearchField, SettlementRow, SimInvoice, SimPayment } from '../simulator.state.js';
@@ -81,6 +81,7 @@ function fail(reply: FastifyReply, status: number, message: string) {
 export const policeRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app, { state, closing }) => {
   app.addHook('onRequest', statusCallHook('police', state.statusCalls));
   app.addHook('onRequest', faultHook('police', state, closing));
+  app.addHook('onSend', lateAnswerHook(closing));
 
   app.post('/api/fines/search', operation('search'), async (request, reply) => {
     const body = request.body;

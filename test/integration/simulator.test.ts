@@ -221,6 +221,20 @@ describe('simulator HTTP', () => {
       expect(await statusCalls()).toEqual({ calls: 0, overlaps: [] });
     });
 
+    it('late: the answer is decided when the call arrives and delivered delayMs later', async () => {
+      await post('/mof/api/payments', { paymentId: 'l1', invoiceNo: 'MOF-T002', amount: 300 });
+      const fault = await post('/__control/faults', { source: 'mof', mode: 'late', delayMs: 300, operation: 'status' });
+      expect(fault.json()).toEqual({ source: 'mof', operation: 'status', mode: 'late', delayMs: 300, perInFlightMs: 0 });
+      const startedAt = performance.now();
+      const asked = app.inject({ method: 'GET', url: '/mof/api/payments/l1' });
+      await vi.waitFor(async () => expect((await app.inject({ method: 'GET', url: '/__control/calls?source=mof&operation=status' })).json()).toMatchObject({ inFlight: 1 }));
+      expect((await post('/__control/approve', { refNum: 'MOF-T002' })).statusCode).toBe(200);
+      const answer = await asked;
+      expect(performance.now() - startedAt).toBeGreaterThanOrEqual(300);
+      expect(answer.json()).toMatchObject({ data: { state: 'PENDING' } });
+      expect((await app.inject({ method: 'GET', url: '/mof/api/payments/l1' })).json()).toMatchObject({ data: { state: 'APPROVED' } });
+    });
+
     it('refuses an unknown fault mode', async () => {
       expect((await post('/__control/faults', { source: 'mof', mode: 'explode' })).statusCode).toBe(400);
     });
