@@ -26,7 +26,7 @@ import { systemClock, type Clock } from '../domain/clock.port.js';
  * API itself: this service approves a partner's own submitted payment there on its behalf.
  */
 export interface SandboxServiceDeps {
-  payments: Pick<PaymentRepository, 'findForPartner' | 'forgetStatusCheck'>;
+  payments: Pick<PaymentRepository, 'findForPartner' | 'reopenStatusCheck'>;
   invoices: Pick<InvoiceRepository, 'findById' | 'upsert' | 'recordAccess' | 'markPlanted'>;
   simulator: SimulatorControl;
   /** The simulated ministry scenario invoices are planted at, read back through its ordinary adapter. */
@@ -148,8 +148,8 @@ export function createSandboxService(deps: SandboxServiceDeps) {
       }
       // The simulator has no submitted payment for the invoice: approved already (e.g. automatically) or canceled.
       if (answer === 'unknown') throw new ConflictError('The simulator has no submitted payment for this invoice; it may be approved already');
-      // The partner's next read shows the approval, however soon after its last read it comes.
-      await deps.payments.forgetStatusCheck(payment.id);
+      // The partner's next read shows the approval, however soon after its last read, or a check under way, it comes.
+      await deps.payments.reopenStatusCheck(payment.id);
       return { id: payment.id, approved: true };
     },
   };

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { getPayment, partnerWithPayment, type Payment } from '../helpers/api.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
-  ctx = await createTestContext();
+  // The service's default live interval, which an approval must see past: a read within it answers from the last check.
+  ctx = await createTestContext({ config: { confirmLiveMinIntervalMs: 1000 } });
 });
 afterAll(() => ctx.close());
 
@@ -57,6 +58,44 @@ describe('POST /sandbox/approve', () => {
     const res = await approve(partner.apiKey, { paymentId: payment.id });
     expect(res.statusCode).toBe(409);
     expect(res.body).not.toContain(invoice.refNum);
+  });
+
+  describe('with a status check under way, whose answer ("not yet") was given before the approval', () => {
+    const LATE_MS = 400;
+    const lateStatus = (mode: 'late' | 'none') => ctx.sim('/__control/faults', { source: 'mof', operation: 'status', mode, delayMs: LATE_MS });
+    const statusInFlight = async () => (await ctx.simulator.inject({ method: 'GET', url: '/__control/calls?source=mof&operation=status' })).json<{ inFlight: number }>().inFlight;
+    const storedStatus = async (id: string) => (await ctx.deps.db.selectFrom('payments').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+    /** Approves once the ministry has answered the check and the answer is on its way back. */
+    async function approveDuringCheck(apiKey: string, id: string): Promise<void> {
+      await vi.waitFor(async () => expect(await statusInFlight()).toBe(1), { timeout: 2000, interval: 10 });
+      expect((await approve(apiKey, { paymentId: id })).statusCode).toBe(200);
+    }
+    beforeEach(async () => {
+      expect((await lateStatus('late')).statusCode).toBe(200);
+    });
+    afterEach(async () => {
+      await lateStatus('none');
+    });
+
+    it('a partner\'s read\'s: its late answer is not what the next read gives', async () => {
+      const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+      const reading = status(partner.apiKey, payment.id);
+      await approveDuringCheck(partner.apiKey, payment.id);
+      expect((await reading).status).toBe('submitted');
+      await lateStatus('none');
+      expect((await status(partner.apiKey, payment.id)).status).toBe('confirmed');
+    });
+
+    it('the confirmation job\'s: its late answer is not what the next read gives', async () => {
+      const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+      ctx.advance(10 * 60_000);
+      const running = ctx.runJobs();
+      await approveDuringCheck(partner.apiKey, payment.id);
+      await running;
+      expect(await storedStatus(payment.id)).toBe('submitted');
+      await lateStatus('none');
+      expect((await status(partner.apiKey, payment.id)).status).toBe('confirmed');
+    });
   });
 
   it('needs a key and only reaches the partner\'s own payments', async () => {

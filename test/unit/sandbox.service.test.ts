@@ -16,7 +16,7 @@ const unused = async (): Promise<never> => {
 
 function service(opts: { status?: string; fetch: typeof fetch; payment?: boolean }) {
   const calls: { url: string; body: unknown }[] = [];
-  const forgotten: string[] = [];
+  const reopened: string[] = [];
   const fetchSpy: typeof fetch = async (input, init) => {
     calls.push({ url: String(input), body: JSON.parse(String(init?.body)) });
     return opts.fetch(input, init);
@@ -25,8 +25,8 @@ function service(opts: { status?: string; fetch: typeof fetch; payment?: boolean
     payments: {
       findForPartner: async (partnerId, id) =>
         opts.payment === false || partnerId !== 'p1' ? null : ({ id, status: opts.status ?? 'submitted', invoice_id: INVOICE_ID } as unknown as Payment),
-      forgetStatusCheck: async (id) => {
-        forgotten.push(id);
+      reopenStatusCheck: async (id) => {
+        reopened.push(id);
       },
     },
     invoices: {
@@ -39,18 +39,18 @@ function service(opts: { status?: string; fetch: typeof fetch; payment?: boolean
     ministry: { getByRef: unused },
     transaction: unused,
   });
-  return { svc, calls, forgotten };
+  return { svc, calls, reopened };
 }
 
 const answer = (status: number, body: unknown = {}) => async () => new Response(JSON.stringify(body), { status });
 
 describe('sandbox service', () => {
   it("posts the invoice's ref and source to the simulator's control API", async () => {
-    const { svc, calls, forgotten } = service({ fetch: answer(200, { approved: {} }) });
+    const { svc, calls, reopened } = service({ fetch: answer(200, { approved: {} }) });
     await expect(svc.approve('p1', PAYMENT_ID)).resolves.toEqual({ id: PAYMENT_ID, approved: true });
     expect(calls).toEqual([{ url: 'http://127.0.0.1:3100/__control/approve', body: { refNum: 'ET-9', source: 'etax' } }]);
     // The partner's next read asks the ministry even within the live interval.
-    expect(forgotten).toEqual([PAYMENT_ID]);
+    expect(reopened).toEqual([PAYMENT_ID]);
   });
 
   it('refuses unknown, foreign and non-submitted payments without calling the simulator', async () => {

@@ -503,10 +503,24 @@ function liveStatusChecks(db: Db) {
 
     /**
      * The ministry's status of the payment changed by the service's own doing (the sandbox's
-     * approve): the next read asks again rather than answer from the check before it.
+     * approve). A check under way asked before the change, so its lease is taken from it: a live
+     * read's token is cleared and the job's check count moves on, and its late answer records
+     * nothing (its write is reported as a stale lease's). The next read asks again rather than
+     * answer from the check before the change. The job's schedule is left as it is: a job check
+     * under way when a read comes makes the read answer the stored status.
      */
-    async forgetStatusCheck(id: string): Promise<void> {
-      await db.updateTable('payments').set({ status_checked_at: null }).where('id', '=', id).execute();
+    async reopenStatusCheck(id: string): Promise<void> {
+      await db
+        .updateTable('payments')
+        .set({
+          status_checked_at: null,
+          status_check_until: null,
+          status_check_token: null,
+          check_attempts: sql<number>`check_attempts + 1`,
+        })
+        .where('id', '=', id)
+        .where('status', 'in', UNRESOLVED_STATUSES)
+        .execute();
     },
   };
 }
