@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createDatabase, migrateToLatest } from '../src/db/database.js';
 import { exitedChildrenCpuMs, freshDatabase, postgresCpuMs } from './bench-processes.js';
-import { activityPer, databaseActivity, lifecyclePeak, type DatabaseActivity, type LifecyclePeak, type PeakCpu, type TableWrites } from './lifecycle.bench.js';
+import { activityPer, databaseActivity, lifecyclePeak, PEAK_WARMUP_PAYMENTS, type DatabaseActivity, type LifecyclePeak, type PeakCpu, type TableWrites } from './lifecycle.bench.js';
 
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
 const PG_URL = flag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -296,6 +296,24 @@ function cpuTable(r: CeilingResult): string[] {
   ];
 }
 
+/**
+ * What half the ceiling leaves the service, in the one-process peak's own terms: the machine's CPU
+ * time per payment at that rate, less what PostgreSQL, the simulator and the load generator took
+ * per payment. At 100% busy, which no run here reached, so the budget errs high.
+ */
+function budgetText(r: CeilingResult): string {
+  const half = r.livesPerS / 2;
+  const c = r.service.cpuPerPayment;
+  const others = c.postgres + c.simulator + c.bench;
+  const perPayment = (r.cpus * 1000) / half;
+  const noService = (r.cpus * 1000) / others;
+  return (
+    `At half the ceiling, ${fmt(half)} payments a second, ${r.cpus} CPUs give ${fmt(perPayment, 2)} ms of CPU per payment. PostgreSQL, the simulator and the load generator took ${fmt(others, 2)} of them ` +
+    `in the one-process peak, which leaves the service ${fmt(perPayment - others, 2)} ms; it took ${fmt(c.service, 2)}. ` +
+    `A service that took no CPU at all would reach at most about ${fmt(noService)} payments a second here, ${Math.round((noService / r.livesPerS) * 100)}% of the ceiling.`
+  );
+}
+
 /** Rows written per table: the service's per payment against pgbench's per life (its first run). */
 function writesTable(r: CeilingResult): string[] {
   const life = r.pgbench[0]?.perLife.tables ?? {};
@@ -322,9 +340,9 @@ export function ceilingTable(r: CeilingResult): string {
     ...(first ? [pgbenchRow('before the service', first)] : []),
     ...(second ? [pgbenchRow('after the service', second)] : []),
     `| ceiling: the runs' mean | ${fmt(r.livesPerS)} lives (${fmt(r.livesPerS * p.transactionsPerLife)} transactions) | |`,
-    `| service, lifecycle peak, one process | ${r.service.peak} payments | ${r.service.payments} payments; PostgreSQL counted ${fmt(r.service.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.service.machine)} |`,
+    `| service, lifecycle peak, one process | ${r.service.peak} payments | ${r.service.payments} payments, after a warm-up burst of ${PEAK_WARMUP_PAYMENTS}; PostgreSQL counted ${fmt(r.service.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.service.machine)} |`,
     `| share: one process / ceiling | ${Math.round(r.share * 100)}% | |`,
-    `| service, lifecycle peak, ${SPLIT_LAYOUT_NAME} | ${r.split.peak} payments | ${r.split.payments} payments; PostgreSQL counted ${fmt(r.split.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.split.machine)} |`,
+    `| service, lifecycle peak, ${SPLIT_LAYOUT_NAME} | ${r.split.peak} payments | ${r.split.payments} payments, after a warm-up burst of ${PEAK_WARMUP_PAYMENTS}; PostgreSQL counted ${fmt(r.split.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.split.machine)} |`,
     `| share: ${SPLIT_LAYOUT_NAME} / ceiling | ${Math.round(r.splitShare * 100)}% | |`,
     '',
     '| transaction of the life | the service, per payment | the script (bench/ceiling/) |',
@@ -339,6 +357,8 @@ export function ceilingTable(r: CeilingResult): string {
     'CPU time per payment, by process, from the first payment until every webhook was counted (idle polling included), against pgbench\'s per life:',
     '',
     ...cpuTable(r),
+    '',
+    budgetText(r),
   ].join('\n');
 }
 
