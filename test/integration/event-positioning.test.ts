@@ -1,0 +1,65 @@
+import { CompiledQuery, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { createEventLogRepository, positionStatement } from '../../src/db/repositories/event-log.repository.js';
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(() => ctx.close());
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  Alias?: string;
+  'Index Name'?: string;
+  'Join Filter'?: string;
+  Plans?: PlanNode[];
+}
+
+function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+}
+
+/** The plan PostgreSQL chooses for the positioning statement, as it would run it now. */
+async function planOf(batchSize: number): Promise<PlanNode[]> {
+  const q = positionStatement('0', batchSize).compile(ctx.deps.db);
+  const { rows } = await ctx.deps.db.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, [...q.parameters]));
+  const cell = rows[0]?.['QUERY PLAN'];
+  const doc = typeof cell === 'string' ? (JSON.parse(cell) as [{ Plan: PlanNode }]) : cell;
+  if (!doc) throw new Error('no plan');
+  return nodesOf(doc[0].Plan);
+}
+
+async function appendUnpositioned(partnerId: string, n: number): Promise<void> {
+  await sql`
+    INSERT INTO events (partner_id, event, payload, created_at)
+    SELECT ${partnerId}::uuid, 'payment.submitted', '{}'::jsonb, now() + i * interval '1 millisecond'
+    FROM generate_series(1, ${n}::int) i`.execute(ctx.deps.db);
+}
+
+describe('positioning a burst of events the statistics have not seen', () => {
+  it('finds each event of the batch by its key: no plan compares every pending event with every other', async () => {
+    const partner = await ctx.partner();
+    const log = createEventLogRepository(ctx.deps.db);
+    // Statistics taken while every event had its position, as autovacuum takes them on a quiet day.
+    await appendUnpositioned(partner.id, 20);
+    await log.assignPending();
+    await sql`ANALYZE events`.execute(ctx.deps.db);
+    await appendUnpositioned(partner.id, 3000);
+
+    const plan = await planOf(1000);
+    const quadratic = plan.filter((n) => n['Node Type'] === 'Nested Loop' && n['Join Filter'] !== undefined);
+    expect(quadratic, JSON.stringify(plan.map((n) => [n['Node Type'], n.Alias, n['Index Name'], n['Join Filter']]))).toEqual([]);
+    const target = plan.filter((n) => n.Alias === 'e' && n['Node Type'] !== 'ModifyTable');
+    expect(target.map((n) => n['Index Name'])).toEqual(['events_pkey']);
+
+    await log.assignPending();
+    const { rows } = await sql<{ unpositioned: number; positions: number; last: string }>`
+      SELECT count(*) FILTER (WHERE sequence IS NULL)::int AS unpositioned, count(DISTINCT sequence)::int AS positions,
+        (SELECT last::text FROM event_positions) AS last
+      FROM events WHERE partner_id = ${partner.id}::uuid`.execute(ctx.deps.db);
+    expect(rows[0]).toMatchObject({ unpositioned: 0, positions: 3020 });
+  });
+});
