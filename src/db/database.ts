@@ -40,6 +40,7 @@ import * as m025 from './migrations/025-push-skipped.migration.js';
 import * as m026 from './migrations/026-sandbox-invoices.migration.js';
 import * as m027 from './migrations/027-partner-rate-limits.migration.js';
 import * as m028 from './migrations/028-payment-trace-context.migration.js';
+import * as m029 from './migrations/029-transition-joins.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -132,6 +133,7 @@ const migrations: Record<string, Migration> = {
   '026-sandbox-invoices': m026,
   '027-partner-rate-limits': m027,
   '028-payment-trace-context': m028,
+  '029-transition-joins': m029,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */
