@@ -41,6 +41,7 @@ import * as m026 from './migrations/026-sandbox-invoices.migration.js';
 import * as m027 from './migrations/027-partner-rate-limits.migration.js';
 import * as m028 from './migrations/028-payment-trace-context.migration.js';
 import * as m029 from './migrations/029-transition-joins.migration.js';
+import * as m030 from './migrations/030-invoice-transition-groups.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -134,6 +135,7 @@ const migrations: Record<string, Migration> = {
   '027-partner-rate-limits': m027,
   '028-payment-trace-context': m028,
   '029-transition-joins': m029,
+  '030-invoice-transition-groups': m030,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */

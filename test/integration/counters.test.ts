@@ -162,6 +162,43 @@ describe('report counters', () => {
     await expectReportsMatchRows(partners);
   });
 
+  it('count one statement that refreshes many invoices, changed and unchanged alike, for every partner holding them', async () => {
+    const register = '7700123';
+    const fixtures: InvoiceFixture[] = Array.from({ length: 60 }, (_, i) => ({
+      source: 'etax',
+      refNum: `BULK-ET-${i}`,
+      description: 'bulk refresh',
+      amount: 1000 + i,
+      status: 'open',
+      dueDate: '2099-01-01T00:00:00.000Z',
+      issuedAt: null,
+      payer: { register, name: 'Bulk' },
+      payee: { id: 'ORG-1', name: 'Org' },
+    }));
+    await ctx.sim('/__control/invoices', { invoices: fixtures });
+    const partners = [await ctx.partner(), await ctx.partner()];
+    const search = async (p: { apiKey: string }) => {
+      const res = await ctx.api(p.apiKey, { method: 'GET', url: `/api/v1/invoices?ttd=${register}` });
+      expect(res.json<{ invoices: unknown[] }>().invoices).toHaveLength(60);
+    };
+    for (const p of partners) await search(p);
+    // A quarter each: a new amount, a due date now past (another bucket), paid at the ministry, and as they were.
+    const changed = fixtures.map((f, i): InvoiceFixture => {
+      if (i % 4 === 0) return { ...f, amount: f.amount + 500 };
+      if (i % 4 === 1) return { ...f, dueDate: '2020-01-01T00:00:00.000Z' };
+      if (i % 4 === 2) return { ...f, status: 'paid' };
+      return f;
+    });
+    await ctx.sim('/__control/invoices', { invoices: changed });
+    await search(partners[0] as { apiKey: string });
+    expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
+    for (const p of partners) {
+      const summary = (await ctx.api(p.apiKey, { method: 'GET', url: '/api/v1/reports/summary' })).json<Summary>();
+      expect(summary).toEqual(await recountSummary(p.id));
+      expect(summary).toMatchObject({ total: 60, open: 30, overdue: 15, paid: 15 });
+    }
+  });
+
   it('count a link and a concurrent change of the same invoice exactly once', async () => {
     const partners = await Promise.all(Array.from({ length: 6 }, () => ctx.partner()));
     const f = await addOwnInvoice(ctx, 'etax', { amount: 5000 });
