@@ -7,6 +7,9 @@ import type { SimSource, SimulatorState } from './simulator.state.js';
 /** Long enough that any sane client gives up first. */
 const TIMEOUT_HOLD_MS = 60_000;
 
+/** The delay of each request answered late, set when it came in: a fault changed since does not reach it. */
+const lateBy = new WeakMap<FastifyRequest, number>();
+
 /** A 200 body that is valid JSON but matches none of the sources' envelopes. */
 const MALFORMED_BODY = { status: 'maintenance', html: '<h1>Service temporarily unavailable</h1>' };
 
@@ -71,9 +74,6 @@ export function faultHook(source: SimSource, state: SimulatorState, closing: Abo
     }
   };
 }
-
-/** The delay of each request answered late, set when it came in: a fault changed since does not reach it. */
-const lateBy = new WeakMap<FastifyRequest, number>();
 
 /** Holds the answer of a request that came in under a `late` fault: decided at once, delivered later. */
 export function lateAnswerHook(closing: AbortSignal): onSendAsyncHookHandler {

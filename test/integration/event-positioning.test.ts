@@ -11,7 +11,6 @@ afterAll(() => ctx.close());
 
 interface PlanNode {
   'Node Type': string;
-  'Relation Name'?: string;
   Alias?: string;
   'Index Name'?: string;
   'Join Filter'?: string;
