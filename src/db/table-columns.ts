@@ -18,7 +18,15 @@ export function qualified<A extends string, C extends string>(alias: A, columns:
   return columns.map((c) => `${alias}.${c}` as const);
 }
 
-/** The columns as an SQL list for a raw statement, under `alias` when given. */
+/** An identifier quoted as Kysely's PostgreSQL compiler quotes it. */
+const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * The columns as an SQL list for a raw statement, under `alias` when given: the text
+ * `sql.join(columns.map(sql.ref))` compiles to, made once as one fragment. Compiled on every
+ * execution, the joined references cost a whole-row statement five times the rest of its
+ * compilation (16 µs against 3 for `markSubmitted`).
+ */
 export function columnList(columns: readonly string[], alias?: string): RawBuilder<unknown> {
-  return sql.join(columns.map((c) => sql.ref(alias ? `${alias}.${c}` : c)));
+  return sql.raw(columns.map((c) => (alias ? `${quoted(alias)}.${quoted(c)}` : quoted(c))).join(', '));
 }

@@ -1,7 +1,8 @@
-import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
+import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { compileOnce, type SlotFn } from '../../src/db/compiled-query.js';
 import type { Database } from '../../src/db/db.types.js';
+import { columnList } from '../../src/db/table-columns.js';
 
 // Compiling needs no connection: the dummy driver is never asked to run anything here.
 const db = new Kysely<Database>({
@@ -41,5 +42,17 @@ describe('compileOnce', () => {
     const direct = db.selectFrom('payments').select('id').where('partner_id', '=', 'x').where('status', '=', 'confirmed').where('id', '=', 'a').compile();
     const once = query({ id: 'a', partner: 'x' });
     expect({ sql: once.sql, parameters: once.parameters }).toEqual({ sql: direct.sql, parameters: direct.parameters });
+  });
+});
+
+describe('columnList', () => {
+  // Prepared statements are named by their text, and bench/ceiling/*.sql copies it.
+  it.each([undefined, 't'])('compiles to the text of the joined references (alias %s)', (alias) => {
+    const columns = ['id', 'partner_id', 'odd"name'];
+    const refs = sql.join(columns.map((c) => sql.ref(alias ? `${alias}.${c}` : c)));
+    const statement = (list: typeof refs) => sql`SELECT ${list} FROM payments ${sql.raw(alias ?? '')} WHERE id = ${'x'}`.compile(db);
+    const fromList = statement(columnList(columns, alias));
+    expect(fromList.sql).toBe(statement(refs).sql);
+    expect(fromList.parameters).toEqual(['x']);
   });
 });

@@ -5,6 +5,7 @@ import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type Leased, type LeasedWork
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus, type WebhookDisabledReason } from '../../domain/vocabulary.js';
 import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
 import { camelRow } from '../rows/row.mapper.js';
+import { compileOnce, type SlotFn } from '../compiled-query.js';
 
 /** A delivery this worker holds until `leaseUntil`, with everything needed to send it. */
 export interface ClaimedDelivery {
@@ -243,7 +244,66 @@ function deliveryClaims(db: Db) {
   };
 }
 
+/** What an attempt did to its delivery: delivered, scheduled for a retry, or failed for good. */
+type FinishShape = 'delivered' | 'retry' | 'failed';
+type FinishSlot = 'deliveryId' | 'webhookId' | 'attempt' | 'statusCode' | 'durationMs' | 'error' | 'nextAttemptAt' | 'at';
+
+/**
+ * The statement that logs an attempt and moves its delivery on, for one shape of outcome: one
+ * statement, so one round trip, for the log row and the delivery's new state together.
+ */
+function finishStatement(db: Db, shape: FinishShape, slot: SlotFn<FinishSlot>) {
+  const succeeded = shape === 'delivered';
+  const at = slot<Date>('at');
+  const next =
+    shape === 'delivered' ? { status: 'delivered' as const, delivered_at: at } : shape === 'retry' ? { next_attempt_at: slot<Date>('nextAttemptAt') } : { status: 'failed' as const };
+  return db
+    .with('logged', (q) =>
+      q
+        .insertInto('webhook_attempts')
+        .values({
+          delivery_id: slot<string>('deliveryId'),
+          webhook_id: slot<string>('webhookId'),
+          attempt: slot<number>('attempt'),
+          succeeded,
+          status_code: slot<number | null>('statusCode'),
+          duration_ms: slot<number>('durationMs'),
+          error: slot<string | null>('error'),
+          next_retry_at: shape === 'retry' ? slot<Date>('nextAttemptAt') : null,
+          created_at: at,
+        })
+        .returning('delivery_id'),
+    )
+    .with('moved', (q) =>
+      q
+        .updateTable('webhook_deliveries')
+        .set({ ...next, updated_at: at })
+        .where('id', '=', slot<string>('deliveryId'))
+        .where('status', '=', 'pending')
+        .where('attempts', '=', slot<number>('attempt'))
+        .returning('webhook_id'),
+    )
+    .with('lane', (q) =>
+      q
+        .updateTable('webhooks')
+        .set({ slow_since: succeeded ? null : at })
+        .where('id', 'in', (eb) => eb.selectFrom('moved').select('webhook_id'))
+        // Written only when the lane changes, so a busy webhook's row is not rewritten by every attempt.
+        .where('slow_since', succeeded ? 'is not' : 'is', null)
+        .returning('id'),
+    )
+    .selectFrom('moved')
+    .select((eb) => ['webhook_id', eb.exists(eb.selectFrom('lane').select('id')).as('moved_lane')]);
+}
+
 function deliveryOutcomes(db: Db) {
+  // Compiled once per shape: every delivery attempt runs one, and building and compiling the
+  // three CTEs each time was the largest of Kysely's costs in a payment's life.
+  const finishing = {
+    delivered: compileOnce((slot: SlotFn<FinishSlot>) => finishStatement(db, 'delivered', slot)),
+    retry: compileOnce((slot: SlotFn<FinishSlot>) => finishStatement(db, 'retry', slot)),
+    failed: compileOnce((slot: SlotFn<FinishSlot>) => finishStatement(db, 'failed', slot)),
+  };
   return {
     /**
      * Logs the attempt, moves the delivery on and puts its webhook in the lane the outcome calls
@@ -252,50 +312,20 @@ function deliveryOutcomes(db: Db) {
      * out leaves the newer claim, and the lane it was sent from, alone, and records nothing.
      */
     async finish(claim: ClaimedDelivery, outcome: AttemptOutcome, at: Date): Promise<FinishedAttempt> {
-      const next = outcome.succeeded
-        ? { status: 'delivered' as const, delivered_at: at }
-        : outcome.nextAttemptAt
-          ? { next_attempt_at: outcome.nextAttemptAt }
-          : { status: 'failed' as const };
-      // One statement, so one round trip, for the log row and the delivery's new state together.
-      const moved = await db
-        .with('logged', (q) =>
-          q
-            .insertInto('webhook_attempts')
-            .values({
-              delivery_id: claim.id,
-              webhook_id: claim.webhookId,
-              attempt: claim.attempt,
-              succeeded: outcome.succeeded,
-              status_code: outcome.statusCode,
-              duration_ms: Math.round(outcome.durationMs),
-              error: outcome.succeeded ? null : outcome.error,
-              next_retry_at: outcome.succeeded ? null : outcome.nextAttemptAt,
-              created_at: at,
-            })
-            .returning('delivery_id'),
-        )
-        .with('moved', (q) =>
-          q
-            .updateTable('webhook_deliveries')
-            .set({ ...next, updated_at: at })
-            .where('id', '=', claim.id)
-            .where('status', '=', 'pending')
-            .where('attempts', '=', claim.attempt)
-            .returning('webhook_id'),
-        )
-        .with('lane', (q) =>
-          q
-            .updateTable('webhooks')
-            .set({ slow_since: outcome.succeeded ? null : at })
-            .where('id', 'in', (eb) => eb.selectFrom('moved').select('webhook_id'))
-            // Written only when the lane changes, so a busy webhook's row is not rewritten by every attempt.
-            .where('slow_since', outcome.succeeded ? 'is not' : 'is', null)
-            .returning('id'),
-        )
-        .selectFrom('moved')
-        .select((eb) => ['webhook_id', eb.exists(eb.selectFrom('lane').select('id')).as('moved_lane')])
-        .executeTakeFirst();
+      const shape: FinishShape = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
+      const { rows } = await db.executeQuery(
+        finishing[shape]({
+          deliveryId: claim.id,
+          webhookId: claim.webhookId,
+          attempt: claim.attempt,
+          statusCode: outcome.statusCode,
+          durationMs: Math.round(outcome.durationMs),
+          error: outcome.succeeded ? null : outcome.error,
+          nextAttemptAt: outcome.succeeded ? null : outcome.nextAttemptAt,
+          at,
+        }),
+      );
+      const moved = rows[0];
       return { recorded: moved !== undefined, movedLane: moved?.moved_lane === true };
     },
   };
