@@ -299,17 +299,20 @@ function cpuTable(r: CeilingResult): string[] {
 /**
  * What half the ceiling leaves the service, in the one-process peak's own terms: the machine's CPU
  * time per payment at that rate, less what PostgreSQL, the simulator and the load generator took
- * per payment. At 100% busy, which no run here reached, so the budget errs high.
+ * per payment. First at 100% busy, which no run here reached, so that budget errs high; then at
+ * the share of the CPUs pgbench itself kept busy, which the service's peak would have to match.
  */
 function budgetText(r: CeilingResult): string {
   const half = r.livesPerS / 2;
   const c = r.service.cpuPerPayment;
   const others = c.postgres + c.simulator + c.bench;
   const perPayment = (r.cpus * 1000) / half;
+  const busy = r.pgbench.reduce((sum, p) => sum + p.machine.busyPct, 0) / Math.max(1, r.pgbench.length) / 100;
   const noService = (r.cpus * 1000) / others;
   return (
     `At half the ceiling, ${fmt(half)} payments a second, ${r.cpus} CPUs give ${fmt(perPayment, 2)} ms of CPU per payment. PostgreSQL, the simulator and the load generator took ${fmt(others, 2)} of them ` +
     `in the one-process peak, which leaves the service ${fmt(perPayment - others, 2)} ms; it took ${fmt(c.service, 2)}. ` +
+    `At the ${Math.round(busy * 100)}% of the CPUs pgbench itself kept busy, it would have ${fmt(perPayment * busy - others, 2)} ms. ` +
     `A service that took no CPU at all would reach at most about ${fmt(noService)} payments a second here, ${Math.round((noService / r.livesPerS) * 100)}% of the ceiling.`
   );
 }
