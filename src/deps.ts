@@ -1,4 +1,5 @@
 import type { Tracer } from './domain/tracer.port.js';
+import type { AsyncContext } from './work/async-context.js';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.js';
 import type { Db, EmbeddedDatabase } from './db/database.js';
@@ -90,6 +91,8 @@ export interface DepsOptions {
   embeddedDatabase?: EmbeddedDatabase;
   /** The process's tracer (startTracing); by default the local one: trace contexts, nothing exported. */
   tracer?: Tracer;
+  /** The process's async context (startTracing), which the tracer's contexts share; a new one when left out. */
+  asyncContext?: AsyncContext;
 }
 
 /**

@@ -62,7 +62,7 @@ async function buildListeners(config: Config, deps: Deps, logger: Logger): Promi
 export async function main(config: Config, tracing: Tracing): Promise<void> {
   const logger = createLogger(config);
   const { urls, simulator } = await resolveMinistries(config);
-  const deps = await createDeps(config, { ministryUrls: urls, logger, tracer: tracing.tracer });
+  const deps = await createDeps(config, { ministryUrls: urls, logger, tracer: tracing.tracer, asyncContext: tracing.asyncContext });
   const listeners = await buildListeners(config, deps, logger);
   const jobs = config.processRole === 'api' ? null : deps.startJobs();
 

@@ -12,6 +12,7 @@ import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { createLocalTracer } from '../adapters/tracing/local.tracer.js';
 import { createLeasePolicy, type LeasePolicy } from '../domain/lease-policy.js';
+import type { AsyncContext } from '../work/async-context.js';
 
 export interface DataOptions {
   logger?: PinoLogger;
@@ -21,6 +22,8 @@ export interface DataOptions {
   embeddedDatabase?: EmbeddedDatabase;
   /** The process's tracer (tracing.loader.ts); by default the local one, which exports nothing. */
   tracer?: Tracer;
+  /** The process's async context (startTracing), where the work priority keeps its mark; a new one when left out. */
+  asyncContext?: AsyncContext;
 }
 
 /** What every other area builds on: the log, the metrics and a migrated database. */
@@ -99,7 +102,7 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
   const tracer = opts.tracer ?? createLocalTracer();
-  const priority = createWorkPriority();
+  const priority = createWorkPriority(opts.asyncContext?.slot());
   // The ping is made once the database is: the embedded one pings through its only connection.
   const ready: { ping?: () => Promise<boolean> } = {};
   const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1), () => ready.ping?.() ?? Promise.resolve(false));

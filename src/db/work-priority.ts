@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { createAsyncContext, type AsyncSlot } from '../work/async-context.js';
 
 /**
  * Tells background work (job passes and what they start) from partner and operator requests,
@@ -17,13 +17,13 @@ export interface WorkPriority {
   whenIdle(fn: () => void): void;
 }
 
-export function createWorkPriority(): WorkPriority {
-  const context = new AsyncLocalStorage<true>();
+/** `slot` carries the background mark; a process shares one async context among its slots (async-context.ts). */
+export function createWorkPriority(slot: AsyncSlot<true> = createAsyncContext().slot()): WorkPriority {
   let inFlight = 0;
   let idleWaiters: (() => void)[] = [];
   return {
-    background: (fn) => context.run(true, fn),
-    isBackground: () => context.getStore() === true,
+    background: (fn) => slot.run(true, fn),
+    isBackground: () => slot.get() === true,
     requestStarted() {
       inFlight++;
       let done = false;

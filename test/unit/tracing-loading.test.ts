@@ -29,7 +29,7 @@ describe('OpenTelemetry modules load only with an exporter', () => {
 
   it('the loader reaches them through import() only when an endpoint is set', () => {
     const loader = readFileSync('src/adapters/tracing/tracing.loader.ts', 'utf8');
-    expect(loader).toMatch(/if \(endpoint === null\) return \{ tracer: createLocalTracer\(\)/);
+    expect(loader).toMatch(/if \(endpoint === null\) return \{ tracer: createLocalTracer\(asyncContext\.slot\(\)\)/);
     expect(loader).toMatch(/await import\('\.\/otel\.setup\.js'\)/);
   });
 });

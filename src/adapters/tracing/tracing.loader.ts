@@ -1,9 +1,15 @@
 import type { Tracer } from '../../domain/tracer.port.js';
 import { createLocalTracer } from './local.tracer.js';
 import type { OtelSettings } from './otel.setup.js';
+import { createAsyncContext, type AsyncContext } from '../../work/async-context.js';
 
 export interface Tracing {
   tracer: Tracer;
+  /**
+   * The process's one async context, for every value that follows a request or a job pass: the
+   * local tracer keeps its trace contexts in it (OpenTelemetry keeps its own).
+   */
+  asyncContext: AsyncContext;
   shutdown(): Promise<void>;
 }
 
@@ -14,7 +20,8 @@ export interface Tracing {
  */
 export async function startTracing(settings: Omit<OtelSettings, 'endpoint'> & { endpoint: string | null }): Promise<Tracing> {
   const { endpoint } = settings;
-  if (endpoint === null) return { tracer: createLocalTracer(), shutdown: () => Promise.resolve() };
+  const asyncContext = createAsyncContext();
+  if (endpoint === null) return { tracer: createLocalTracer(asyncContext.slot()), asyncContext, shutdown: () => Promise.resolve() };
   const { startOtel } = await import('./otel.setup.js');
-  return startOtel({ ...settings, endpoint });
+  return { ...(await startOtel({ ...settings, endpoint })), asyncContext };
 }
