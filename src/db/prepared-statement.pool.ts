@@ -128,41 +128,41 @@ function wrapClient(client: pg.PoolClient, namer: StatementNamer, watch: PoolWat
   const { health, deadlines } = watch;
   let broken: Error | null = null;
 
-  function bounded<T>(query: Promise<T>): Promise<T> {
-    if (!deadlines) return query;
-    // Settles later, or never: its outcome no longer matters to anyone.
-    query.catch(() => undefined);
-    return deadlines.bound(query, () => new QueryDeadlineError(watch.queryTimeoutMs));
+  // Every query of the service passes here: written with plain promise chains rather than async
+  // functions, each layer of which costs promises of its own, and on Node 20 every promise runs
+  // the async context's hooks (bench/README.md, "Readings of 2026-11-29, later").
+  function run(text: string, values: unknown[]): Promise<pg.QueryResult> {
+    if (broken) return Promise.reject(broken);
+    // A query given up at its deadline settles later, or never: its outcome no longer matters to
+    // anyone, and the sweep's own handlers keep its rejection from going unhandled.
+    const query = prepared(text, values);
+    const answer = deadlines ? deadlines.bound(query, () => new QueryDeadlineError(watch.queryTimeoutMs)) : query;
+    return answer.then(
+      (result) => {
+        // Answered while the process thinks it away: a probe confirms it (one at a time, not every query).
+        if (health?.down) health.probe();
+        return result;
+      },
+      (err: unknown) => {
+        // Past its deadline or given up with the rest, the connection may never answer again.
+        if (err instanceof QueryDeadlineError || err instanceof DatabaseAwayError) broken = err;
+        noteFailure(err, health, deadlines);
+        throw err;
+      },
+    );
   }
 
-  async function run(text: string, values: unknown[]) {
-    if (broken) throw broken;
-    try {
-      const result = await bounded(prepared(text, values));
-      // Answered while the process thinks it away: a probe confirms it (one at a time, not every query).
-      if (health?.down) health.probe();
-      return result;
-    } catch (err) {
-      // Past its deadline or given up with the rest, the connection may never answer again.
-      if (err instanceof QueryDeadlineError || err instanceof DatabaseAwayError) broken = err;
-      noteFailure(err, health, deadlines);
-      throw err;
-    }
-  }
-
-  async function prepared(text: string, values: unknown[]) {
+  function prepared(text: string, values: unknown[]): Promise<pg.QueryResult> {
     const name = namer.nameFor(text);
     if (!name) return client.query({ text, values });
-    try {
-      return await client.query({ name, text, values });
-    } catch (err) {
+    return client.query({ name, text, values }).catch(async (err: unknown) => {
       // A migration changed a table under a statement this connection prepared (`SELECT *`
       // gained a column, say, during a rolling deploy): PostgreSQL refuses the old statement
       // until it is prepared again. Inside a transaction the error has aborted it, so the
       // DEALLOCATE fails too and the caller sees the error; the next use outside one recovers.
       if (!isStalePreparedStatement(err) || !(await deallocate(client, name))) throw err;
       return client.query({ name: namer.rename(text, name), text, values });
-    }
+    });
   }
   function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
   function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
@@ -192,46 +192,38 @@ export function preparedStatementPool(pool: pg.Pool, namer: StatementNamer, opts
   const madeIn = new WeakMap<pg.PoolClient, number>();
   if (health) pool.on('connect', (client) => madeIn.set(client as pg.PoolClient, health.outages));
 
-  async function checkout(): Promise<pg.PoolClient> {
-    for (;;) {
-      const client = await pool.connect();
+  function checkout(): Promise<pg.PoolClient> {
+    return pool.connect().then((client) => {
       if ((madeIn.get(client) ?? 0) === (health?.outages ?? 0)) return client;
       client.release(new Error('made before the latest database outage'));
-    }
+      return checkout();
+    });
   }
 
-  /** A checkout waiting for a connection is given up with the queries, as it waits on them. */
-  async function waitForClient(): Promise<pg.PoolClient> {
-    const pending = checkout();
-    if (!watch.deadlines) return pending;
-    try {
-      return await watch.deadlines.bound(pending, () => new Error('timeout exceeded when trying to connect'));
-    } catch (err) {
-      // Given up while waiting: a connection it gets later goes straight back to the pool.
-      pending.then((client) => client.release(), () => undefined);
-      throw err;
+  function wrap(client: pg.PoolClient): PostgresPoolClient {
+    let wrapped = wrappers.get(client);
+    if (!wrapped) {
+      wrapped = wrapClient(client, namer, watch);
+      wrappers.set(client, wrapped);
     }
+    return wrapped;
   }
 
   return {
-    async connect(): Promise<PostgresPoolClient> {
+    connect(): Promise<PostgresPoolClient> {
       if (health?.unresponsive) {
         health.probe();
-        throw new DatabaseAwayError();
+        return Promise.reject(new DatabaseAwayError());
       }
-      let client: pg.PoolClient;
-      try {
-        client = await waitForClient();
-      } catch (err) {
+      // A checkout waiting for a connection is given up with the queries, as it waits on them.
+      const pending = checkout();
+      const waited = watch.deadlines ? watch.deadlines.bound(pending, () => new Error('timeout exceeded when trying to connect')) : pending;
+      return waited.then(wrap, (err: unknown) => {
+        // Given up while waiting: a connection it gets later goes straight back to the pool.
+        if (waited !== pending) pending.then((client) => client.release(), () => undefined);
         noteFailure(err, health, watch.deadlines);
         throw err;
-      }
-      let wrapped = wrappers.get(client);
-      if (!wrapped) {
-        wrapped = wrapClient(client, namer, watch);
-        wrappers.set(client, wrapped);
-      }
-      return wrapped;
+      });
     },
     end: () => {
       watch.deadlines?.stop();

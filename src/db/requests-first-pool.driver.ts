@@ -42,8 +42,13 @@ export class RequestsFirstPoolDriver extends BackgroundTurnsDriver {
     this.releaseSavepoint = inner.releaseSavepoint?.bind(inner);
   }
 
-  async acquireConnection(): Promise<DatabaseConnection> {
-    if (!this.priority.isBackground()) return this.acquireForRequest();
+  // Not async itself: every query passes here, and an async function returning another's promise
+  // costs promises of its own (prepared-statement.pool.ts says why that counts).
+  acquireConnection(): Promise<DatabaseConnection> {
+    return this.priority.isBackground() ? this.acquireForBackground() : this.acquireForRequest();
+  }
+
+  private async acquireForBackground(): Promise<DatabaseConnection> {
     if (this.waiting.length > 0 || !this.backgroundMayGo()) {
       // Whoever wakes a waiter counts it in first, so nobody slips in between.
       await new Promise<void>((wake) => {
