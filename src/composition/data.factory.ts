@@ -101,7 +101,7 @@ async function migrate(db: Db, options: DatabaseOptions): Promise<void> {
 export async function createData(config: Config, opts: DataOptions): Promise<Data> {
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
-  const tracer = opts.tracer ?? createLocalTracer();
+  const tracer = opts.tracer ?? createLocalTracer(opts.asyncContext?.slot());
   const priority = createWorkPriority(opts.asyncContext?.slot());
   // The ping is made once the database is: the embedded one pings through its only connection.
   const ready: { ping?: () => Promise<boolean> } = {};
