@@ -12,7 +12,7 @@ import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { createLocalTracer } from '../adapters/tracing/local.tracer.js';
 import { createLeasePolicy, type LeasePolicy } from '../domain/lease-policy.js';
-import type { AsyncContext } from '../work/async-context.js';
+import { createAsyncContext, type AsyncContext } from '../work/async-context.js';
 
 export interface DataOptions {
   logger?: PinoLogger;
@@ -101,8 +101,9 @@ async function migrate(db: Db, options: DatabaseOptions): Promise<void> {
 export async function createData(config: Config, opts: DataOptions): Promise<Data> {
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
-  const tracer = opts.tracer ?? createLocalTracer(opts.asyncContext?.slot());
-  const priority = createWorkPriority(opts.asyncContext?.slot());
+  const asyncContext = opts.asyncContext ?? createAsyncContext();
+  const tracer = opts.tracer ?? createLocalTracer(asyncContext.slot());
+  const priority = createWorkPriority(asyncContext.slot());
   // The ping is made once the database is: the embedded one pings through its only connection.
   const ready: { ping?: () => Promise<boolean> } = {};
   const dbOutage = createDatabaseOutage(logger, (down) => metrics.databaseUp.set(down ? 0 : 1), () => ready.ping?.() ?? Promise.resolve(false));
