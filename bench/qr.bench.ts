@@ -83,7 +83,7 @@ for (let round = 0; round < 3; round++) {
 
 console.log('components (median of rounds):');
 console.log(`  EMVCo payload only:                     ${payloadOnly.toFixed(1)} us per call`);
-console.log(`  matrix (qrcode + our mask choice):      ${matrixOnly.toFixed(1)} us per call`);
+console.log(`  matrix (symbol + mask choice):          ${matrixOnly.toFixed(1)} us per call`);
 console.log(`  matrix + PNG (encodeQrPng):             ${pngOnly.toFixed(1)} us per call`);
 console.log('for comparison, the qrcode library alone:');
 console.log(`  QRCode.create (its own mask choice):    ${libraryCreate.toFixed(1)} us per call`);

@@ -1,11 +1,12 @@
-import QRCode from 'qrcode';
 import { crc32, deflateSync } from 'node:zlib';
 import { qrSegments } from './qr-segments.js';
+import { encodeQrSymbol } from './qr-symbol.js';
 
 /**
- * QR code as a 1-bit grayscale PNG. `qrcode` builds the module matrix; everything after that is
- * ours because the library is the hot-path cost: its mask choice tries 8 masks through
- * per-module method calls (~0.7 ms) and its PNG path (~5 ms) draws RGBA pixel by pixel.
+ * QR code as a 1-bit grayscale PNG, drawn without the `qrcode` library because it is on every
+ * payment's path: its symbol took about 170 µs, its mask choice tries 8 masks through per-module
+ * method calls (~0.7 ms) and its PNG path (~5 ms) draws RGBA pixel by pixel. Tests hold the
+ * matrix to the library's, module for module.
  */
 
 export interface QrPngOptions {
@@ -46,81 +47,15 @@ function checkedInteger(name: string, value: number, min: number, max: number): 
 
 /**
  * Same matrix as `QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M' })`, mask choice
- * included, at a fraction of the cost: the library builds it once with mask 0, then all 8 masks
- * are scored at once with the library's own penalty rules, one bit per mask in each module's byte.
+ * included: the symbol is built with each module under all 8 masks at once, one bit per mask in
+ * each module's byte, and the masks are scored at once with the library's own penalty rules.
  */
 export function buildQrMatrix(text: string): QrMatrix {
-  const symbol = QRCode.create(qrSegments(text), { errorCorrectionLevel: 'M', maskPattern: 0 });
-  const { size, data, reservedBit } = symbol.modules;
-  const lanes = remaskLanes(size, reservedBit);
-  const sliced = new Uint8Array(size * size);
-  for (let i = 0; i < sliced.length; i++) sliced[i] = (-(data[i] ?? 0) & 0xff) ^ (lanes[i] ?? 0);
-  const bestMask = lowestPenaltyMask(sliced, size);
+  const { size, masked } = encodeQrSymbol(qrSegments(text));
+  const bestMask = lowestPenaltyMask(masked, size);
   const modules = new Uint8Array(size * size);
-  for (let i = 0; i < modules.length; i++) modules[i] = ((sliced[i] ?? 0) >> bestMask) & 1;
+  for (let i = 0; i < modules.length; i++) modules[i] = ((masked[i] ?? 0) >> bestMask) & 1;
   return { size, modules, maskPattern: bestMask };
-}
-
-/**
- * Per symbol size, one byte per module whose bit p is what to XOR onto the mask-0 symbol to get
- * mask p instead, format bits included. Function patterns depend only on the version (hence the
- * size), and the modulo-heavy mask formulas would otherwise dominate, so this is computed once.
- */
-const laneCache = new Map<number, Uint8Array>();
-
-function remaskLanes(size: number, reserved: Uint8Array): Uint8Array {
-  const cached = laneCache.get(size);
-  if (cached) return cached;
-  const lanes = new Uint8Array(size * size);
-  const table = new Uint8Array(size * size);
-  for (let mask = 0; mask < 8; mask++) {
-    table.fill(0);
-    for (let row = 0, i = 0; row < size; row++) {
-      for (let col = 0; col < size; col++, i++) {
-        if (!reserved[i]) table[i] = maskBit(0, row, col) ^ maskBit(mask, row, col);
-      }
-    }
-    writeFormatInfo(table, size, formatInfoBits(0) ^ formatInfoBits(mask));
-    for (let i = 0; i < table.length; i++) lanes[i] = (lanes[i] ?? 0) | ((table[i] ?? 0) << mask);
-  }
-  laneCache.set(size, lanes);
-  return lanes;
-}
-
-function maskBit(mask: number, i: number, j: number): number {
-  let on: boolean;
-  switch (mask) {
-    case 0: on = (i + j) % 2 === 0; break;
-    case 1: on = i % 2 === 0; break;
-    case 2: on = j % 3 === 0; break;
-    case 3: on = (i + j) % 3 === 0; break;
-    case 4: on = (Math.floor(i / 2) + Math.floor(j / 3)) % 2 === 0; break;
-    case 5: on = ((i * j) % 2) + ((i * j) % 3) === 0; break;
-    case 6: on = (((i * j) % 2) + ((i * j) % 3)) % 2 === 0; break;
-    default: on = (((i * j) % 3) + ((i + j) % 2)) % 2 === 0; break;
-  }
-  return on ? 1 : 0;
-}
-
-/** Error correction level M has the 2-bit indicator 00, so the format data is just the mask. */
-export function formatInfoBits(mask: number): number {
-  const generator = 0x537;
-  let remainder = mask << 10;
-  for (let bit = 14; bit >= 10; bit--) {
-    if (remainder & (1 << bit)) remainder ^= generator << (bit - 10);
-  }
-  return ((mask << 10) | remainder) ^ 0x5412;
-}
-
-/** The 15 format bits at their two places (ISO/IEC 18004 figure 25, `qrcode`'s setupFormatInfo). */
-function writeFormatInfo(modules: Uint8Array, size: number, bits: number): void {
-  for (let i = 0; i < 15; i++) {
-    const bit = (bits >> i) & 1;
-    const vRow = i < 6 ? i : i < 8 ? i + 1 : size - 15 + i;
-    const hCol = i < 8 ? size - i - 1 : i < 9 ? 15 - i : 14 - i;
-    modules[vRow * size + 8] = bit;
-    modules[8 * size + hCol] = bit;
-  }
 }
 
 /*
@@ -248,30 +183,38 @@ function rasterize(matrix: QrMatrix, scale: number, margin: number, width: numbe
   for (let row = 0; row < size; row++) {
     const first = (margin + row) * scale * stride;
     drawModuleRow(raw, first + 1, modules, row * size, size, margin * scale, scale);
-    for (let copy = 1; copy < scale; copy++) {
-      raw.copy(raw, first + copy * stride, first, first + stride);
-    }
+    // TypedArray's copyWithin: Buffer#copy's call into C++ cost more than the 30-odd bytes it moves.
+    for (let copy = 1; copy < scale; copy++) raw.copyWithin(first + copy * stride, first, first + stride);
   }
   return raw;
 }
 
-function drawModuleRow(
-  raw: Buffer,
-  lineStart: number,
-  modules: Uint8Array,
-  rowStart: number,
-  size: number,
-  xOffset: number,
-  scale: number,
-): void {
-  for (let col = 0; col < size; col++) {
-    if (!modules[rowStart + col]) continue;
-    const x0 = xOffset + col * scale;
-    for (let x = x0; x < x0 + scale; x++) {
-      const at = lineStart + (x >> 3);
-      raw[at] = (raw[at] ?? 0) & ~(0x80 >> (x & 7));
+/** Each run of dark modules in the row as one range of dark pixels. */
+function drawModuleRow(raw: Buffer, lineStart: number, modules: Uint8Array, rowStart: number, size: number, xOffset: number, scale: number): void {
+  for (let col = 0; col < size; ) {
+    if (!modules[rowStart + col]) {
+      col++;
+      continue;
     }
+    const from = col;
+    while (col < size && modules[rowStart + col]) col++;
+    darken(raw, lineStart, xOffset + from * scale, xOffset + col * scale);
   }
+}
+
+/** Clears pixels x0 to x1 (exclusive) of a 1-bit scanline: 0 is black. */
+function darken(raw: Buffer, lineStart: number, x0: number, x1: number): void {
+  const firstByte = lineStart + (x0 >> 3);
+  const lastByte = lineStart + ((x1 - 1) >> 3);
+  const head = 0xff >> (x0 & 7);
+  const tail = (0xff << (7 - ((x1 - 1) & 7))) & 0xff;
+  if (firstByte === lastByte) {
+    raw[firstByte] = (raw[firstByte] ?? 0) & ~(head & tail);
+    return;
+  }
+  raw[firstByte] = (raw[firstByte] ?? 0) & ~head;
+  for (let at = firstByte + 1; at < lastByte; at++) raw[at] = 0;
+  raw[lastByte] = (raw[lastByte] ?? 0) & ~tail;
 }
 
 function pngChunk(type: string, data: Buffer): Buffer {

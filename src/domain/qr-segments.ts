@@ -1,4 +1,4 @@
-import type { QRCodeSegment } from 'qrcode';
+import type { QrDataSegment } from './qr-symbol.js';
 
 interface QrSegment {
   data: string;
@@ -33,7 +33,7 @@ function splitDigits(run: string): QrSegment[] {
  * search over every mode for every run of characters) was a third of the CPU of a QR code; this
  * gives the same or a marginally longer bit stream in microseconds.
  */
-export function qrSegments(text: string): QRCodeSegment[] {
+export function qrSegments(text: string): QrDataSegment[] {
   return segmentText(text).map((s) =>
     s.mode === 'byte' ? { mode: 'byte', data: Buffer.from(s.data, 'utf8') } : s.mode === 'numeric' ? { mode: 'numeric', data: s.data } : { mode: 'alphanumeric', data: s.data },
   );

@@ -2,7 +2,8 @@ import { createRequire } from 'node:module';
 import { PNG } from 'pngjs';
 import QRCode from 'qrcode';
 import { describe, expect, it } from 'vitest';
-import { buildQrMatrix, encodeQrPng, formatInfoBits, qrPngBase64 } from '../../src/domain/qr-png.js';
+import { buildQrMatrix, encodeQrPng, qrPngBase64 } from '../../src/domain/qr-png.js';
+import { encodeQrSymbol, formatInfoBits } from '../../src/domain/qr-symbol.js';
 import { qrSegments } from '../../src/domain/qr-segments.js';
 import { decodeQrImage } from '../helpers/qr-decode.js';
 
@@ -151,6 +152,49 @@ describe('buildQrMatrix', () => {
     }
     // The comparison only means something if several masks actually won.
     expect(masks.size).toBeGreaterThan(3);
+  });
+
+  it('matches qrcode at every version from 1 to 40, in each mode and mixed', () => {
+    // A seeded generator: the same texts on every run.
+    let seed = 0x2f6b3c1d;
+    const random = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return (seed >>> 8) % n;
+    };
+    const pools = ['0123456789', '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ $%*+-./:', 'abcdefghijklmnopqrstuvwxyzЯБВГД'];
+    const textOf = (kind: number, length: number): string => {
+      let text = '';
+      while (text.length < length) {
+        const pool = pools[kind === 3 ? random(3) : kind] as string;
+        const run = kind === 3 ? random(24) + 1 : 1;
+        for (let i = 0; i < run; i++) text += pool[random(pool.length)] as string;
+      }
+      return text.slice(0, length);
+    };
+    for (let kind = 0; kind < 4; kind++) {
+      const versions = new Set<number>();
+      // The first text of each version, found by lengths growing 1% a step, is compared.
+      for (let length = 1; ; length = Math.ceil(length * 1.01) + 1) {
+        const text = textOf(kind, length);
+        const segments = qrSegments(text);
+        let version: number;
+        try {
+          version = encodeQrSymbol(segments).version;
+        } catch (err) {
+          expect(err).toBeInstanceOf(RangeError);
+          expect(() => QRCode.create(segments, { errorCorrectionLevel: 'M' })).toThrow();
+          break;
+        }
+        if (versions.has(version)) continue;
+        versions.add(version);
+        const expected = QRCode.create(segments, { errorCorrectionLevel: 'M' });
+        const actual = buildQrMatrix(text);
+        expect(actual.size).toBe(expected.modules.size);
+        expect(actual.maskPattern).toBe(expected.maskPattern);
+        expect(Buffer.from(actual.modules).equals(Buffer.from(expected.modules.data))).toBe(true);
+      }
+      expect(versions.size).toBe(40);
+    }
   });
 
   it('encodes format information as ISO/IEC 18004 table C.1 lists for level M', () => {
