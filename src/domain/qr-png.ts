@@ -65,18 +65,18 @@ export function buildQrMatrix(text: string): QrMatrix {
  * for every mask; a rule that holds adds its points to `points[byte]`, and each mask's total is
  * read back from the bytes that have its bit set.
  */
-function lowestPenaltyMask(sliced: Uint8Array, size: number): number {
+function lowestPenaltyMask(masked: Uint8Array, size: number): number {
   const points = new Uint32Array(256);
   const dark = new Uint32Array(256);
   const column = new Uint8Array(size);
   for (let n = 0; n < size; n++) {
-    linePoints(sliced.subarray(n * size, n * size + size), points);
-    for (let k = 0; k < size; k++) column[k] = sliced[k * size + n] ?? 0;
+    linePoints(masked.subarray(n * size, n * size + size), points);
+    for (let k = 0; k < size; k++) column[k] = masked[k * size + n] ?? 0;
     linePoints(column, points);
   }
-  blockPoints(sliced, size, points);
-  for (let i = 0; i < sliced.length; i++) {
-    const v = sliced[i] ?? 0;
+  blockPoints(masked, size, points);
+  for (let i = 0; i < masked.length; i++) {
+    const v = masked[i] ?? 0;
     dark[v] = (dark[v] ?? 0) + 1;
   }
   let best = 0;
@@ -90,7 +90,7 @@ function lowestPenaltyMask(sliced: Uint8Array, size: number): number {
         darkCount += dark[v] ?? 0;
       }
     }
-    penalty += Math.abs(Math.ceil((darkCount * 100) / sliced.length / 5) - 10) * 10;
+    penalty += Math.abs(Math.ceil((darkCount * 100) / masked.length / 5) - 10) * 10;
     if (penalty < bestPenalty) {
       bestPenalty = penalty;
       best = mask;
