@@ -82,9 +82,13 @@ describe('encodeQrPng', () => {
     expect([...ihdr.subarray(8)]).toEqual([1, 0, 0, 0, 0]); // depth 1, gray, deflate, filter 0, no interlace
   });
 
-  it('draws each module as scale x scale pixels inside a white quiet zone', () => {
-    const scale = 3;
-    const margin = 2;
+  // 4 pixels a module after an even quiet zone is drawn two modules to a byte; the others run by run.
+  it.each([
+    [3, 2],
+    [4, 4],
+    [4, 1],
+    [8, 1],
+  ])('draws each module as scale x scale pixels inside a white quiet zone (scale %i, margin %i)', (scale, margin) => {
     const { size, modules } = buildQrMatrix(SHORT);
     const image = PNG.sync.read(encodeQrPng(SHORT, { scale, margin }));
     expect(image.width).toBe((size + 2 * margin) * scale);
