@@ -1,6 +1,6 @@
 /**
  * The zlib stream (RFC 1950) of a QR image's PNG scanlines, written straight from its distinct
- * rows: each scanline is sent once and its repeats as one back-reference to the row above. The
+ * rows: each scanline is sent once and its repeats as back-references to the row above. The
  * image needs no search for repeats, since it is drawn a module row `scale` times over, and
  * zlib's deflateSync spent most of its time on each small image setting up its state (a 256 KB
  * window and hash tables, and a stream object).
