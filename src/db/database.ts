@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, Migrator, PostgresDialect, sql, type Dialect, type Migration, type MigrationProvider } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -7,7 +6,7 @@ import type { Database } from './db.types.js';
 import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
 import { requestsFirstPool } from './requests-first-pool.driver.js';
-import { initializeEmbeddedCluster } from './embedded-cluster.initializer.js';
+import { initializeEmbeddedCluster, initializeEmbeddedClusterOnDisk, isInMemory } from './embedded-cluster.initializer.js';
 import { tracedDialect } from './traced.driver.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import type { WorkPriority } from './work-priority.js';
@@ -170,11 +169,6 @@ function createPgDialect(url: string, opts: DatabaseOptions) {
 /** The embedded database (PGlite): one connection, in this process. */
 export type EmbeddedDatabase = PGlite;
 
-/** DATA_DIR names no directory: the embedded database lives in memory. */
-export function isInMemory(dataDir: string): boolean {
-  return dataDir === 'memory://' || dataDir === '';
-}
-
 /** An in-memory embedded database, started from `image` (PGlite's dumpDataDir) or from a new cluster. */
 export async function startEmbeddedDatabase(image?: Blob): Promise<EmbeddedDatabase> {
   const start = image ?? (await initializeEmbeddedCluster(null));
@@ -189,8 +183,7 @@ async function createPgliteDialect(opts: DatabaseOptions): Promise<Dialect> {
   } else if (isInMemory(dataDir)) {
     client = await startEmbeddedDatabase(opts.image);
   } else {
-    mkdirSync(dataDir, { recursive: true });
-    await initializeEmbeddedCluster(dataDir);
+    await initializeEmbeddedClusterOnDisk(dataDir);
     client = await PGlite.create({ dataDir, startParams: EMBEDDED_START_PARAMS });
   }
   const embedded = new PGliteDialect(client);

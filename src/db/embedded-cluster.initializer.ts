@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,4 +50,15 @@ export async function initializeEmbeddedCluster(dataDir: string | null): Promise
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** DATA_DIR names no directory: the embedded database lives in memory. */
+export function isInMemory(dataDir: string): boolean {
+  return dataDir === 'memory://' || dataDir === '';
+}
+
+/** The embedded cluster in `dataDir`, made by initdb unless it is there already. */
+export async function initializeEmbeddedClusterOnDisk(dataDir: string): Promise<void> {
+  mkdirSync(dataDir, { recursive: true });
+  await initializeEmbeddedCluster(dataDir);
 }
