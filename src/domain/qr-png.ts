@@ -170,13 +170,14 @@ export function encodeMatrixPng(matrix: QrMatrix, scale: number, margin: number)
   header.writeUInt32BE(width, 4);
   header[8] = 1;
   header[9] = 0;
-  const idat = deflateRepeatedRows(scanlines(matrix, scale, margin, width), 1 + Math.ceil(width / 8));
+  // A filter byte, then the row's pixels at 8 to a byte.
+  const stride = 1 + Math.ceil(width / 8);
+  const idat = deflateRepeatedRows(scanlines(matrix, scale, margin, stride), stride);
   return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', header), pngChunk('IDAT', idat), IEND]);
 }
 
 /** Each module row's scanline once, drawn `scale` times, inside the white quiet zone's lines. */
-function scanlines(matrix: QrMatrix, scale: number, margin: number, width: number): RepeatedRow[] {
-  const stride = 1 + Math.ceil(width / 8);
+function scanlines(matrix: QrMatrix, scale: number, margin: number, stride: number): RepeatedRow[] {
   // Filter byte 0, then white: the pixels the modules leave, and the padding bits of the last byte.
   const blank = () => {
     const line = new Uint8Array(stride).fill(0xff);
