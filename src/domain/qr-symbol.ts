@@ -33,12 +33,8 @@ for (let i = 0; i < ALPHANUMERIC.length; i++) ALPHANUMERIC_VALUE[ALPHANUMERIC.ch
 const dataCodewords = (version: number): number => (TOTAL_CODEWORDS[version - 1] ?? 0) - (EC_CODEWORDS[version - 1] ?? 0);
 const countBits = (mode: QrDataSegment['mode'], version: number): number => COUNT_BITS[mode][version < 10 ? 0 : version < 27 ? 1 : 2];
 
-function segmentLength(segment: QrDataSegment): number {
-  return segment.data.length;
-}
-
 function payloadBits(segment: QrDataSegment): number {
-  const n = segmentLength(segment);
+  const n = segment.data.length;
   if (segment.mode === 'numeric') return 10 * Math.floor(n / 3) + (n % 3 === 0 ? 0 : (n % 3) * 3 + 1);
   if (segment.mode === 'alphanumeric') return 11 * Math.floor(n / 2) + 6 * (n % 2);
   return 8 * n;
@@ -78,7 +74,7 @@ function checkedAlphanumeric(data: string, i: number): number {
 
 function writeSegment(out: BitWriter, segment: QrDataSegment, version: number): void {
   out.put(MODE_BITS[segment.mode], 4);
-  out.put(segmentLength(segment), countBits(segment.mode, version));
+  out.put(segment.data.length, countBits(segment.mode, version));
   if (segment.mode === 'byte') {
     for (const byte of segment.data) out.put(byte, 8);
     return;
