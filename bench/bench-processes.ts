@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { setPriority, tmpdir } from 'node:os';
+import { loadavg, setPriority, tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import pg from 'pg';
@@ -270,4 +270,29 @@ export async function fetchJson(url: string, init: RequestInit = {}): Promise<Re
   const res = await fetch(url, init);
   if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
   return (await res.json()) as Record<string, unknown>;
+}
+
+/** What share of the machine's CPU time was busy, by /proc/stat, between two readings. */
+function cpuTimes(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'latin1').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+  const total = fields.reduce((a, b) => a + b, 0);
+  // user nice system idle iowait ...: idle and iowait are the idle time.
+  return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
+}
+
+export interface Machine {
+  /** Load average (1 min) at the start and the end of the phase. */
+  load: [number, number];
+  /** Busy share of all CPUs over the phase, every process on the machine counted. */
+  busyPct: number;
+}
+
+/** `run`, and what the whole machine did meanwhile. */
+export async function observed<T>(run: () => Promise<T>): Promise<{ value: T; machine: Machine }> {
+  const load0 = loadavg()[0] ?? 0;
+  const cpu0 = cpuTimes();
+  const value = await run();
+  const cpu1 = cpuTimes();
+  const busyPct = Math.round((100 * (cpu1.busy - cpu0.busy)) / Math.max(1, cpu1.total - cpu0.total));
+  return { value, machine: { load: [load0, loadavg()[0] ?? 0], busyPct } };
 }

@@ -12,12 +12,12 @@
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createDatabase, migrateToLatest } from '../src/db/database.js';
-import { exitedChildrenCpuMs, freshDatabase, postgresCpuMs } from './bench-processes.js';
+import { exitedChildrenCpuMs, freshDatabase, observed, postgresCpuMs, type Machine } from './bench-processes.js';
 import { activityPer, databaseActivity, lifecyclePeak, PEAK_WARMUP_PAYMENTS, type DatabaseActivity, type LifecyclePeak, type PeakCpu, type TableWrites } from './lifecycle.bench.js';
 
 const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
@@ -157,30 +157,6 @@ async function checkLife(url: string, script: string): Promise<void> {
     return rows;
   });
   if (state.length !== 1 || !state[0]?.ok) throw new Error(`the life's check left ${state.length} payments, not one confirmed and delivered once:\n${run.out}`);
-}
-
-/** What share of the machine's CPU time was busy, by /proc/stat, between two readings. */
-function cpuTimes(): { busy: number; total: number } {
-  const fields = readFileSync('/proc/stat', 'latin1').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
-  const total = fields.reduce((a, b) => a + b, 0);
-  // user nice system idle iowait ...: idle and iowait are the idle time.
-  return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
-}
-
-interface Machine {
-  /** Load average (1 min) at the start and the end of the phase. */
-  load: [number, number];
-  /** Busy share of all CPUs over the phase, every process on the machine counted. */
-  busyPct: number;
-}
-
-async function observed<T>(run: () => Promise<T>): Promise<{ value: T; machine: Machine }> {
-  const load0 = loadavg()[0] ?? 0;
-  const cpu0 = cpuTimes();
-  const value = await run();
-  const cpu1 = cpuTimes();
-  const busyPct = Math.round((100 * (cpu1.busy - cpu0.busy)) / Math.max(1, cpu1.total - cpu0.total));
-  return { value, machine: { load: [load0, loadavg()[0] ?? 0], busyPct } };
 }
 
 export interface CeilingPgbench {

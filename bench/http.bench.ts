@@ -10,6 +10,7 @@ import { UNLIMITED_RATES, apiEnv, createPartner, freePort, freshDatabase, startP
 import { pacedLoad, type PacedResult } from './paced-load.js';
 import { lifecycleBench, lifecycleTable, splitLifecycleTable, type LifecycleLayout, type LifecycleResult } from './lifecycle.bench.js';
 import { rolesBench, rolesTable } from './roles.bench.js';
+import { testSuiteRun, testSuiteTable } from './test-suite.bench.js';
 
 /**
  * `npm run bench`: the service on PostgreSQL and on PGlite against a bare Fastify baseline, in
@@ -29,13 +30,14 @@ const INVOICES_PER_REGISTER = 1500;
 const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** `--stores=postgres` and `--endpoints=read,pay` narrow a run while working on one path. */
 const STORES = (flag('stores') ?? 'postgres,pglite').split(',');
-const ENDPOINTS = (flag('endpoints') ?? 'read,search,pay,status,qrflood,lifecycle,roles,ceiling').split(',');
+const ENDPOINTS = (flag('endpoints') ?? 'suite,read,search,pay,status,qrflood,lifecycle,roles,ceiling').split(',');
 /**
- * `lifecycle`, `roles` and `ceiling` are not one endpoint of one store: they run after them
- * (bench/lifecycle.bench.ts, bench/roles.bench.ts, and `npm run bench:ceiling`, whose table the
- * results take in).
+ * `suite`, `lifecycle`, `roles` and `ceiling` are not one endpoint of one store: the test suite
+ * runs before them (bench/test-suite.bench.ts), the others after them (bench/lifecycle.bench.ts,
+ * bench/roles.bench.ts, and `npm run bench:ceiling`, whose table the results take in).
  */
-const STORE_ENDPOINTS = ENDPOINTS.filter((name) => name !== 'lifecycle' && name !== 'roles' && name !== 'ceiling');
+const WHOLE_PHASES = ['suite', 'lifecycle', 'roles', 'ceiling'];
+const STORE_ENDPOINTS = ENDPOINTS.filter((name) => !WHOLE_PHASES.includes(name));
 /** `qrflood`: connections flooding one payment's QR landing page, and the partner API's pace meanwhile. */
 const QR_FLOOD_CONNECTIONS = 50;
 const QR_FLOOD_PARTNER_RATE = 20;
@@ -533,6 +535,7 @@ async function tracedRows(fixtures: string, measureBaseline: () => Promise<numbe
 async function main(): Promise<void> {
   const started = Date.now();
   if (!FROM_SOURCE) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
+  const suite = ENDPOINTS.includes('suite') ? await testSuiteRun() : null;
   const basePort = await freePort();
   const baseline = await startProcess(['bench/baseline-server.ts', String(basePort)], {}, `http://127.0.0.1:${basePort}/hello`, IDLE_HELPER_FLAGS);
   const baselines: number[] = [];
@@ -586,13 +589,13 @@ async function main(): Promise<void> {
 
   const payPeak = rows.find((r) => r.store === 'postgres' && r.endpoint === 'POST /payments')?.peakRps ?? null;
   const storeTable = rows.length > 0 ? table(baselines, baselineHalf, rows, rss, fanOut, floods) : floodTable(floods).join('\n').trim();
-  const md = [...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(split ? [splitLifecycleTable(split), ''] : []), ...(roles ? [rolesTable(roles)] : []), ...(ceiling ? ['', ceiling.md.trim()] : [])].join('\n');
+  const md = [...(suite ? [testSuiteTable(suite), ''] : []), ...(storeTable ? [storeTable, ''] : []), ...(lifecycle ? [lifecycleTable(lifecycle, payPeak), ''] : []), ...(split ? [splitLifecycleTable(split), ''] : []), ...(roles ? [rolesTable(roles)] : []), ...(ceiling ? ['', ceiling.md.trim()] : [])].join('\n');
   mkdirSync('bench/results', { recursive: true });
   // Only a full run replaces the recorded results; narrowed or shortened runs land beside them.
   const full = !flag('stores') && !flag('endpoints') && !flag('duration') && flag('tracing') === undefined && !flag('roles-backlog') && !QR_LIMIT && !CPU_PROF && !TRACE_GC && !MEMORY && !STALLS && !FROM_SOURCE;
   const out = full ? 'bench/results/latest' : 'bench/results/partial';
   writeFileSync(`${out}.md`, `${md}\n`);
-  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, lifecycleSplit: split, roles, ceiling: ceiling?.json ?? null }, null, 2));
+  writeFileSync(`${out}.json`, JSON.stringify({ date: new Date().toISOString(), node: process.version, durationS: DURATION_S, connections: CONNECTIONS, warmupS: WARMUP_S, baselines, baselineHalf, rows, rssMb: rss, fanOut, qrFlood: floods, lifecycle, lifecycleSplit: split, roles, ceiling: ceiling?.json ?? null, testSuite: suite }, null, 2));
   console.log(`\n${md}\n\nbench took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
