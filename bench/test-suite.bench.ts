@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import vitestConfig from '../vitest.config.js';
 import { observed, type Machine } from './bench-processes.js';
 
 /** The goal for the suite's wall time on a 2-core machine. */
@@ -37,8 +38,9 @@ export async function testSuiteRun(): Promise<SuiteRun> {
   const env = { ...process.env };
   delete env.DATABASE_URL;
   delete env.REDIS_URL;
-  // The config's reporters again, and the json one for the counts.
-  const args = ['test', '--', '--reporter=default', '--reporter=./test/helpers/skipped-tests.reporter.ts', '--reporter=json', `--outputFile.json=${report}`];
+  // Reporters named on the command line replace the config's: its own, then the json one for the counts.
+  const configured = [vitestConfig.test?.reporters ?? []].flat().filter((r): r is string => typeof r === 'string');
+  const args = ['test', '--', ...configured.map((r) => `--reporter=${r}`), '--reporter=json', `--outputFile.json=${report}`];
   try {
     const { value, machine } = await observed(
       () =>
