@@ -1,4 +1,4 @@
-import { expect, it, type TestContext as VitestContext } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import type { InvoiceFixture } from '../../simulator/fixtures.schema.js';
@@ -9,9 +9,6 @@ import type { InvoiceFixture } from '../../simulator/fixtures.schema.js';
  * (the simulator's `loaded` fault: each request waits longer the more of etax's requests are in
  * flight) holds its limit well below the cap. The job runs for real against the simulator over
  * HTTP; the assertions read the limit the job exposes (`ministry_concurrency_limit`).
- *
- * The two tests run at once, each with its own service and simulator: almost all of their time
- * is the simulator's delays, which hold a test worker while it does nothing else.
  */
 const WAITING = 40;
 const START = 4;
@@ -28,6 +25,13 @@ const REGISTER = '8200011';
 const LOADED = { source: 'etax', mode: 'loaded', delayMs: 0, perInFlightMs: 80 };
 /** etax's answers take this long whatever the load: slow, but no slower with more calls in flight. */
 const SLOW_MS = 100;
+let ctx: TestContext | undefined;
+
+afterEach(async () => {
+  await ctx?.close();
+  ctx = undefined;
+});
+
 function fixture(refNum: string): InvoiceFixture {
   return {
     source: 'etax',
@@ -43,12 +47,12 @@ function fixture(refNum: string): InvoiceFixture {
 }
 
 /** A context with WAITING submitted etax payments that nobody approves: each round checks every one again. */
-async function withWaitingPayments(onTestFinished: VitestContext['onTestFinished']): Promise<{ c: TestContext; paymentIds: string[] }> {
+async function withWaitingPayments(): Promise<{ c: TestContext; paymentIds: string[] }> {
   // A check interval far longer than a round: within one, a checked payment is not due again.
   const c = await createTestContext({
     config: { ministryTimeoutMs: 5000, confirmConcurrencyPerSource: START, confirmConcurrencyMaxPerSource: CAP, confirmPollMs: 60_000, confirmBackoffMaxMs: 60_000 },
   });
-  onTestFinished(() => c.close());
+  ctx = c;
   const refs = Array.from({ length: WAITING }, (_, i) => `ADAPT-ET-${i}`);
   await c.sim('/__control/invoices', { invoices: refs.map(fixture) });
   const { apiKey } = await c.partner();
@@ -82,8 +86,8 @@ async function checksMade(c: TestContext, paymentIds: string[]): Promise<number>
   return rows.reduce((sum, r) => sum + r.check_attempts, 0);
 }
 
-it.concurrent('gives a system that is slow whatever the load more slots, and backs off once its latency rises with load', async ({ expect, onTestFinished }) => {
-  const { c, paymentIds } = await withWaitingPayments(onTestFinished);
+it('gives a system that is slow whatever the load more slots, and backs off once its latency rises with load', async () => {
+  const { c, paymentIds } = await withWaitingPayments();
   expect(await etaxLimit(c)).toBe(START);
 
   await c.sim('/__control/faults', { source: 'etax', mode: 'slow', delayMs: SLOW_MS });
@@ -101,8 +105,8 @@ it.concurrent('gives a system that is slow whatever the load more slots, and bac
   expect(await checkInvariants(kyselyRunner(c.deps.db))).toEqual([]);
 }, 60_000);
 
-it.concurrent('keeps a system whose latency rises with its calls in flight well below the cap', async ({ expect, onTestFinished }) => {
-  const { c, paymentIds } = await withWaitingPayments(onTestFinished);
+it('keeps a system whose latency rises with its calls in flight well below the cap', async () => {
+  const { c, paymentIds } = await withWaitingPayments();
   await c.sim('/__control/faults', LOADED);
   for (let round = 0; round < 3; round++) await checkRound(c);
   expect(await checksMade(c, paymentIds)).toBe(3 * WAITING);
