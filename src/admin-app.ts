@@ -1,5 +1,6 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { createFastify } from './http/fastify-instance.js';
+import type { SchemaCompilers } from './http/schema-compilers.js';
 import { adminRoutes } from './http/routes/admin.routes.js';
 import { consoleRoutes } from './http/routes/console.routes.js';
 import type { Operator } from './http/plugins/admin-auth.plugin.js';
@@ -23,13 +24,13 @@ export interface AdminAppOptions {
   allowedHosts: readonly string[];
   services: AdminServices;
   metrics?: Metrics;
-  /** As the partner API's (AppOptions.validatorCompiler). */
-  validatorCompiler?: FastifySchemaCompiler<unknown>;
+  /** As the partner API's (AppOptions.schemaCompilers). */
+  schemaCompilers?: SchemaCompilers;
 }
 
 /** The operator listener: the console, partner management, the back office and metrics; bound to loopback by the entry point. */
 export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInstance> {
-  const app = createFastify(opts.logger, { bodyLimit: 16 * 1024 }, opts.validatorCompiler);
+  const app = createFastify(opts.logger, { bodyLimit: 16 * 1024 }, opts.schemaCompilers);
   registerAdminHostCheck(app, opts.allowedHosts);
   await app.register(consoleRoutes);
   await app.register(adminRoutes, { operators: opts.operators, ...opts.services });

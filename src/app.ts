@@ -1,5 +1,6 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifySchemaCompiler } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { createFastify } from './http/fastify-instance.js';
+import type { SchemaCompilers } from './http/schema-compilers.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
 import { requestSpanLoggerFactory } from './http/request-logger.js';
@@ -38,10 +39,10 @@ export interface AppOptions {
   /** The tracer the services use (deps.tracer), so a request's span is the parent of what it calls; a local one when left out. */
   tracer?: Tracer;
   /**
-   * Compiles the routes' schemas (createValidatorCompiler); a fresh one when left out. One shared
-   * by the apps of a process compiles each schema once: the test suite builds hundreds of apps.
+   * Compile the routes' schemas (createSchemaCompilers); fresh ones when left out. Shared by the
+   * apps of a process, they compile each schema once: the test suite builds hundreds of apps.
    */
-  validatorCompiler?: FastifySchemaCompiler<unknown>;
+  schemaCompilers?: SchemaCompilers;
 }
 
 export const API_PREFIX = '/api/v1';
@@ -57,7 +58,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
       ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
     },
-    opts.validatorCompiler,
+    opts.schemaCompilers,
   );
   registerTracing(app, tracer);
   if (opts.requestActivity) registerRequestActivity(app, opts.requestActivity);

@@ -1,9 +1,9 @@
-import Fastify, { type FastifyBaseLogger, type FastifySchemaCompiler, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { frameworkErrors, registerErrorHandling } from './plugins/errors.plugin.js';
 import { clientErrorHandler } from './client-error.handler.js';
 import { genReqId, registerRequestId } from './plugins/request-id.plugin.js';
-import { createValidatorCompiler } from './validation.js';
+import { createSchemaCompilers, type SchemaCompilers } from './schema-compilers.js';
 
 /**
  * A Fastify instance with what both listeners share: request ids, schema validation in the
@@ -12,10 +12,11 @@ import { createValidatorCompiler } from './validation.js';
 export function createFastify(
   logger: FastifyBaseLogger,
   options: Pick<FastifyServerOptions, 'bodyLimit' | 'childLoggerFactory' | 'routerOptions' | 'trustProxy'>,
-  validatorCompiler: FastifySchemaCompiler<unknown> = createValidatorCompiler(),
+  compilers: SchemaCompilers = createSchemaCompilers(),
 ) {
   const app = Fastify({ loggerInstance: logger, genReqId, frameworkErrors, clientErrorHandler, ...options }).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(compilers.validator);
+  app.setSerializerCompiler(compilers.serializer);
   registerRequestId(app);
   registerErrorHandling(app);
   return app;

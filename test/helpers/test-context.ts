@@ -17,13 +17,13 @@ import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 import { testFixtures } from './fixtures.js';
 import { attachContract } from './contract.js';
 import { listenLocal } from './listen-local.js';
-import { createValidatorCompiler } from '../../src/http/validation.js';
+import { createSchemaCompilers } from '../../src/http/schema-compilers.js';
 
 /**
- * Every context of a test worker compiles its routes' schemas with this one compiler, which keeps
- * each compiled schema: a context's own took a fifth of its start.
+ * Every context of a test worker compiles its routes' schemas with these compilers, which keep
+ * each compiled schema: a context's own validators took a fifth of its start.
  */
-const validatorCompiler = createValidatorCompiler();
+const schemaCompilers = createSchemaCompilers();
 
 export interface TestContext {
   config: Config;
@@ -104,7 +104,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     trustProxy: config.trustProxy,
     requestActivity: deps.requestActivity,
     tracer: deps.tracer,
-    validatorCompiler,
+    schemaCompilers,
   });
   // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
   const contract = attachContract(app);
@@ -114,7 +114,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     allowedHosts: config.adminAllowedHosts,
     services: deps.admin,
     metrics: deps.metrics,
-    validatorCompiler,
+    schemaCompilers,
   });
 
   return {
