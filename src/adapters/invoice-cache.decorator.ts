@@ -91,5 +91,10 @@ export function invalidatingPayments(repo: PaymentRepository, cache: InvoiceCach
       cache.forget(paid ?? []);
       return paid;
     },
+    async markConfirmedIfSettled(input) {
+      const paid = await repo.markConfirmedIfSettled(input);
+      if (Array.isArray(paid)) cache.forget(paid);
+      return paid;
+    },
   };
 }

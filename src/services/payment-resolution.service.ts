@@ -96,11 +96,16 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
    * the ministry shows. False when another actor moved the payment first.
    */
   async function confirm(payment: PaymentRow, refNum: string, paidAt: Date, why: PaymentChange): Promise<boolean> {
-    const remaining = await remainingBalance(payment, refNum);
     const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
-    const at = now();
-    const change = remaining ? { ...why, detail: { ...why.detail, remainingBalance: remaining } } : why;
-    const paid = await deps.payments.markConfirmed({ id: payment.id, at, paidAt, outbox, why: change, remaining });
+    // Most payments settle their invoice: confirmed in one statement that also checks the books.
+    let at = now();
+    let paid = await deps.payments.markConfirmedIfSettled({ id: payment.id, at, paidAt, outbox, why });
+    if (paid === 'owing') {
+      const remaining = await remainingBalance(payment, refNum);
+      const change = remaining ? { ...why, detail: { ...why.detail, remainingBalance: remaining } } : why;
+      at = now();
+      paid = await deps.payments.markConfirmed({ id: payment.id, at, paidAt, outbox, why: change, remaining });
+    }
     // The lag watches the confirmation path; a reconciliation confirms hours later by design.
     if (paid && why.cause !== 'reconciliation') deps.onConfirmed?.(payment.source, at.getTime() - paidAt.getTime());
     return paid !== null;

@@ -1,5 +1,5 @@
 import { formatTraceparent, type TraceContext } from '../../domain/trace-context.js';
-import { sql, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
@@ -207,6 +207,22 @@ function paymentInserts(db: Db) {
   };
 }
 
+/**
+ * Our books on the payment's invoice once the payment is confirmed: `whole` when it pays the
+ * balance it was made against, and `owed`, the billed amount less the invoice's other confirmed
+ * part-payments and this one.
+ */
+const booksAfter = (paymentId: string) => sql<{ whole: boolean; owed: string }>`
+  SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
+    SELECT sum(o.amount) FROM payments o
+    WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
+  ), 0) AS owed
+  FROM payments p JOIN invoices i ON i.id = p.invoice_id
+  WHERE p.id = ${paymentId}::uuid`;
+
+/** Whether confirming the payment leaves its invoice owing nothing by our books (owedAfter would be null). */
+const owesNothing = (paymentId: string) => sql<boolean>`SELECT b.whole OR b.owed <= 0 FROM (${booksAfter(paymentId)}) b`;
+
 /** The ministry's answers that move a payment in one statement, with its outbox event. */
 function ministryAnswers(db: Db) {
   return {
@@ -217,15 +233,7 @@ function ministryAnswers(db: Db) {
      */
     async owedAfter(paymentId: string): Promise<string | null> {
       const { rows } = await sql<{ owed: string | null }>`
-        SELECT CASE WHEN b.whole OR b.owed <= 0 THEN NULL ELSE b.owed END AS owed
-        FROM (
-          SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
-            SELECT sum(o.amount) FROM payments o
-            WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
-          ), 0) AS owed
-          FROM payments p JOIN invoices i ON i.id = p.invoice_id
-          WHERE p.id = ${paymentId}::uuid
-        ) b`.execute(db);
+        SELECT CASE WHEN b.whole OR b.owed <= 0 THEN NULL ELSE b.owed END AS owed FROM (${booksAfter(paymentId)}) b`.execute(db);
       return rows[0]?.owed ?? null;
     },
 
@@ -256,24 +264,49 @@ function ministryAnswers(db: Db) {
      */
     async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange; remaining?: string | null }): Promise<string[] | null> {
       if (input.remaining) return markPartConfirmed(db, { ...input, remaining: input.remaining });
-      const move = paymentMove('ministry_approved');
-      const paid = invoiceMove('payment_confirmed');
-      const { rows } = await sql<{ moved: boolean; ids: string[] }>`
-        WITH moved AS (
-          UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz, next_check_at = NULL
-          WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
-          RETURNING ${paymentColumns}
-        ), paid AS (
-          UPDATE invoices SET status = ${paid.to}, updated_at = ${input.at}::timestamptz
-          WHERE id IN (SELECT pi.invoice_id FROM payment_invoices pi JOIN moved ON pi.payment_id = moved.id WHERE pi.active)
-            AND status IN (${sql.join(paid.from)})
-          RETURNING id
-        ), ${input.outbox.ctes('moved')}
-        SELECT EXISTS (SELECT 1 FROM moved) AS moved, coalesce((SELECT array_agg(id) FROM paid), '{}') AS ids`.execute(db);
-      const row = rows[0];
-      return row?.moved ? row.ids : null;
+      const confirmed = await markWholeConfirmed(db, input, sql`true`);
+      return confirmed === 'owing' ? null : confirmed;
+    },
+
+    /**
+     * markConfirmed for a payment that, by our books, leaves nothing owing on its invoice (what
+     * owedAfter finds null), judged in the same statement: the common confirmation in one round
+     * trip. 'owing' when the books leave a balance, and nothing moved: the caller works out what
+     * is left (owedAfter, the ministry's view) and confirms with it.
+     */
+    async markConfirmedIfSettled(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange }): Promise<string[] | 'owing' | null> {
+      return markWholeConfirmed(db, input, sql`(${owesNothing(input.id)})`);
     },
   };
+}
+
+/**
+ * submitted -> confirmed for the whole balance when `settles` holds (see markConfirmed). 'owing'
+ * when it did not hold; another actor may have moved the payment meanwhile, which the caller's
+ * confirmation with the balance then finds.
+ */
+async function markWholeConfirmed(
+  db: Db,
+  input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange },
+  settles: RawBuilder<unknown>,
+): Promise<string[] | 'owing' | null> {
+  const move = paymentMove('ministry_approved');
+  const paid = invoiceMove('payment_confirmed');
+  const { rows } = await sql<{ moved: boolean; settles: boolean | null; ids: string[] }>`
+    WITH settles AS (SELECT ${settles} AS settles), moved AS (
+      UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz, next_check_at = NULL
+      WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)}) AND (SELECT settles FROM settles)
+      RETURNING ${paymentColumns}
+    ), paid AS (
+      UPDATE invoices SET status = ${paid.to}, updated_at = ${input.at}::timestamptz
+      WHERE id IN (SELECT pi.invoice_id FROM payment_invoices pi JOIN moved ON pi.payment_id = moved.id WHERE pi.active)
+        AND status IN (${sql.join(paid.from)})
+      RETURNING id
+    ), ${input.outbox.ctes('moved')}
+    SELECT EXISTS (SELECT 1 FROM moved) AS moved, (SELECT settles FROM settles) AS settles, coalesce((SELECT array_agg(id) FROM paid), '{}') AS ids`.execute(db);
+  const row = rows[0];
+  if (row?.moved) return row.ids;
+  return row?.settles === false ? 'owing' : null;
 }
 
 /** The caller's unit of work over payments, and the locks a move takes in it. */
