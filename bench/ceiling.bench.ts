@@ -62,10 +62,13 @@ const LIFE: LifeStep[] = [
     name: 'confirmation: claim of the check',
     service: 'shared: 1 claim per pass (every CONFIRM_POLL_MS / 4) for every due payment, after 1 claim of owed ministry cancellations per pass; a payment checked before its approval is rescheduled (1 more) and claimed again',
   },
-  { file: '05-owed-after.sql', name: 'confirmation: balance left', service: '1 statement, 1 round trip (PaymentRepository.owedAfter)' },
-  { file: '06-mark-confirmed.sql', name: 'confirmation: confirmed + invoice paid + event + delivery', service: '1 statement, 1 round trip (PaymentRepository.markConfirmed)' },
-  { file: '07-claim-delivery.sql', name: 'delivery: claim', service: 'shared: 1 claim per pass and lane (normal, slow) for every due delivery, at least every WEBHOOK_POLL_MS' },
-  { file: '08-finish-delivery.sql', name: 'delivery: attempt logged + delivered', service: '1 statement, 1 round trip (WebhookDeliveryRepository.finish)' },
+  {
+    file: '05-mark-confirmed.sql',
+    name: 'confirmation: nothing left owing, so confirmed + invoice paid + event + delivery',
+    service: '1 statement, 1 round trip (PaymentRepository.markConfirmedIfSettled)',
+  },
+  { file: '06-claim-delivery.sql', name: 'delivery: claim', service: 'shared: 1 claim per pass and lane (normal, slow) for every due delivery, at least every WEBHOOK_POLL_MS' },
+  { file: '07-finish-delivery.sql', name: 'delivery: attempt logged + delivered', service: '1 statement, 1 round trip (WebhookDeliveryRepository.finish)' },
 ];
 
 /** SQL commands in a pgbench script: each ends with `;` or `\gset` (comments and meta-commands are none). */

@@ -3,13 +3,13 @@
 -- that also finds the invoice owing nothing after it by our books
 -- (PaymentRepository.markConfirmedIfSettled with EventRepository.outbox, from PaymentResolver's
 -- confirm; a part-payment would move nothing here and take the balance's path).
-WITH settles AS (SELECT (
-  SELECT p.amount >= i.amount OR i.billed_amount - p.amount - coalesce((
+WITH settles AS (SELECT (SELECT b.whole OR b.owed <= 0 FROM (
+  SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
     SELECT sum(o.amount) FROM payments o
     WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
-  ), 0) <= 0
+  ), 0) AS owed
   FROM payments p JOIN invoices i ON i.id = p.invoice_id
-  WHERE p.id = :p_id::uuid) AS settles
+  WHERE p.id = :p_id::uuid) b) AS settles
 ), moved AS (
   UPDATE payments SET status = 'confirmed', status_event = 'ministry_approved', status_cause = 'confirmation_job', status_detail = jsonb_build_object('ministry', 'confirmed', 'confirmedAt', now()), updated_at = now(), paid_at = now(), next_check_at = NULL
   WHERE id = :p_id::uuid AND status IN ('submitted') AND (SELECT settles FROM settles)

@@ -1,4 +1,0 @@
--- The receiver answered 200: the attempt's log row, the delivery delivered and its webhook kept
--- in the normal lane, in one statement (WebhookDeliveryRepository.finish), fenced by the
--- claim's attempt number.
-with "logged" as (insert into "webhook_attempts" ("delivery_id", "webhook_id", "attempt", "succeeded", "status_code", "duration_ms", "error", "next_retry_at", "created_at") values (:d_id::uuid, :d_webhook_id::uuid, :d_lease_token::int, true, 200, 3, NULL, NULL, now()) returning "delivery_id"), "moved" as (update "webhook_deliveries" set "status" = 'delivered', "delivered_at" = now(), "updated_at" = now() where "id" = :d_id::uuid and "status" = 'pending' and "attempts" = :d_lease_token::int returning "webhook_id"), "lane" as (update "webhooks" set "slow_since" = NULL where "id" in (select "webhook_id" from "moved") and "slow_since" is not null returning "id") select "webhook_id", exists (select "id" from "lane") as "moved_lane" from "moved";
