@@ -2,17 +2,18 @@
 -- paid, the `payment.confirmed` outbox event with its deliveries and pushes, in one statement
 -- that also finds the invoice owing nothing after it by our books
 -- (PaymentRepository.markConfirmedIfSettled with EventRepository.outbox, from PaymentResolver's
--- confirm; a part-payment would move nothing here and take the balance's path).
-WITH settles AS (SELECT (SELECT b.whole OR b.owed <= 0 FROM (
+-- confirm; a part-payment would move nothing here and take the balance's path with what the
+-- books leave owing).
+WITH books AS (SELECT b.whole OR b.owed <= 0 AS settles, b.owed FROM (
   SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
     SELECT sum(o.amount) FROM payments o
     WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
   ), 0) AS owed
   FROM payments p JOIN invoices i ON i.id = p.invoice_id
-  WHERE p.id = :p_id::uuid) b) AS settles
-), moved AS (
+  WHERE p.id = :p_id::uuid
+) b), moved AS (
   UPDATE payments SET status = 'confirmed', status_event = 'ministry_approved', status_cause = 'confirmation_job', status_detail = jsonb_build_object('ministry', 'confirmed', 'confirmedAt', now()), updated_at = now(), paid_at = now(), next_check_at = NULL
-  WHERE id = :p_id::uuid AND status IN ('submitted') AND (SELECT settles FROM settles)
+  WHERE id = :p_id::uuid AND status IN ('submitted') AND (SELECT settles FROM books)
   RETURNING "id", "partner_id", "invoice_id", "amount", "source", "status", "failure_reason", "submitted_at", "paid_at", "canceled_at", "next_check_at", "check_attempts", "status_event", "status_cause", "status_detail", "user_id", "qr_text", "remaining_balance", "status_check_until", "status_check_token", "status_checked_at", "expiry_ms", "created_at", "updated_at"
 ), paid AS (
   UPDATE invoices SET status = 'paid', updated_at = now()
@@ -35,4 +36,5 @@ WITH settles AS (SELECT (SELECT b.whole OR b.owed <= 0 FROM (
   JOIN devices d ON d.partner_id = s.partner_id AND d.user_id = s.user_id
   WHERE s.user_id IS NOT NULL
 )
-SELECT EXISTS (SELECT 1 FROM moved) AS moved, (SELECT settles FROM settles) AS settles, coalesce((SELECT array_agg(id) FROM paid), '{}') AS ids;
+SELECT EXISTS (SELECT 1 FROM moved) AS moved, (SELECT settles FROM books) AS settles, (SELECT owed FROM books) AS owed,
+  coalesce((SELECT array_agg(id) FROM paid), '{}') AS ids;

@@ -77,14 +77,12 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
   const { expire, canceledAtMinistry } = ministryCancels(deps, now);
 
   /**
-   * What is still owed on the payment's invoice once the ministry confirmed it (null: nothing).
-   * Our books set the ceiling: a whole-balance payment leaves nothing, and no balance exceeds what
-   * was billed less what was confirmed. The ministry, asked only when they leave something, can
-   * lower it, never raise it: its view may lag behind the approval it just gave.
+   * What is still owed on the payment's invoice once the ministry confirmed it (null: nothing),
+   * where our books leave `owed`. Our books set the ceiling: no balance exceeds what was billed
+   * less what was confirmed. The ministry, asked only when they leave something, can lower it,
+   * never raise it: its view may lag behind the approval it just gave.
    */
-  async function remainingBalance(payment: PaymentRow, refNum: string): Promise<string | null> {
-    const owed = await deps.payments.owedAfter(payment.id);
-    if (owed === null) return null;
+  async function remainingBalance(payment: PaymentRow, refNum: string, owed: string): Promise<string | null> {
     const invoice = await deps.ministries[payment.source].getByRef(refNum);
     if (!invoice || invoice.status !== 'open' || compareAmounts(invoice.amount, '0') <= 0) return null;
     return compareAmounts(invoice.amount, owed) < 0 ? invoice.amount : owed;
@@ -100,8 +98,8 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     // Most payments settle their invoice: confirmed in one statement that also checks the books.
     let at = now();
     let paid = await deps.payments.markConfirmedIfSettled({ id: payment.id, at, paidAt, outbox, why });
-    if (paid === 'owing') {
-      const remaining = await remainingBalance(payment, refNum);
+    if (paid !== null && !Array.isArray(paid)) {
+      const remaining = await remainingBalance(payment, refNum, paid.owed);
       const change = remaining ? { ...why, detail: { ...why.detail, remainingBalance: remaining } } : why;
       at = now();
       paid = await deps.payments.markConfirmed({ id: payment.id, at, paidAt, outbox, why: change, remaining });

@@ -9,7 +9,7 @@ import { createEventRepository } from '../../src/db/repositories/event.repositor
 /*
  * The confirmation's one-statement path: a payment that leaves its invoice owing nothing by our
  * books is confirmed, its invoice paid and its event written in one statement; one that leaves a
- * balance is left for the part-payment path, untouched.
+ * balance is left for the part-payment path, untouched, with what the books leave owing.
  */
 
 describe('PaymentRepository.markConfirmedIfSettled', () => {
@@ -43,11 +43,11 @@ describe('PaymentRepository.markConfirmedIfSettled', () => {
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
 
-  it('leaves a part-payment submitted, its invoice open and no event written, and says a balance is owing', async () => {
+  it('leaves a part-payment submitted, its invoice open and no event written, and says what the books leave owing', async () => {
     const { partner, invoice } = await partnerWithInvoice(ctx, 'etax', { amount: 1000, allowPartial: true });
     const payment = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 400 });
 
-    expect(await confirmIfSettled(payment)).toBe('owing');
+    expect(await confirmIfSettled(payment)).toEqual({ owed: '600.00' });
     expect(await state(payment.id, invoice.id)).toEqual({ payment: 'submitted', invoice: 'open', events: ['payment.submitted'] });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });

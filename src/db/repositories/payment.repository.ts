@@ -1,5 +1,5 @@
 import { formatTraceparent, type TraceContext } from '../../domain/trace-context.js';
-import { sql, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { compileOnce, type SlotFn } from '../compiled-query.js';
 import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { isUniqueViolation, type Db } from '../database.js';
@@ -207,36 +207,9 @@ function paymentInserts(db: Db) {
   };
 }
 
-/**
- * Our books on the payment's invoice once the payment is confirmed: `whole` when it pays the
- * balance it was made against, and `owed`, the billed amount less the invoice's other confirmed
- * part-payments and this one.
- */
-const booksAfter = (paymentId: string) => sql<{ whole: boolean; owed: string }>`
-  SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
-    SELECT sum(o.amount) FROM payments o
-    WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
-  ), 0) AS owed
-  FROM payments p JOIN invoices i ON i.id = p.invoice_id
-  WHERE p.id = ${paymentId}::uuid`;
-
-/** Whether confirming the payment leaves its invoice owing nothing by our books (owedAfter would be null). */
-const owesNothing = (paymentId: string) => sql<boolean>`SELECT b.whole OR b.owed <= 0 FROM (${booksAfter(paymentId)}) b`;
-
 /** The ministry's answers that move a payment in one statement, with its outbox event. */
 function ministryAnswers(db: Db) {
   return {
-    /**
-     * What our own books leave owing on the payment's invoice once it is confirmed: the billed
-     * amount less what its other confirmed part-payments took and this payment. Null when nothing
-     * is: the payment covers the balance it was made against, or the books have nothing left.
-     */
-    async owedAfter(paymentId: string): Promise<string | null> {
-      const { rows } = await sql<{ owed: string | null }>`
-        SELECT CASE WHEN b.whole OR b.owed <= 0 THEN NULL ELSE b.owed END AS owed FROM (${booksAfter(paymentId)}) b`.execute(db);
-      return rows[0]?.owed ?? null;
-    },
-
     /**
      * pending -> submitted for a payment that settles its own invoice only, with the outbox event,
      * in one statement. Null when another actor moved the payment first.
@@ -264,38 +237,51 @@ function ministryAnswers(db: Db) {
      */
     async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange; remaining?: string | null }): Promise<string[] | null> {
       if (input.remaining) return markPartConfirmed(db, { ...input, remaining: input.remaining });
-      const confirmed = await markWholeConfirmed(db, input, sql`true`);
-      return confirmed === 'owing' ? null : confirmed;
+      const confirmed = await markWholeConfirmed(db, input, false);
+      return Array.isArray(confirmed) ? confirmed : null;
     },
 
     /**
-     * markConfirmed for a payment that, by our books, leaves nothing owing on its invoice (what
-     * owedAfter finds null), judged in the same statement: the common confirmation in one round
-     * trip. 'owing' when the books leave a balance, and nothing moved: the caller works out what
-     * is left (owedAfter, the ministry's view) and confirms with it.
+     * markConfirmed for a payment that, by our books, leaves nothing owing on its invoice, judged
+     * in the same statement: the common confirmation in one round trip. When the books leave a
+     * balance nothing moves, and the answer is what they leave owing (the billed amount less the
+     * invoice's other confirmed part-payments and this one): the caller weighs it against the
+     * ministry's view and confirms with the balance.
      */
-    async markConfirmedIfSettled(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange }): Promise<string[] | 'owing' | null> {
-      return markWholeConfirmed(db, input, sql`(${owesNothing(input.id)})`);
+    async markConfirmedIfSettled(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange }): Promise<string[] | { owed: string } | null> {
+      return markWholeConfirmed(db, input, true);
     },
   };
 }
 
 /**
- * submitted -> confirmed for the whole balance when `settles` holds (see markConfirmed). 'owing'
- * when it did not hold; another actor may have moved the payment meanwhile, which the caller's
- * confirmation with the balance then finds.
+ * submitted -> confirmed for the whole balance (see markConfirmed); with `checkBooks`, only when
+ * the payment leaves its invoice owing nothing by our books: it pays the balance it was made
+ * against, or the billed amount less the invoice's other confirmed part-payments and this one is
+ * nothing. Otherwise `{ owed }`; another actor may have moved the payment meanwhile, which the
+ * caller's confirmation with the balance then finds.
  */
 async function markWholeConfirmed(
   db: Db,
   input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange },
-  settles: RawBuilder<unknown>,
-): Promise<string[] | 'owing' | null> {
+  checkBooks: boolean,
+): Promise<string[] | { owed: string } | null> {
   const move = paymentMove('ministry_approved');
   const paid = invoiceMove('payment_confirmed');
-  const { rows } = await sql<{ moved: boolean; settles: boolean | null; ids: string[] }>`
-    WITH settles AS (SELECT ${settles} AS settles), moved AS (
+  const books = checkBooks
+    ? sql`SELECT b.whole OR b.owed <= 0 AS settles, b.owed FROM (
+        SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
+          SELECT sum(o.amount) FROM payments o
+          WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
+        ), 0) AS owed
+        FROM payments p JOIN invoices i ON i.id = p.invoice_id
+        WHERE p.id = ${input.id}::uuid
+      ) b`
+    : sql`SELECT true AS settles, NULL::numeric AS owed`;
+  const { rows } = await sql<{ moved: boolean; settles: boolean | null; owed: string | null; ids: string[] }>`
+    WITH books AS (${books}), moved AS (
       UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz, next_check_at = NULL
-      WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)}) AND (SELECT settles FROM settles)
+      WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)}) AND (SELECT settles FROM books)
       RETURNING ${paymentColumns}
     ), paid AS (
       UPDATE invoices SET status = ${paid.to}, updated_at = ${input.at}::timestamptz
@@ -303,10 +289,11 @@ async function markWholeConfirmed(
         AND status IN (${sql.join(paid.from)})
       RETURNING id
     ), ${input.outbox.ctes('moved')}
-    SELECT EXISTS (SELECT 1 FROM moved) AS moved, (SELECT settles FROM settles) AS settles, coalesce((SELECT array_agg(id) FROM paid), '{}') AS ids`.execute(db);
+    SELECT EXISTS (SELECT 1 FROM moved) AS moved, (SELECT settles FROM books) AS settles, (SELECT owed FROM books) AS owed,
+      coalesce((SELECT array_agg(id) FROM paid), '{}') AS ids`.execute(db);
   const row = rows[0];
   if (row?.moved) return row.ids;
-  return row?.settles === false ? 'owing' : null;
+  return row?.settles === false && row.owed !== null ? { owed: row.owed } : null;
 }
 
 /** The caller's unit of work over payments, and the locks a move takes in it. */
