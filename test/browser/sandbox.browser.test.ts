@@ -16,12 +16,14 @@ interface Recorded {
   errors: string[];
   /** Every network request the page made (data: URLs are not requests), to any host. */
   requests: string[];
+  /** Each answer the page got: status, method and path. */
+  answers: string[];
 }
 
 /** Opens the page, recording its script errors and every request it makes; nothing is blocked. */
 async function openSandbox(browser: Browser, baseUrl: string): Promise<{ page: Page; seen: Recorded }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const seen: Recorded = { errors: [], requests: [] };
+  const seen: Recorded = { errors: [], requests: [], answers: [] };
   page.on('pageerror', (err) => seen.errors.push(err.message));
   // A script, style or image the page's policy refused is an error too.
   page.on('console', (msg) => {
@@ -29,6 +31,10 @@ async function openSandbox(browser: Browser, baseUrl: string): Promise<{ page: P
   });
   page.on('request', (request) => {
     if (!request.url().startsWith('data:')) seen.requests.push(request.url());
+  });
+  page.on('response', (response) => {
+    const url = new URL(response.url());
+    if (url.protocol !== 'data:') seen.answers.push(`${response.status()} ${response.request().method()} ${url.pathname}`);
   });
   const res = await page.goto(`${baseUrl}/api/v1/sandbox`);
   expect(res?.status()).toBe(200);
@@ -41,6 +47,26 @@ function expectOnlyOwnRequests(seen: Recorded, baseUrl: string): void {
   expect(seen.requests.length).toBeGreaterThan(0);
   expect(seen.requests.filter((url) => new URL(url).origin !== origin)).toEqual([]);
   expect(seen.requests.filter((url) => new URL(url).pathname === '/favicon.ico')).toEqual([]);
+}
+
+/**
+ * Waits for the payment card's status; when it never comes, the failure says what the page showed
+ * instead and the last answers it got (a wait that timed out under load said nothing of either).
+ */
+async function untilPaymentStatus(page: Page, seen: Recorded, status: string, timeout = 30_000): Promise<void> {
+  try {
+    await page.waitForSelector(`#payment-status[data-status="${status}"]`, { timeout });
+  } catch (err) {
+    const shown = await page.evaluate(() => {
+      const text = (id: string) => {
+        const el = document.getElementById(id);
+        return el?.checkVisibility() ? (el.textContent?.trim() ?? '') : null;
+      };
+      const pay = document.getElementById('pay-btn') as HTMLButtonElement | null;
+      return { status: document.getElementById('payment-status')?.dataset.status ?? null, error: text('error'), selected: text('sel-status'), payDisabled: pay?.disabled ?? null };
+    });
+    throw new Error(`the payment never showed ${status}: the page showed ${JSON.stringify(shown)}; its last answers: ${seen.answers.slice(-10).join(', ')}`, { cause: err });
+  }
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -120,7 +146,7 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     await page.screenshot({ path: `${ARTIFACTS}/sandbox-submitted.png`, fullPage: true });
 
     await page.click('#approve-btn');
-    await page.waitForSelector('#payment-status[data-status="confirmed"]', { timeout: 10_000 });
+    await untilPaymentStatus(page, seen, 'confirmed', 10_000);
     expect(await page.textContent('#paid-at')).toMatch(MINUTE);
     // The invoice list follows the payment: the row is paid, no longer payable, and so is the selection.
     await expect.poll(() => rowStatus.textContent()).toBe('paid');
@@ -136,7 +162,7 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
 
     const canceledId = await page.textContent('#payment-id');
     await page.click('#cancel-btn');
-    await page.waitForSelector('#payment-status[data-status="canceled"]');
+    await untilPaymentStatus(page, seen, 'canceled');
     // Canceled: the QR and the 15 bank buttons go away, the card says why, nothing is left to press.
     expect(await page.isVisible('#qr-img')).toBe(false);
     expect(await page.isVisible('#deeplinks')).toBe(false);
@@ -152,7 +178,7 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     await row.click();
     await page.fill('#pay-amount', '99999999');
     await page.click('#pay-btn');
-    await page.waitForSelector('#payment-status[data-status="refused"]');
+    await untilPaymentStatus(page, seen, 'refused');
     expect(await page.textContent('#refusal')).toContain('HTTP 422');
     expect(await page.textContent('#refusal-text')).toBe('Amount does not match the invoice balance');
     expect(await page.textContent('#refusal-ref')).toBe('MOF-T-1');
@@ -166,7 +192,7 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     // And the next successful attempt replaces the refusal.
     await page.fill('#pay-amount', '');
     await page.click('#pay-btn');
-    await page.waitForSelector('#payment-status[data-status="submitted"]');
+    await untilPaymentStatus(page, seen, 'submitted');
     expect(await page.isVisible('#refusal')).toBe(false);
     expect(await page.isVisible('#qr-img')).toBe(true);
     expect(await page.isVisible('#payment-ended')).toBe(false);
@@ -209,7 +235,7 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     expect(await planted.getAttribute('data-invoice-id')).toBe(rejectId);
     expect(await page.inputValue('#search-value')).toMatch(/^SBX-/);
     await page.click('#pay-btn');
-    await page.waitForSelector('#payment-status[data-status="refused"]');
+    await untilPaymentStatus(page, seen, 'refused');
     expect(await page.textContent('#refusal-status')).toContain('HTTP 422');
     expect(await page.textContent('#refusal-text')).toBe('not accepted at this time');
     expect(await page.textContent('#refusal-invoice')).toBe(rejectId);
@@ -233,11 +259,11 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     expect(approveId).not.toBe(rejectId);
     expect(await page.textContent('#sel-amount')).toBe('10,000 ₮');
     await page.click('#pay-btn');
-    await page.waitForSelector('#payment-status[data-status="submitted"]');
+    await untilPaymentStatus(page, seen, 'submitted');
     expect(await page.isVisible('#refusal')).toBe(false);
     expect(await page.textContent('#payment-invoices')).toBe(approveId);
     await page.click('#approve-btn');
-    await page.waitForSelector('#payment-status[data-status="confirmed"]', { timeout: 10_000 });
+    await untilPaymentStatus(page, seen, 'confirmed', 10_000);
     expect(await page.textContent('#payment-ended')).toContain('Paid');
     await expect.poll(() => page.textContent('#sel-status')).toBe('paid');
     expect(await page.locator('#invoice-rows tr .badge').textContent()).toBe('paid');
