@@ -2,6 +2,7 @@ import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { APP_ENVS, PROCESS_ROLES, type AppEnv } from './domain/vocabulary.js';
 import { TRACE_SAMPLERS } from './domain/trace-context.js';
+import { DEFAULT_ADMIN_PORT, int, LOCAL_ADMIN_TOKEN, processEnv, str, type Env } from './process-env.js';
 
 const AppEnvSchema = Type.Enum(APP_ENVS);
 
@@ -13,23 +14,7 @@ const Optional = () => Type.Union([Type.String(), Type.Null()], { default: null 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-const LOCAL_ADMIN_TOKEN = 'local-admin-token';
 const LOCAL_WEBHOOK_KEY = 'local-webhook-secret-key-not-for-production';
-
-type Env = Record<string, string | undefined>;
-
-function str(env: Env, name: string): string | undefined {
-  const raw = env[name];
-  return raw === undefined || raw === '' ? undefined : raw;
-}
-
-function int(env: Env, name: string): number | undefined {
-  const raw = str(env, name);
-  if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${raw}"`);
-  return n;
-}
 
 function float(env: Env, name: string): number | undefined {
   const raw = str(env, name);
@@ -116,7 +101,7 @@ const SETTINGS = {
   host: setting('HOST', Text('127.0.0.1')),
   port: number('PORT', Int(3000)),
   adminHost: setting('ADMIN_HOST', Text('127.0.0.1')),
-  adminPort: number('ADMIN_PORT', Int(3001)),
+  adminPort: number('ADMIN_PORT', Int(DEFAULT_ADMIN_PORT)),
   adminToken: setting('ADMIN_TOKEN', Type.String({ minLength: 8 }), secret(LOCAL_ADMIN_TOKEN)),
   /** Named operators (ADMIN_TOKENS="name:token,..."); ADMIN_TOKEN stays valid as operator `admin`. */
   adminTokens: setting(
@@ -303,8 +288,8 @@ function withoutUnset(value: unknown): unknown {
   );
 }
 
-/** The only reader of process.env: everything else receives a validated Config. */
-export function loadConfig(env: Env = process.env): Config {
+/** The service's settings from the environment: everything else receives a validated Config. */
+export function loadConfig(env: Env = processEnv()): Config {
   const appEnv = str(env, 'APP_ENV') ?? 'local';
   if (!Value.Check(AppEnvSchema, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
   const config = Value.Default(ConfigSchema, withoutUnset(fromEnv(SETTINGS, env, appEnv))) as Config;
@@ -319,18 +304,4 @@ export function loadConfig(env: Env = process.env): Config {
 /** The sandbox helpers (the sandbox page's simulator approve) exist everywhere but production. */
 export function sandboxEnabled(appEnv: AppEnv): boolean {
   return appEnv !== 'production';
-}
-
-export interface CliConfig {
-  adminUrl: string;
-  adminToken: string;
-}
-
-/** The operator CLI's settings, read here so process.env stays in this one module. */
-export function loadCliConfig(env: Env = process.env): CliConfig {
-  const port = Value.Default(ConfigSchema.properties.adminPort, int(env, 'ADMIN_PORT')) as number;
-  return {
-    adminUrl: (str(env, 'ADMIN_URL') ?? `http://127.0.0.1:${port}`).replace(/\/$/, ''),
-    adminToken: str(env, 'ADMIN_TOKEN') ?? LOCAL_ADMIN_TOKEN,
-  };
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
 import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
+import { loadCliConfig } from '../../src/process-env.js';
 
 describe('operator and reconciliation settings', () => {
   it('names operators from ADMIN_TOKENS beside ADMIN_TOKEN, which stays operator admin', () => {
@@ -65,5 +66,21 @@ describe('OpenAPI servers', () => {
     const config = loadConfig({ HOST: '0.0.0.0', PORT: '8080', PUBLIC_API_URL_SANDBOX: 'https://sb.pay.gov.mn/api/v1', PUBLIC_API_URL_PRODUCTION: 'https://pay.gov.mn/api/v1' });
     expect(openApiServers(config, '/api/v1').map((s) => s.url)).toEqual(['http://127.0.0.1:8080/api/v1', 'https://sb.pay.gov.mn/api/v1', 'https://pay.gov.mn/api/v1']);
     expect(() => loadConfig({ PUBLIC_API_URL_SANDBOX: 'sandbox.example.mn' })).toThrow(/Invalid configuration/);
+  });
+});
+
+describe('the operator CLI settings', () => {
+  it("calls the admin API where a local service listens by default, with the service's local token", () => {
+    const service = loadConfig({});
+    expect(loadCliConfig({})).toEqual({ adminUrl: `http://127.0.0.1:${service.adminPort}`, adminToken: service.adminToken });
+  });
+
+  it('takes ADMIN_PORT, or ADMIN_URL without its trailing slash, and ADMIN_TOKEN', () => {
+    expect(loadCliConfig({ ADMIN_PORT: '4001', ADMIN_TOKEN: 'ops-token-123' })).toEqual({ adminUrl: 'http://127.0.0.1:4001', adminToken: 'ops-token-123' });
+    expect(loadCliConfig({ ADMIN_PORT: '4001', ADMIN_URL: 'https://admin.example.mn/' }).adminUrl).toBe('https://admin.example.mn');
+  });
+
+  it('refuses an ADMIN_PORT that is not a number', () => {
+    expect(() => loadCliConfig({ ADMIN_PORT: 'admin' })).toThrow('ADMIN_PORT must be an integer, got "admin"');
   });
 });

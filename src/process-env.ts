@@ -1,0 +1,45 @@
+/**
+ * The one module that reads process.env, and the settings that need nothing more than it: the
+ * operator CLI's. The service's settings (src/config.ts) are checked against a TypeBox schema,
+ * whose some 700 modules took about a second of every CLI command's start through tsx; the CLI
+ * only needs where the admin API is and its token.
+ */
+
+export type Env = Record<string, string | undefined>;
+
+/** The process's environment; every reader takes it from here. */
+export function processEnv(): Env {
+  return process.env;
+}
+
+/** A variable's value; unset and empty are the same. */
+export function str(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+export function int(env: Env, name: string): number | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got "${raw}"`);
+  return n;
+}
+
+export const DEFAULT_ADMIN_PORT = 3001;
+/** The admin token of a local start; any other APP_ENV must set its own (src/config.ts). */
+export const LOCAL_ADMIN_TOKEN = 'local-admin-token';
+
+export interface CliConfig {
+  adminUrl: string;
+  adminToken: string;
+}
+
+/** The operator CLI's settings: the admin API it calls (ADMIN_URL, else this host's ADMIN_PORT) and ADMIN_TOKEN. */
+export function loadCliConfig(env: Env = processEnv()): CliConfig {
+  const port = int(env, 'ADMIN_PORT') ?? DEFAULT_ADMIN_PORT;
+  return {
+    adminUrl: (str(env, 'ADMIN_URL') ?? `http://127.0.0.1:${port}`).replace(/\/$/, ''),
+    adminToken: str(env, 'ADMIN_TOKEN') ?? LOCAL_ADMIN_TOKEN,
+  };
+}
