@@ -1,8 +1,8 @@
 /**
  * The one module that reads process.env, and the settings that need nothing more than it: the
  * operator CLI's. The service's settings (src/config.ts) are checked against a TypeBox schema,
- * and loading TypeBox's 709 modules took about a second of every CLI command's start through tsx;
- * the CLI only needs where the admin API is and its token.
+ * whose 709 modules cost about a second to load through tsx; the CLI, which only needs where the
+ * admin API is and its token, starts without them.
  */
 
 export type Env = Record<string, string | undefined>;
