@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { growingBound } from '../work/cache-bound.helper.js';
 import type { InvoiceRow } from '../db/repositories/invoice.repository.js';
 
 /**
@@ -40,10 +41,7 @@ const NO_CACHE: InvoiceCache = {
 
 export function createInvoiceCache(opts: { ttlMs: number; maxEntries: number }): InvoiceCache {
   if (opts.ttlMs <= 0 || opts.maxEntries <= 0) return NO_CACHE;
-  // Bounded by a count of entries, each of size one, rather than by `max`: lru-cache allocates a
-  // `max` cache's arrays whole up front (about 4 MB and 20 ms for the two, at every service start,
-  // however few invoices it ever holds), and these grow as they fill.
-  const bound = { maxSize: opts.maxEntries, sizeCalculation: () => 1, ttl: opts.ttlMs };
+  const bound = { ...growingBound(opts.maxEntries), ttl: opts.ttlMs };
   const entries = new LRUCache<string, Entry>(bound);
   const forgottenAt = new LRUCache<string, number>(bound);
   let clock = 0;

@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { growingBound } from '../work/cache-bound.helper.js';
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/errors.js';
 import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnvironment, keyPrefix } from '../domain/api-key.js';
 import type { KeyLookupRow, PartnerPatch, PartnerRateLimits, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
@@ -54,9 +55,6 @@ function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: numb
   const clock = injected ? () => injected().getTime() : Date.now;
   // Exact ages under an injected clock: lru-cache otherwise reuses a reading for a millisecond.
   const timing = { perf: { now: clock }, ttlResolution: 0 };
-  // Bounded by a count of entries of size one rather than by `max`, whose arrays lru-cache
-  // allocates whole at every start however few keys the instance ever sees; these grow as they fill.
-  const holding = (entries: number) => ({ maxSize: entries, sizeCalculation: () => 1 });
 
   /** The key's row, checked against the hash and environment once, with the partner it names. */
   async function load(hash: string): Promise<VerifiedKey | null> {
@@ -69,7 +67,7 @@ function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: numb
 
   // Unknown keys, for the TTL: a client retrying a wrong key, or a flood of one made-up key, would
   // otherwise cost a read each. Bounded on its own, so made-up keys never evict known ones.
-  const unknown = new LRUCache<string, true>({ ...holding(UNKNOWN_CACHE_MAX), ttl: freshFor(ttl), ...timing });
+  const unknown = new LRUCache<string, true>({ ...growingBound(UNKNOWN_CACHE_MAX), ttl: freshFor(ttl), ...timing });
 
   // Known keys, briefly: every request would otherwise cost a database round trip. lru-cache runs
   // one read per key at a time (at thousands of requests per second, expired entries read again by
@@ -78,7 +76,7 @@ function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: numb
   // background while the cached row still answers, so a key in steady use never waits; a row older
   // than the TTL is never served (see lookup).
   const known = new LRUCache<string, VerifiedKey, FetchContext>({
-    ...holding(CACHE_MAX),
+    ...growingBound(CACHE_MAX),
     ttl: freshFor(ttl / 2),
     noDeleteOnFetchRejection: true,
     ...timing,
