@@ -253,7 +253,9 @@ export async function pingDatabase(db: Db): Promise<boolean> {
  * Asks PostgreSQL whether it answers, over a connection of its own (never the request pool, which
  * a silent failover can fill with queries waiting out their deadline), within `timeoutMs`. One
  * ask at a time: callers meanwhile share its answer. A connection that failed or did not answer
- * in time is dropped and the next ask makes a new one.
+ * in time is dropped and the next ask makes a new one. When the kept connection fails, the same
+ * ask tries a new one: whatever ended it (an operator's kill of every connection, say) need not
+ * have taken the database with it.
  */
 export function createDatabasePinger(opts: { url: string; timeoutMs: number; keepAliveMs?: number }) {
   let client: pg.Client | null = null;
@@ -266,21 +268,28 @@ export function createDatabasePinger(opts: { url: string; timeoutMs: number; kee
   };
 
   async function ask(): Promise<boolean> {
-    let c = client;
+    const kept = client;
+    if (kept && (await askOn(kept))) return true;
+    const c = new pg.Client({
+      connectionString: opts.url,
+      connectionTimeoutMillis: opts.timeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: opts.keepAliveMs ?? 10_000,
+      statement_timeout: opts.timeoutMs,
+    });
+    c.on('error', () => drop(c));
+    client = c;
     try {
-      if (!c) {
-        c = new pg.Client({
-          connectionString: opts.url,
-          connectionTimeoutMillis: opts.timeoutMs,
-          keepAlive: true,
-          keepAliveInitialDelayMillis: opts.keepAliveMs ?? 10_000,
-          statement_timeout: opts.timeoutMs,
-        });
-        const own = c;
-        own.on('error', () => drop(own));
-        client = c;
-        await c.connect();
-      }
+      await c.connect();
+    } catch {
+      drop(c);
+      return false;
+    }
+    return askOn(c);
+  }
+
+  async function askOn(c: pg.Client): Promise<boolean> {
+    try {
       await c.query('SELECT 1');
       return true;
     } catch {

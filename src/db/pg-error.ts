@@ -9,9 +9,10 @@ export function pgErrorCode(err: unknown): string | undefined {
  * SQLSTATEs that say the server, not the statement, is the trouble: class 08 (connection
  * exception), 57P01-57P03 (shut down by an operator or a crash, or still starting), 53300 (no
  * connection slot), 25006 (a failover left us on a server that is now read-only) and 57014 (the
- * server's statement_timeout, the same deadline as the service's own, ended the statement).
+ * server's statement_timeout, the same deadline as the service's own, ended the statement), and
+ * 25P03 and 57P05 (the server ended a connection that sat idle, in a transaction or out of one).
  */
-const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '25006', '57014']);
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '25006', '57014', '25P03', '57P05']);
 
 /** Socket errors of a connection that could not be made or was lost. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -31,6 +32,13 @@ const LOST_CONNECTION_MESSAGES = [
   'database is away',
 ];
 
+/** The error and a few levels of its `cause`. */
+function errorChain(err: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let current = err; chain.length < 4 && current !== undefined && current !== null; current = (current as { cause?: unknown }).cause) chain.push(current);
+  return chain;
+}
+
 function isUnavailableError(err: unknown): boolean {
   const code = pgErrorCode(err);
   if (code !== undefined && (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || SOCKET_CODES.has(code))) return true;
@@ -45,12 +53,7 @@ function isUnavailableError(err: unknown): boolean {
  * succeed once the database is back. Looks through a few levels of `cause`.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  let current: unknown = err;
-  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
-    if (isUnavailableError(current)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+  return errorChain(err).some(isUnavailableError);
 }
 
 /**
@@ -73,4 +76,44 @@ export function isDatabaseUnresponsive(err: unknown): boolean {
   if (pgErrorCode(err) === '57014') return true;
   if (!(err instanceof Error)) return false;
   return UNRESPONSIVE_MESSAGES.some((m) => err.message.startsWith(m));
+}
+
+/**
+ * SQLSTATEs of one connection's end: an operator's `pg_terminate_backend` (57P01, which a shutdown
+ * sends too), a crashed backend (57P02), a connection that sat idle past the server's limit (25P03,
+ * 57P05), and the connection exceptions other than "could not connect" (08001) and "rejected" (08004).
+ */
+const CONNECTION_END_STATES = new Set(['57P01', '57P02', '25P03', '57P05']);
+const CONNECT_FAILURE_STATES = new Set(['08001', '08004']);
+
+/** Socket errors of an open connection, as opposed to one that could not be made. */
+const CONNECTION_END_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/** pg's word for an open connection that ended, not for one that could not be made. */
+const CONNECTION_END_MESSAGES = ['Connection terminated unexpectedly'];
+
+/**
+ * pg's errors for a query on a client already known to be broken. They are never the first news:
+ * pg emits an `error` event when it marks the client so, and that event is what tells the outage.
+ */
+const BROKEN_CLIENT_MESSAGES = ['Client has encountered a connection error and is not queryable', 'Client was closed and is not queryable'];
+
+/**
+ * True when an unavailable-database error (`isDatabaseUnavailable`) tells only that one open
+ * connection ended, which a restart does to all of them but an operator's kill, a server's idle
+ * limit or a paused process's return does to one: whether the database is away takes a new
+ * connection to tell. A connection that could not be made, or a deadline, says more.
+ */
+export function isConnectionEnd(err: unknown): boolean {
+  return errorChain(err).some((e) => {
+    const code = pgErrorCode(e);
+    if (code !== undefined && (CONNECTION_END_STATES.has(code) || CONNECTION_END_CODES.has(code))) return true;
+    if (code !== undefined && code.startsWith('08') && !CONNECT_FAILURE_STATES.has(code)) return true;
+    return e instanceof Error && [...CONNECTION_END_MESSAGES, ...BROKEN_CLIENT_MESSAGES].some((m) => e.message.startsWith(m));
+  });
+}
+
+/** True for a query refused by a client that pg had already found broken (see BROKEN_CLIENT_MESSAGES). */
+export function isBrokenClientError(err: unknown): boolean {
+  return errorChain(err).some((e) => e instanceof Error && BROKEN_CLIENT_MESSAGES.some((m) => e.message.startsWith(m)));
 }

@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { capturingLogger } from '../helpers/log-capture.js';
@@ -5,6 +8,7 @@ import { testConfig } from '../helpers/test-config.js';
 import { startDatabaseProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { getPayment, partnerWithInvoice, partnerWithPayment, pay } from '../helpers/api.js';
 import type { RunningJobs } from '../../src/jobs/job-runner.js';
+import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
 
 /*
  * The service's PostgreSQL connections run through a proxy this suite cuts: to the service that
@@ -73,4 +77,93 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
     expect(said('database unavailable: background work paused, requests that need it answer 503 until it is back')).toBe(1);
     expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
   });
+});
+
+/*
+ * One connection ends while the database stays: the server's idle limit ends a transaction a
+ * paused process held open (the service sets it to the query deadline), or an operator kills a
+ * connection. Only that connection is gone; the process must not take it for an outage.
+ */
+describe.skipIf(!databaseUrl)('a connection ended while the database answers', { tags: ['postgres'] }, () => {
+  const OUTAGE_LINE = 'database unavailable: background work paused, requests that need it answer 503 until it is back';
+  const ENDED_LINE = 'database connection ended; the database still answers, so only that connection is gone';
+  const QUERY_DEADLINE_MS = 400;
+  // Names this context's connections, so that the kill below ends no other suite's.
+  const APPLICATION = `ended_${randomBytes(4).toString('hex')}`;
+  let ctx: TestContext;
+  const { logger, lines } = capturingLogger();
+  const said = (msg: string) => lines.filter((l) => l.msg === msg).length;
+
+  beforeAll(async () => {
+    const url = new URL(databaseUrl as string);
+    url.searchParams.set('application_name', APPLICATION);
+    ctx = await createTestContext({ logger, config: { databaseUrl: url.toString(), dbQueryTimeoutMs: QUERY_DEADLINE_MS } });
+  });
+
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  it('a transaction held open past the server\'s idle limit fails alone: no outage, and the next request is served', async () => {
+    const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+    let pid = 0;
+    const held = ctx.deps.db.transaction().execute(async (trx) => {
+      pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]?.pid ?? 0;
+      // What a process paused mid-transaction looks like to the server: nothing sent for too long.
+      await new Promise((r) => setTimeout(r, QUERY_DEADLINE_MS * 3));
+      await sql`select 1`.execute(trx);
+    });
+    const failure = await held.then(() => null, (err: unknown) => err);
+    expect(pid).toBeGreaterThan(0);
+    expect(isDatabaseUnavailable(failure), String(failure)).toBe(true);
+
+    const read = await getPayment(ctx, partner.apiKey, payment.id);
+    expect(read.statusCode, read.body).toBe(200);
+    await expect.poll(() => said(ENDED_LINE) + said(OUTAGE_LINE), { timeout: 5000 }).toBeGreaterThanOrEqual(1);
+    expect(said(OUTAGE_LINE)).toBe(0);
+    expect(ctx.deps.dbOutage.down).toBe(false);
+    expect((await ctx.admin.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^database_up 1$/m);
+  });
+
+  it("an operator's kill of the pool's connections and the readiness ping's: no outage, readiness stays up", async () => {
+    const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+    expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/health/ready' })).statusCode).toBe(200);
+    const ended = said(ENDED_LINE);
+    const admin = new pg.Client({ connectionString: databaseUrl as string });
+    await admin.connect();
+    try {
+      const pool = await poolBackends(3);
+      const { rows } = await admin.query<{ ended: boolean }>(`SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = $1`, [APPLICATION]);
+      // The pool's connections and the readiness ping's own.
+      expect(rows.filter((r) => r.ended).length).toBeGreaterThan(pool.length);
+    } finally {
+      await admin.end();
+    }
+    await expect.poll(() => said(ENDED_LINE) + said(OUTAGE_LINE), { timeout: 5000 }).toBeGreaterThan(ended);
+    expect(said(OUTAGE_LINE)).toBe(0);
+    expect((await ctx.app.inject({ method: 'GET', url: '/api/v1/health/ready' })).statusCode).toBe(200);
+    const read = await getPayment(ctx, partner.apiKey, payment.id);
+    expect(read.statusCode, read.body).toBe(200);
+    expect(said(OUTAGE_LINE)).toBe(0);
+    expect(ctx.deps.dbOutage.down).toBe(false);
+    expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
+  });
+
+  /** The backend pids of `n` of the pool's connections, held at once so each is a different one. */
+  async function poolBackends(n: number): Promise<number[]> {
+    const pids: number[] = [];
+    let arrived = 0;
+    let release: () => void = () => undefined;
+    const all = new Promise<void>((r) => (release = r));
+    await Promise.all(
+      Array.from({ length: n }, () =>
+        ctx.deps.db.transaction().execute(async (trx) => {
+          pids.push((await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]?.pid ?? 0);
+          if (++arrived === n) release();
+          await all;
+        }),
+      ),
+    );
+    return pids;
+  }
 });

@@ -1,7 +1,7 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable, isDatabaseUnresponsive } from '../../src/db/pg-error.js';
+import { isConnectionEnd, isDatabaseUnavailable, isDatabaseUnresponsive } from '../../src/db/pg-error.js';
 import { createDatabaseOutage } from '../../src/db/database-outage.monitor.js';
 import { startJobs, type Job } from '../../src/jobs/job-runner.js';
 
@@ -27,6 +27,8 @@ describe('isDatabaseUnavailable', () => {
     ['a lost connection', new Error('Connection terminated unexpectedly')],
     ['a pool that waited too long', new Error('timeout exceeded when trying to connect')],
     ['a client already broken', new Error('Client has encountered a connection error and is not queryable')],
+    ['a transaction left idle past the server\'s limit', pgError('25P03', 'terminating connection due to idle-in-transaction timeout')],
+    ['a session left idle past the server\'s limit', pgError('57P05', 'terminating connection due to idle-session timeout')],
     ['a wrapped cause', new Error('submit failed', { cause: pgError('57P01') })],
     ['every address refused', new AggregateError([pgError('ECONNREFUSED'), pgError('ECONNREFUSED')])],
   ])('is true for %s', (_name, err) => {
@@ -43,6 +45,35 @@ describe('isDatabaseUnavailable', () => {
     ['nothing', undefined],
   ])('is false for %s', (_name, err) => {
     expect(isDatabaseUnavailable(err)).toBe(false);
+  });
+});
+
+describe('isConnectionEnd', () => {
+  it.each([
+    ['an operator\'s kill', pgError('57P01', 'terminating connection due to administrator command')],
+    ['the server\'s idle limit on a transaction', pgError('25P03')],
+    ['a reset socket', pgError('ECONNRESET', 'read ECONNRESET')],
+    ['a connection failure on an open connection', pgError('08006')],
+    ['a connection that ended', new Error('Connection terminated unexpectedly')],
+    ['a client pg already found broken', new Error('Client has encountered a connection error and is not queryable')],
+    ['a wrapped cause', new Error('submit failed', { cause: pgError('57P01') })],
+  ])('is true for %s: one connection ended, which says nothing yet of the others', (_name, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(true);
+    expect(isConnectionEnd(err)).toBe(true);
+  });
+
+  it.each([
+    ['a refused connection', pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')],
+    ['a server starting up', pgError('57P03')],
+    ['no connection slot', pgError('53300')],
+    ['a connection that could not be made', pgError('08001')],
+    ['a read-only server after a failover', pgError('25006')],
+    ['a query past its deadline', new Error('database query deadline passed: no answer within 10 ms')],
+    ['a connection that never answered', new Error('Connection terminated due to connection timeout')],
+    ['a wait for a pooled connection', new Error('timeout exceeded when trying to connect')],
+  ])('is false for %s: that already says the database is away', (_name, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(true);
+    expect(isConnectionEnd(err)).toBe(false);
   });
 });
 
@@ -107,6 +138,72 @@ describe('database outage', () => {
     expect(outage.down).toBe(false);
     expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
     expect(changes).toEqual([true, false]);
+  });
+});
+
+describe('database outage after a connection ended', () => {
+  const OUTAGE = 'database unavailable: background work paused, requests that need it answer 503 until it is back';
+  const ENDED = 'database connection ended; the database still answers, so only that connection is gone';
+
+  function outageWithPing(answer: () => Promise<boolean>) {
+    const { log, lines } = recordingLog();
+    let pings = 0;
+    const outage = createDatabaseOutage(log, undefined, () => {
+      pings++;
+      return answer();
+    });
+    return { outage, lines, pings: () => pings };
+  }
+
+  it('asks a new connection first, and begins no outage when the database answers it', async () => {
+    const { outage, lines, pings } = outageWithPing(async () => true);
+    expect(outage.absorb(pgError('25P03', 'terminating connection due to idle-in-transaction timeout'))).toBe(true);
+    expect(outage.down).toBe(false);
+    await expect.poll(() => lines.length).toBe(1);
+    expect(lines).toEqual([{ level: 'warn', msg: ENDED }]);
+    expect(pings()).toBe(1);
+    expect([outage.down, outage.outages]).toEqual([false, 0]);
+  });
+
+  it('begins the outage once the new connection fails too, with one line', async () => {
+    const { outage, lines } = outageWithPing(async () => false);
+    outage.absorb(new Error('Connection terminated unexpectedly'));
+    await expect.poll(() => outage.down).toBe(true);
+    expect(lines).toEqual([{ level: 'warn', msg: OUTAGE }]);
+    expect(outage.outages).toBe(1);
+  });
+
+  it('takes a ping that throws for a database that is away', async () => {
+    const { outage } = outageWithPing(() => Promise.reject(new Error('no')));
+    outage.absorb(pgError('57P01'));
+    await expect.poll(() => outage.down).toBe(true);
+  });
+
+  it('asks once for every connection a single event ended, however many report it', async () => {
+    let answer: (up: boolean) => void = () => undefined;
+    const { outage, lines, pings } = outageWithPing(() => new Promise<boolean>((resolve) => (answer = resolve)));
+    for (let i = 0; i < 5; i++) expect(outage.absorb(pgError('57P01'))).toBe(true);
+    expect(pings()).toBe(1);
+    answer(true);
+    await expect.poll(() => lines.length).toBe(1);
+    expect(lines[0]?.msg).toBe(ENDED);
+    expect(outage.down).toBe(false);
+  });
+
+  it('begins the outage at once, without asking, when a connection could not be made or did not answer', () => {
+    for (const err of [pgError('ECONNREFUSED'), new Error('database query deadline passed: no answer within 10 ms')]) {
+      const { outage, lines, pings } = outageWithPing(async () => true);
+      expect(outage.absorb(err)).toBe(true);
+      expect(outage.down).toBe(true);
+      expect(pings()).toBe(0);
+      expect(lines.map((l) => l.msg)).toEqual([OUTAGE]);
+    }
+  });
+
+  it("leaves a query on a client pg already found broken to that client's own error", () => {
+    const { outage, lines, pings } = outageWithPing(async () => false);
+    expect(outage.absorb(new Error('Client has encountered a connection error and is not queryable'))).toBe(true);
+    expect([outage.down, pings(), lines.length]).toEqual([false, 0, 0]);
   });
 });
 
