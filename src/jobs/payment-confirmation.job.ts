@@ -3,7 +3,7 @@ import { createLeasedWorkLoop, type ClaimResult, type LaneSlots, type WorkLane }
 import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { ClaimedPayment, PaymentRepository } from '../db/repositories/payment.repository.js';
 import type { ClaimedCancellation, MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
-import type { PaymentResolver } from '../services/payment-resolution.service.js';
+import type { MinistryAnswerReport, PaymentResolver } from '../services/payment-resolution.service.js';
 import type { MinistryCancellationService } from '../services/ministry-cancellation.service.js';
 import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
@@ -100,10 +100,10 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
   // Due a little early, so the pass one interval later always finds it due.
   const slackMs = Math.floor(deps.schedule.intervalMs / 10);
   const backoff = checkBackoff(deps.schedule);
-  async function checkPayment(payment: ClaimedPayment, claimedAt: Date): Promise<void> {
+  async function checkPayment(payment: ClaimedPayment, claimedAt: Date, onAnswer: MinistryAnswerReport): Promise<void> {
     let outcome: 'resolved' | 'unresolved' = 'unresolved';
     try {
-      outcome = await deps.resolver.check(payment, { refNum: payment.ref_num, cause: 'confirmation_job' });
+      outcome = await deps.resolver.check(payment, { refNum: payment.ref_num, cause: 'confirmation_job', onAnswer });
     } finally {
       // A resolved payment has no next check; the reschedule would find nothing to move.
       if (outcome === 'unresolved') {
@@ -125,19 +125,21 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
     return deps.tracer.span(name, { kind: 'consumer', attributes, parent: parseTraceparent(row.trace_parent, row.trace_state) }, fn);
   }
 
-  /** Tells the system's limit how long the slot was held and whether the ministry answered. */
+  /**
+   * Tells the system's limit how long the ministry took to answer and whether it did: for a check,
+   * its status call alone; for a cancellation, the whole attempt.
+   */
   async function perform(work: MinistryWork): Promise<void> {
     const source = sourceOf(work);
+    const learn: MinistryAnswerReport = ({ latencyMs, ok }) =>
+      deps.onLimit?.(source, deps.limits[source].record({ latencyMs, ok, inFlight: work.inFlight }));
+    if (work.kind === 'check') return checkPayment(work.payment, work.claimedAt, learn);
     const startedAt = elapsed();
     let ok = false;
     try {
-      if (work.kind === 'cancellation') ok = await deps.ministryCancellation.attempt(work.row);
-      else {
-        await checkPayment(work.payment, work.claimedAt);
-        ok = true;
-      }
+      ok = await deps.ministryCancellation.attempt(work.row);
     } finally {
-      deps.onLimit?.(source, deps.limits[source].record({ latencyMs: elapsed() - startedAt, ok, inFlight: work.inFlight }));
+      learn({ latencyMs: elapsed() - startedAt, ok });
     }
   }
 

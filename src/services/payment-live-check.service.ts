@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PaymentRepository, PaymentRow, StatusCheckClaim } from '../db/repositories/payment.repository.js';
-import type { PaymentResolver } from './payment-resolution.service.js';
+import type { MinistryAnswerReport, PaymentResolver } from './payment-resolution.service.js';
 import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import type { Source, StaleLeaseReport } from '../domain/vocabulary.js';
@@ -26,8 +26,6 @@ export interface LiveCheckDeps {
   log: Logger;
   onStaleLease?: StaleLeaseReport;
   now?: Clock;
-  /** Monotonic milliseconds for call latency; the injected clock may jump. */
-  elapsed?: () => number;
 }
 
 /** The work's answer if it settles within `ms`, else null; the work goes on either way and its failure after that is nobody's. */
@@ -57,7 +55,6 @@ export function settledWithin<T>(work: Promise<T>, ms: number): Promise<T | null
  */
 export function createPaymentLiveCheck(deps: LiveCheckDeps) {
   const now = deps.now ?? systemClock;
-  const elapsed = deps.elapsed ?? (() => performance.now());
   const flights = new Map<string, Promise<void>>();
 
   /** The row read says a check is under way somewhere, or one ended within the interval. */
@@ -67,9 +64,9 @@ export function createPaymentLiveCheck(deps: LiveCheckDeps) {
   }
 
   /** Asks the ministry under the lease, then lets go of it with the token: the next read may ask after the interval. */
-  async function checkHeld(claim: StatusCheckClaim): Promise<void> {
+  async function checkHeld(claim: StatusCheckClaim, onAnswer: MinistryAnswerReport): Promise<void> {
     try {
-      await deps.resolver.check(claim, { refNum: claim.ref_num, cause: 'partner_request' });
+      await deps.resolver.check(claim, { refNum: claim.ref_num, cause: 'partner_request', onAnswer });
     } finally {
       const kept = await deps.payments.releaseStatusCheck(claim.id, claim.lease_token, now());
       if (!kept) deps.onStaleLease?.('status_check', claim.id);
@@ -78,9 +75,8 @@ export function createPaymentLiveCheck(deps: LiveCheckDeps) {
 
   /** One live check in a slot of the payment's system; `inFlight` counts that system's calls, this one included. */
   async function fly(payment: PaymentRow, release: () => void, inFlight: number): Promise<void> {
-    const startedAt = elapsed();
-    let asked = false;
-    let ok = false;
+    // The system's limit learns from the ministry's answer alone (MinistryAnswerReport).
+    const learn: MinistryAnswerReport = ({ latencyMs, ok }) => deps.onLimit?.(payment.source, deps.limits[payment.source].record({ latencyMs, ok, inFlight }));
     try {
       const at = now();
       const claim = await deps.payments.claimStatusCheck({
@@ -92,14 +88,11 @@ export function createPaymentLiveCheck(deps: LiveCheckDeps) {
       });
       // Another instance's read or the job got there first: this read answers from theirs.
       if (!claim) return;
-      asked = true;
-      await checkHeld(claim);
-      ok = true;
+      await checkHeld(claim, learn);
     } catch (err) {
       deps.log.warn({ err, paymentId: payment.id }, 'live confirmation failed');
     } finally {
       release();
-      if (asked) deps.onLimit?.(payment.source, deps.limits[payment.source].record({ latencyMs: elapsed() - startedAt, ok, inFlight }));
     }
   }
 

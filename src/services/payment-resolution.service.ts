@@ -28,8 +28,30 @@ export interface PaymentResolverDeps {
   /** How long a check has to make its own expiry cancel before the job may take the intent over. */
   cancelGraceMs: number;
   now?: Clock;
+  /** Monotonic milliseconds for the ministry's answer time; the injected clock may jump. */
+  elapsed?: () => number;
   /** A payment was confirmed `lagMs` after the ministry approved it (for the latency metric). */
   onConfirmed?: (source: Source, lagMs: number) => void;
+}
+
+/**
+ * How long the ministry took to answer a check's question, and whether it answered. Only the
+ * ministry's part: the check's reads and writes wait for the database, which other systems'
+ * checks and the partners' requests share, and a ministry system's limit must not shrink for them.
+ */
+export type MinistryAnswerReport = (answer: { latencyMs: number; ok: boolean }) => void;
+
+/** The ministry's answer to `ask`, its time and whether it came reported to `onAnswer`. */
+async function timedAnswer<T>(ask: () => Promise<T>, elapsed: () => number, onAnswer: MinistryAnswerReport | undefined): Promise<T> {
+  const askedAt = elapsed();
+  let ok = false;
+  try {
+    const answer = await ask();
+    ok = true;
+    return answer;
+  } finally {
+    onAnswer?.({ latencyMs: elapsed() - askedAt, ok });
+  }
 }
 
 /** The move for each way the ministry can end a submitted payment. */
@@ -74,6 +96,7 @@ const expiryOf = (payment: PaymentRow, defaultMs: number): number => payment.exp
  */
 export function createPaymentResolver(deps: PaymentResolverDeps) {
   const now = deps.now ?? systemClock;
+  const elapsed = deps.elapsed ?? (() => performance.now());
   const { expire, canceledAtMinistry } = ministryCancels(deps, now);
 
   /**
@@ -114,14 +137,14 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
    * and moves it by the answer, naming `cause` in its timeline. Resolves to whether the payment
    * may still be unresolved: a confirmed or ended payment needs no further check.
    */
-  async function check(payment: PaymentRow, opts: { refNum?: string; cause: PaymentCause }): Promise<'resolved' | 'unresolved'> {
+  async function check(payment: PaymentRow, opts: { refNum?: string; cause: PaymentCause; onAnswer?: MinistryAnswerReport }): Promise<'resolved' | 'unresolved'> {
     const { refNum, cause } = opts;
     // A pending payment is submitted again, which needs its whole invoice; a submitted one, its refNum.
     const invoice = refNum === undefined || payment.status === 'pending' ? await deps.invoices.findById(payment.invoice_id) : null;
     const ref = refNum ?? invoice?.ref_num;
     if (ref === undefined) return 'unresolved';
     const adapter = deps.ministries[payment.source];
-    const state = await adapter.getPayment({ paymentId: payment.id, refNum: ref });
+    const state = await timedAnswer(() => adapter.getPayment({ paymentId: payment.id, refNum: ref }), elapsed, opts.onAnswer);
     if (payment.status === 'pending') {
       if (state.status === 'unknown') await deps.submitter.neverReceived(payment, cause);
       else if (invoice) await deps.submitter.submit(payment, invoice, cause);

@@ -1,4 +1,6 @@
-import { afterEach, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { testConfig } from '../helpers/test-config.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import type { InvoiceFixture } from '../../simulator/fixtures.schema.js';
@@ -25,6 +27,9 @@ const REGISTER = '8200011';
 const LOADED = { source: 'etax', mode: 'loaded', delayMs: 0, perInFlightMs: 80 };
 /** etax's answers take this long whatever the load: slow, but no slower with more calls in flight. */
 const SLOW_MS = 100;
+/** How long each check's own write holds the lock the others queue for, where the database, not the ministry, slows down. */
+const DB_WAIT_MS = 50;
+const SLOW_DB_ROUNDS = 4;
 let ctx: TestContext | undefined;
 
 afterEach(async () => {
@@ -117,3 +122,31 @@ it('keeps a system whose latency rises with its calls in flight well below the c
   const gauge = await c.deps.metrics.ministryConcurrencyLimit.get();
   expect(gauge.values.filter((v) => v.labels.source !== 'etax').map((v) => v.value)).toEqual([START, START]);
 }, 60_000);
+
+/*
+ * On the embedded database every statement runs on the event loop, where the ministry's answers
+ * wait too: a slow statement there is the ministry's latency as the process sees it.
+ */
+describe.skipIf(!testConfig().databaseUrl)('a database that slows down', { tags: ['postgres'] }, () => {
+  it("costs a ministry system no slots: its limit learns from the ministry's answers alone", { timeout: 60_000 }, async () => {
+    const { c, paymentIds } = await withWaitingPayments();
+    await c.sim('/__control/faults', { source: 'etax', mode: 'slow', delayMs: SLOW_MS });
+    for (let round = 0; round < 6 && (await etaxLimit(c)) <= 2 * START; round++) await checkRound(c);
+    const grown = await etaxLimit(c);
+    expect(grown).toBeGreaterThan(2 * START);
+
+    // Now each check's own write (the next check's time) queues behind the others' for a lock, as
+    // on a database busy with other systems' checks and the partners' requests: the more checks in
+    // flight, the longer each waits, while the ministry answers as fast as before.
+    await sql`CREATE FUNCTION slow_check_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); PERFORM pg_sleep(${sql.lit(DB_WAIT_MS / 1000)}); RETURN NEW; END $$`.execute(c.deps.db);
+    await sql`CREATE TRIGGER slow_check_write BEFORE UPDATE OF status_checked_at ON payments FOR EACH ROW EXECUTE FUNCTION slow_check_write()`.execute(c.deps.db);
+    const before = await checksMade(c, paymentIds);
+    for (let round = 0; round < SLOW_DB_ROUNDS; round++) await checkRound(c);
+    expect(await checksMade(c, paymentIds)).toBe(before + SLOW_DB_ROUNDS * WAITING);
+    // It kept what it had earned; measured from the claim instead, each check's time grew with the
+    // queue for the lock, and the limit shrank (to 20-22 of 24 in two runs).
+    const limit = await etaxLimit(c);
+    expect(limit).toBeGreaterThanOrEqual(grown);
+    expect(limit).toBeGreaterThan(CAP / 2);
+  });
+});
