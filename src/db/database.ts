@@ -260,6 +260,7 @@ export async function pingDatabase(db: Db): Promise<boolean> {
 export function createDatabasePinger(opts: { url: string; timeoutMs: number; keepAliveMs?: number }) {
   let client: pg.Client | null = null;
   let inFlight: Promise<boolean> | null = null;
+  let closed = false;
 
   const drop = (c: pg.Client | null) => {
     if (!c) return;
@@ -267,9 +268,12 @@ export function createDatabasePinger(opts: { url: string; timeoutMs: number; kee
     c.end().catch(() => undefined);
   };
 
-  async function ask(): Promise<boolean> {
+  async function ask(given: { up: boolean }): Promise<boolean> {
     const kept = client;
     if (kept && (await askOn(kept))) return true;
+    // A silent kept connection can fail long after its ask was given up at the deadline, or after
+    // close: such an ask makes no connection that nobody would end.
+    if (given.up || closed) return false;
     const c = new pg.Client({
       connectionString: opts.url,
       connectionTimeoutMillis: opts.timeoutMs,
@@ -300,13 +304,17 @@ export function createDatabasePinger(opts: { url: string; timeoutMs: number; kee
 
   return {
     ping(): Promise<boolean> {
-      inFlight ??= withDeadline(ask(), opts.timeoutMs, () => {
+      if (inFlight) return inFlight;
+      const given = { up: false };
+      inFlight = withDeadline(ask(given), opts.timeoutMs, () => {
+        given.up = true;
         drop(client);
         return false;
       }).finally(() => (inFlight = null));
       return inFlight;
     },
     close(): Promise<void> {
+      closed = true;
       const c = client;
       client = null;
       return c ? c.end().catch(() => undefined) : Promise.resolve();
