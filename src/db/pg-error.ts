@@ -39,12 +39,16 @@ function errorChain(err: unknown): unknown[] {
   return chain;
 }
 
+/** True when `err` is an Error whose message begins with one of `messages` (pg's own errors carry no code). */
+function saysOneOf(err: unknown, messages: readonly string[]): boolean {
+  return err instanceof Error && messages.some((m) => err.message.startsWith(m));
+}
+
 function isUnavailableError(err: unknown): boolean {
   const code = pgErrorCode(err);
   if (code !== undefined && (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || SOCKET_CODES.has(code))) return true;
-  if (!(err instanceof Error)) return false;
   if (err instanceof AggregateError && err.errors.some(isUnavailableError)) return true;
-  return LOST_CONNECTION_MESSAGES.some((m) => err.message.startsWith(m));
+  return saysOneOf(err, LOST_CONNECTION_MESSAGES);
 }
 
 /**
@@ -73,9 +77,7 @@ const UNRESPONSIVE_MESSAGES = [
  * a statement. Asking again soon would only wait out another deadline.
  */
 export function isDatabaseUnresponsive(err: unknown): boolean {
-  if (pgErrorCode(err) === '57014') return true;
-  if (!(err instanceof Error)) return false;
-  return UNRESPONSIVE_MESSAGES.some((m) => err.message.startsWith(m));
+  return pgErrorCode(err) === '57014' || saysOneOf(err, UNRESPONSIVE_MESSAGES);
 }
 
 /**
@@ -89,14 +91,14 @@ const CONNECT_FAILURE_STATES = new Set(['08001', '08004']);
 /** Socket errors of an open connection, as opposed to one that could not be made. */
 const CONNECTION_END_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
-/** pg's word for an open connection that ended, not for one that could not be made. */
-const CONNECTION_END_MESSAGES = ['Connection terminated unexpectedly'];
-
 /**
  * pg's errors for a query on a client already known to be broken. They are never the first news:
  * pg emits an `error` event when it marks the client so, and that event is what tells the outage.
  */
 const BROKEN_CLIENT_MESSAGES = ['Client has encountered a connection error and is not queryable', 'Client was closed and is not queryable'];
+
+/** pg's words for an open connection that ended, not for one that could not be made. */
+const CONNECTION_END_MESSAGES = ['Connection terminated unexpectedly', ...BROKEN_CLIENT_MESSAGES];
 
 /**
  * True when an unavailable-database error (`isDatabaseUnavailable`) tells only that one open
@@ -106,14 +108,14 @@ const BROKEN_CLIENT_MESSAGES = ['Client has encountered a connection error and i
  */
 export function isConnectionEnd(err: unknown): boolean {
   return errorChain(err).some((e) => {
-    const code = pgErrorCode(e);
-    if (code !== undefined && (CONNECTION_END_STATES.has(code) || CONNECTION_END_CODES.has(code))) return true;
-    if (code !== undefined && code.startsWith('08') && !CONNECT_FAILURE_STATES.has(code)) return true;
-    return e instanceof Error && [...CONNECTION_END_MESSAGES, ...BROKEN_CLIENT_MESSAGES].some((m) => e.message.startsWith(m));
+    const code = pgErrorCode(e) ?? '';
+    if (CONNECTION_END_STATES.has(code) || CONNECTION_END_CODES.has(code)) return true;
+    if (code.startsWith('08') && !CONNECT_FAILURE_STATES.has(code)) return true;
+    return saysOneOf(e, CONNECTION_END_MESSAGES);
   });
 }
 
 /** True for a query refused by a client that pg had already found broken (see BROKEN_CLIENT_MESSAGES). */
 export function isBrokenClientError(err: unknown): boolean {
-  return errorChain(err).some((e) => e instanceof Error && BROKEN_CLIENT_MESSAGES.some((m) => e.message.startsWith(m)));
+  return errorChain(err).some((e) => saysOneOf(e, BROKEN_CLIENT_MESSAGES));
 }

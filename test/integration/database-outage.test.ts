@@ -16,6 +16,7 @@ import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
  * other suites use goes on.
  */
 const { databaseUrl } = testConfig();
+const OUTAGE_LINE = 'database unavailable: background work paused, requests that need it answer 503 until it is back';
 
 describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
   let proxy: TcpProxy;
@@ -59,7 +60,7 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
     const metrics = await ctx.admin.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.statusCode).toBe(200);
 
-    await expect.poll(() => said('database unavailable: background work paused, requests that need it answer 503 until it is back')).toBe(1);
+    await expect.poll(() => said(OUTAGE_LINE)).toBe(1);
     expect(metrics.body).toMatch(/^database_up 0$/m);
     // The jobs tick every 50-100 ms: give them a few dozen passes to fail, were they not paused.
     await new Promise((r) => setTimeout(r, 1500));
@@ -74,7 +75,7 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
     await expect.poll(() => said('database available again: background work resumed')).toBe(1);
     expect((await ctx.admin.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^database_up 1$/m);
 
-    expect(said('database unavailable: background work paused, requests that need it answer 503 until it is back')).toBe(1);
+    expect(said(OUTAGE_LINE)).toBe(1);
     expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
   });
 });
@@ -85,7 +86,6 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
  * connection. Only that connection is gone; the process must not take it for an outage.
  */
 describe.skipIf(!databaseUrl)('a connection ended while the database answers', { tags: ['postgres'] }, () => {
-  const OUTAGE_LINE = 'database unavailable: background work paused, requests that need it answer 503 until it is back';
   const ENDED_LINE = 'database connection ended; the database still answers, so only that connection is gone';
   // Long enough that no statement of a loaded machine outlives it, short enough to wait out.
   const QUERY_DEADLINE_MS = 1000;
