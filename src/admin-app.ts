@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { createFastify } from './http/fastify-instance.js';
+import { createFastify, type ListenerLimits } from './http/fastify-instance.js';
 import type { SchemaCompilers } from './http/schema-compilers.js';
 import { adminRoutes } from './http/routes/admin.routes.js';
 import { consoleRoutes } from './http/routes/console.routes.js';
@@ -10,11 +10,14 @@ import type { PartnerAdminService } from './services/partner-admin.service.js';
 import type { BackOfficeService } from './services/back-office.service.js';
 import type { ReconciliationService } from './services/reconciliation.service.js';
 import type { Metrics } from './adapters/metrics.js';
+import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
 
 export interface AdminServices {
   partners: PartnerAdminService;
   backOffice: BackOfficeService;
   reconciliation: ReconciliationService;
+  /** Wrong operator tokens per client address, counted apart from the partner API's failed authentications. */
+  authFailureLimiter: RateLimitService;
 }
 
 export interface AdminAppOptions {
@@ -24,13 +27,15 @@ export interface AdminAppOptions {
   allowedHosts: readonly string[];
   services: AdminServices;
   metrics?: Metrics;
+  /** As the partner API's (AppOptions.listenerLimits). */
+  listenerLimits?: ListenerLimits;
   /** As the partner API's (AppOptions.schemaCompilers). */
   schemaCompilers?: SchemaCompilers;
 }
 
 /** The operator listener: the console, partner management, the back office and metrics; bound to loopback by the entry point. */
 export async function buildAdminApp(opts: AdminAppOptions): Promise<FastifyInstance> {
-  const app = createFastify(opts.logger, { bodyLimit: 16 * 1024 }, opts.schemaCompilers);
+  const app = createFastify(opts.logger, { bodyLimit: 16 * 1024, limits: opts.listenerLimits }, opts.schemaCompilers);
   registerAdminHostCheck(app, opts.allowedHosts);
   await app.register(consoleRoutes);
   await app.register(adminRoutes, { operators: opts.operators, ...opts.services });

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { createFastify } from './http/fastify-instance.js';
+import { createFastify, type ListenerLimits } from './http/fastify-instance.js';
 import type { SchemaCompilers } from './http/schema-compilers.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
 import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
@@ -25,6 +25,8 @@ import { registerRequestActivity, type RequestActivity } from './http/plugins/re
 export interface AppOptions {
   logger: FastifyBaseLogger;
   bodyLimitBytes: number;
+  /** The request deadline and connection bound of the listener (listenerLimitsOf(config)); left out only by apps that never listen. */
+  listenerLimits?: ListenerLimits;
   services: AppServices;
   isDbReady: () => Promise<boolean>;
   /** Background loops that have stalled, for readiness's body. */
@@ -55,6 +57,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     {
       childLoggerFactory: requestSpanLoggerFactory(tracer),
       bodyLimit: opts.bodyLimitBytes,
+      limits: opts.listenerLimits,
       routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
       ...(opts.trustProxy ? { trustProxy: opts.trustProxy } : {}),
     },

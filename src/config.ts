@@ -215,6 +215,14 @@ const SETTINGS = {
     endpoint: setting('FCM_ENDPOINT', Text('https://fcm.googleapis.com')),
   },
   bodyLimitBytes: number('BODY_LIMIT_BYTES', Int(64 * 1024, 1024)),
+  /**
+   * The deadline of receiving a whole request, headers and body, on every listener: a client that
+   * trickles its bytes holds a connection (and its buffers) for no longer. At least a second, so
+   * seconds mistaken for ms are refused.
+   */
+  requestTimeoutMs: number('REQUEST_TIMEOUT_MS', Int(30_000, 1000)),
+  /** Open connections each listener holds at once; a connection past them is closed as it arrives. */
+  maxConnectionsPerListener: number('MAX_CONNECTIONS_PER_LISTENER', Int(10_000, 1)),
   /** Defaults to the API's own address: http://HOST:PORT/q. */
   shortUrlBase: setting('SHORT_URL_BASE', Type.String()),
   /** The public base URLs (with /api/v1) the OpenAPI document lists as its sandbox and production servers. */

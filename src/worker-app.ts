@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { createFastify } from './http/fastify-instance.js';
+import { createFastify, type ListenerLimits } from './http/fastify-instance.js';
 import { registerAdminHostCheck } from './http/plugins/admin-access.plugin.js';
 import { healthRoutes } from './http/routes/health.routes.js';
 import { registerMetricsRoute } from './http/plugins/metrics.plugin.js';
@@ -13,6 +13,8 @@ export interface WorkerAppOptions {
   /** Background loops that have stalled, for readiness's body. */
   stalledWork?: () => string[];
   metrics: Metrics;
+  /** As the partner API's (AppOptions.listenerLimits). */
+  listenerLimits?: ListenerLimits;
 }
 
 /**
@@ -20,7 +22,7 @@ export interface WorkerAppOptions {
  * process that serves no partner or operator: `/health/live`, `/health/ready` and `/metrics`.
  */
 export async function buildWorkerApp(opts: WorkerAppOptions): Promise<FastifyInstance> {
-  const app = createFastify(opts.logger, { bodyLimit: 1024 });
+  const app = createFastify(opts.logger, { bodyLimit: 1024, limits: opts.listenerLimits });
   registerAdminHostCheck(app, opts.allowedHosts);
   await app.register(healthRoutes, { isDbReady: opts.isDbReady, stalledWork: opts.stalledWork });
   registerMetricsRoute(app, opts.metrics);

@@ -11,6 +11,7 @@ import { SOURCES, type Source } from '../domain/vocabulary.js';
 import { printDemoBanner } from './demo-banner.js';
 import { operatorsOf } from '../http/plugins/admin-auth.plugin.js';
 import { openApiServers } from '../http/plugins/openapi.plugin.js';
+import { listenerLimitsOf } from '../http/fastify-instance.js';
 import type { FastifyBaseLogger as Logger, FastifyInstance } from 'fastify';
 
 const DEMO_FIXTURES = fileURLToPath(new URL('../../simulator/fixtures/demo.json', import.meta.url));
@@ -36,12 +37,14 @@ async function resolveMinistries(config: Config): Promise<{ urls: Record<Source,
 /** The listeners this process's role serves: the partner API and the operator's, or a worker's health and metrics. */
 async function buildListeners(config: Config, deps: Deps, logger: Logger): Promise<{ app: FastifyInstance; host: string; port: number }[]> {
   const adminAt = { host: config.adminHost, port: config.adminPort };
+  const listenerLimits = listenerLimitsOf(config);
   if (config.processRole === 'worker') {
-    return [{ app: await buildWorkerApp({ logger, allowedHosts: config.adminAllowedHosts, isDbReady: deps.isDbReady, stalledWork: deps.stalledWork, metrics: deps.metrics }), ...adminAt }];
+    return [{ app: await buildWorkerApp({ logger, allowedHosts: config.adminAllowedHosts, isDbReady: deps.isDbReady, stalledWork: deps.stalledWork, metrics: deps.metrics, listenerLimits }), ...adminAt }];
   }
   const app = await buildApp({
     logger,
     bodyLimitBytes: config.bodyLimitBytes,
+    listenerLimits,
     services: deps.services,
     isDbReady: deps.isDbReady,
     stalledWork: deps.stalledWork,
@@ -51,7 +54,7 @@ async function buildListeners(config: Config, deps: Deps, logger: Logger): Promi
     requestActivity: deps.requestActivity,
     tracer: deps.tracer,
   });
-  const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics });
+  const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics, listenerLimits });
   return [
     { app, host: config.host, port: config.port },
     { app: admin, ...adminAt },

@@ -18,6 +18,7 @@ import { testFixtures } from './fixtures.js';
 import { attachContract } from './contract.js';
 import { listenLocal } from './listen-local.js';
 import { createSchemaCompilers } from '../../src/http/schema-compilers.js';
+import { listenerLimitsOf } from '../../src/http/fastify-instance.js';
 
 /**
  * Every context of a test worker compiles its routes' schemas with these compilers, which keep
@@ -96,6 +97,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,
+    listenerLimits: listenerLimitsOf(config),
     services: deps.services,
     isDbReady: deps.isDbReady,
     stalledWork: deps.stalledWork,
@@ -114,6 +116,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     allowedHosts: config.adminAllowedHosts,
     services: deps.admin,
     metrics: deps.metrics,
+    listenerLimits: listenerLimitsOf(config),
     schemaCompilers,
   });
 
