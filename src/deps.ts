@@ -126,6 +126,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     ministries: ministries.ministries,
     resolver: payments.flow.resolver,
     partners: access.partners,
+    operatorAuthFailures: access.rateLimiters.operatorAuthFailures,
     deliveries: webhooks.deliveries,
     nudgeWebhooks: webhooks.nudge,
     onStaleLease,

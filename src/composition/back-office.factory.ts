@@ -11,6 +11,7 @@ import { createReconciliationService } from '../services/reconciliation.service.
 import { createBackOfficeService } from '../services/back-office.service.js';
 import { createPartnerAdminService } from '../services/partner-admin.service.js';
 import type { PartnerService } from '../services/partner.service.js';
+import type { RateLimitService } from '../services/rate-limit/rate-limit.service.js';
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { AdminServices } from '../admin-app.js';
 import { clockTimeMinutes } from '../domain/finance-day.js';
@@ -28,6 +29,8 @@ export interface BackOfficeDeps {
   /** Delivers queued webhook events now (a reconciliation's confirmations, an operator's redelivery). */
   nudgeWebhooks: () => void;
   onStaleLease: StaleLeaseReport;
+  /** Wrong operator tokens per client address. */
+  operatorAuthFailures: RateLimitService;
   now?: Clock;
 }
 
@@ -63,6 +66,11 @@ export function createBackOffice(config: Config, deps: BackOfficeDeps): BackOffi
     now,
     onRedeliver: deps.nudgeWebhooks,
   });
-  const admin: AdminServices = { partners: createPartnerAdminService({ partners: deps.partners, backOffice }), backOffice, reconciliation };
+  const admin: AdminServices = {
+    partners: createPartnerAdminService({ partners: deps.partners, backOffice }),
+    backOffice,
+    reconciliation,
+    authFailureLimiter: deps.operatorAuthFailures,
+  };
   return { admin, reconciliations };
 }

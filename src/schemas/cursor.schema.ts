@@ -23,9 +23,12 @@ export const SerialCursor = Type.String({
   'x-violation': CURSOR_VIOLATION,
 });
 
-/** The cursor of a list keyed by a position (the events feed): opaque, base64url. */
+/**
+ * The cursor of a list keyed by a position and bound to what it lists (the events feed, a
+ * webhook's delivery log; domain/page-cursor.ts): opaque, base64url.
+ */
 export const PositionCursor = Type.String({
   pattern: '^[A-Za-z0-9_-]{1,200}$',
-  description: 'nextCursor of the previous page',
+  description: 'nextCursor of the previous page of this list, passed back as is; a cursor this list did not give you (another partner\'s or another webhook\'s) is a 400',
   'x-violation': CURSOR_VIOLATION,
 });

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { ErrorBody, IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
+import { PositionCursor } from './cursor.schema.js';
 import { DELIVERED_EVENTS, DELIVERY_LOG_STATUSES, WEBHOOK_DISABLED_REASONS, WEBHOOK_EVENTS, WEBHOOK_TEST_EVENT, type WebhookDisabledReason } from '../domain/vocabulary.js';
 
 const EventName = Type.Enum([...WEBHOOK_EVENTS], { description: WEBHOOK_EVENTS.join(', ') });
@@ -102,18 +103,11 @@ export const WebhookListBody = Type.Array(WebhookBody, { description: 'Webhook r
 
 export const WebhookDeletedBody = Type.Object({ id: Uuid, deleted: Type.Literal(true) });
 
-/** The sort key of the last entry of the previous page: epoch ms, attempt number, entry id. */
-export const DeliveryLogCursor = Type.String({
-  pattern: '^[0-9]{1,15}\\.[0-9]{1,9}\\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
-  description: 'nextCursor of the previous page',
-  'x-violation': 'cursor must be the nextCursor of a previous page',
-});
-
 export const DeliveryListQuery = Type.Object(
   {
     status: Type.Optional(StringEnum(DELIVERY_LOG_STATUSES)),
     paymentId: Type.Optional(Uuid),
-    cursor: Type.Optional(DeliveryLogCursor),
+    cursor: Type.Optional(PositionCursor),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
   },
   { additionalProperties: false },

@@ -9,6 +9,8 @@ import type { TargetGuard } from '../adapters/webhook-target.guard.js';
 import type { Static } from 'typebox';
 import type { DeliveryListBody, RecoverQueuedBody, RedeliveryQueuedBody, SecretRotatedBody, WebhookTestQueuedBody } from '../schemas/webhook.schema.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
+import { decodeScopedCursor, encodeScopedCursor } from '../domain/page-cursor.js';
+import { CURSOR_VIOLATION } from '../schemas/cursor.schema.js';
 import { deliveryLogItem, webhookView, type WebhookView } from './webhook.view.js';
 
 type DeliveryList = Static<typeof DeliveryListBody>;
@@ -23,11 +25,20 @@ const nothingElse = (): Promise<void> => Promise.resolve();
 const DEFAULT_LOG_LIMIT = 100;
 const DAY_MS = 86_400_000;
 
-/** The log's page cursor is its last entry's sort key; the query schema has checked its shape. */
-const cursorOf = (e: DeliveryLogEntry): string => `${e.at.getTime()}.${e.attempt}.${e.item_id}`;
+/*
+ * The log's page cursor is its last entry's sort key (epoch ms, attempt, entry id), bound to the
+ * partner and the webhook whose log it pages: another webhook's, another partner's or a made-up
+ * cursor is a 400, as on GET /events, rather than an empty or foreign page.
+ */
+const LOG_CURSOR_VERSION = 'd1';
+const LOG_POSITION = /^([0-9]{1,15})\.([0-9]{1,9})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
-function keyOf(cursor: string): DeliveryLogKey {
-  const [ms = '', attempt = '', itemId = ''] = cursor.split('.');
+const cursorOf = (partnerId: string, webhookId: string, e: DeliveryLogEntry): string =>
+  encodeScopedCursor(LOG_CURSOR_VERSION, [partnerId, webhookId], `${e.at.getTime()}.${e.attempt}.${e.item_id}`);
+
+function keyOf(partnerId: string, webhookId: string, cursor: string): DeliveryLogKey {
+  const [, ms, attempt, itemId] = decodeScopedCursor(LOG_CURSOR_VERSION, [partnerId, webhookId], cursor, LOG_POSITION) ?? [];
+  if (ms === undefined || attempt === undefined || itemId === undefined) throw new InvalidRequestError([CURSOR_VIOLATION]);
   return { at: new Date(Number(ms)), attempt: Number(attempt), itemId };
 }
 
@@ -213,13 +224,14 @@ function webhookDeliveryTools(deps: WebhookServiceDeps, now: Clock) {
       id: string,
       query: { status?: DeliveryLogStatus; paymentId?: string; cursor?: string; limit?: number },
     ): Promise<DeliveryList> {
+      const after = query.cursor === undefined ? null : keyOf(partnerId, id, query.cursor);
       await requireOwned(deps.webhooks, partnerId, id);
       const limit = query.limit ?? DEFAULT_LOG_LIMIT;
       // One entry more than the page tells whether another page follows.
-      const rows = await deps.deliveryLog.list(id, { status: query.status, paymentId: query.paymentId }, query.cursor ? keyOf(query.cursor) : null, limit + 1);
+      const rows = await deps.deliveryLog.list(id, { status: query.status, paymentId: query.paymentId }, after, limit + 1);
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      return { items: page.map(deliveryLogItem), nextCursor: rows.length > limit && last ? cursorOf(last) : null };
+      return { items: page.map(deliveryLogItem), nextCursor: rows.length > limit && last ? cursorOf(partnerId, id, last) : null };
     },
   };
 }

@@ -124,6 +124,58 @@ describe('delivery log and recovery', () => {
     }
   });
 
+  it("refuses a cursor of the partner's other webhook, another partner's or a made-up one, as GET /events does, and pages on with its own", async () => {
+    const partner = await ctx.partner();
+    const other = await ctx.partner();
+    const receiver = await receivers.start();
+    const mine = await registerOk(ctx, partner, receiver.url);
+    const sibling = await registerOk(ctx, partner, receiver.url);
+    const theirs = await registerOk(ctx, other, receiver.url);
+    const sends: [Partner, string][] = [[partner, mine], [partner, mine], [partner, mine], [partner, sibling], [partner, sibling], [other, theirs], [other, theirs]];
+    for (const [owner, webhookId] of sends) {
+      expect((await ctx.api(owner.apiKey, { method: 'POST', url: `/api/v1/webhooks/${webhookId}/test` })).statusCode).toBe(202);
+    }
+    // Every test delivery made: the logs no longer change under the pages read below.
+    await expect.poll(() => receiver.received.length, ARRIVAL).toBe(sends.length);
+    await ctx.runJobs();
+
+    const all = await log(ctx, partner, mine);
+    expect(all.items).toHaveLength(3);
+    const first = await log(ctx, partner, mine, '?limit=2');
+    expect(first.items).toEqual(all.items.slice(0, 2));
+    const second = await log(ctx, partner, mine, `?limit=2&cursor=${first.nextCursor}`);
+    expect(second.items).toEqual(all.items.slice(2));
+    expect(second.nextCursor).toBeNull();
+
+    const siblingCursor = (await log(ctx, partner, sibling, '?limit=1')).nextCursor;
+    const theirCursor = (await log(ctx, other, theirs, '?limit=1')).nextCursor;
+    expect(siblingCursor).toEqual(expect.any(String));
+    expect(theirCursor).toEqual(expect.any(String));
+    const b64 = (text: string) => Buffer.from(text).toString('base64url');
+    const [ms, attempt, itemId] = Buffer.from(first.nextCursor as string, 'base64url').toString('utf8').split(':').at(-1)?.split('.') ?? [];
+    const refused = [
+      siblingCursor as string, // the partner's other webhook
+      theirCursor as string, // another partner's webhook
+      b64(`d1:${other.id}:${mine}:${ms}.${attempt}.${itemId}`), // this webhook, named with another partner
+      b64(`d9:${partner.id}:${mine}:${ms}.${attempt}.${itemId}`), // an unknown version
+      b64(`d1:${partner.id}:${mine}:${ms}.${attempt}`),
+      b64(`d1:${partner.id}:${mine}:${ms}.${attempt}.${itemId}.1`),
+      UNKNOWN, // the shape of a row id
+      'AAAA',
+    ];
+    for (const cursor of refused) {
+      const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/webhooks/${mine}/deliveries?cursor=${cursor}` });
+      expect(res.statusCode, cursor).toBe(400);
+      expect(res.json()).toEqual({ statusCode: 400, error: 'Bad Request', message: ['cursor must be the nextCursor of a previous page'] });
+    }
+    // The sort key the old, unbound cursors were: malformed now, refused by the query schema in the same words.
+    const old = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/webhooks/${mine}/deliveries?cursor=${ms}.${attempt}.${itemId}` });
+    expect(old.statusCode).toBe(400);
+    expect(old.json()).toMatchObject({ statusCode: 400, error: 'Bad Request' });
+    // Its own cursor, made the same way, is taken.
+    expect((await log(ctx, partner, mine, `?cursor=${b64(`d1:${partner.id}:${mine}:${ms}.${attempt}.${itemId}`)}`)).items).toEqual(all.items.slice(2));
+  });
+
   it('recovers after the receiver was down: every missed event arrives once more, nothing twice', async () => {
     const partner = await ctx.partner();
     const since = new Date(Date.now() - 60_000);

@@ -40,6 +40,8 @@ export interface RateLimiters {
   perKey: RateLimitService;
   /** Failed authentications per client address: AUTH_FAILURES_PER_MINUTE. */
   authFailures: RateLimitService;
+  /** Wrong operator tokens on the admin listener per client address: AUTH_FAILURES_PER_MINUTE, counted apart. */
+  operatorAuthFailures: RateLimitService;
   /** QR landing-page requests per client address: SHORT_LINK_RATE_LIMIT_PER_MINUTE. */
   shortLinks: RateLimitService;
   close(): Promise<void>;
@@ -50,6 +52,8 @@ interface Limit {
   windows: RateLimitWindow[];
   /** Redis key prefix; per-key logs keep the prefix they always had. */
   prefix: string;
+  /** Lets requests through while Redis is down whatever RATE_LIMIT_FAIL_OPEN says. */
+  alwaysFailOpen?: boolean;
 }
 
 function limitsFromConfig(config: Config): Limit[] {
@@ -57,6 +61,9 @@ function limitsFromConfig(config: Config): Limit[] {
   return [
     { name: 'perKey', windows: windowsFromSettings(config.rateLimit), prefix: 'rl:' },
     { name: 'authFailures', windows: perMinute('auth-failures-per-minute', config.authFailuresPerMinute), prefix: 'rl:auth-fail:' },
+    // Failing closed would lock the operators out of the back office during a Redis outage, when
+    // they may need it most; the admin listener is loopback-only, so what an outage lets through is brief and local.
+    { name: 'operatorAuthFailures', windows: perMinute('auth-failures-per-minute', config.authFailuresPerMinute), prefix: 'rl:admin-auth-fail:', alwaysFailOpen: true },
     { name: 'shortLinks', windows: perMinute('per-minute', config.shortLinkRateLimitPerMinute), prefix: 'rl:q:' },
   ];
 }
@@ -73,7 +80,7 @@ export async function createRateLimitersFromConfig(config: Config, opts: RateLim
   const services = Object.fromEntries(
     limits.map((limit) => [
       limit.name,
-      createRateLimitService({ store: storeFor(limit), windows: limit.windows, failOpen: config.rateLimitFailOpen, log: opts.log, counters: opts.counters }),
+      createRateLimitService({ store: storeFor(limit), windows: limit.windows, failOpen: limit.alwaysFailOpen === true || config.rateLimitFailOpen, log: opts.log, counters: opts.counters }),
     ]),
   ) as Omit<RateLimiters, 'close'>;
   opts.log.info(

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { windowsFromSettings, type RateLimitDecision, type RateLimitSettings, type RateLimitWindow } from '../../services/rate-limit/rate-limiter.js';
 import type { RateLimitOutcome, RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { clientAddressKey } from '../../domain/client-address.js';
+import { UnauthenticatedError } from '../../domain/errors.js';
 import { errorBody } from './errors.plugin.js';
 
 const toSeconds = (ms: number) => Math.ceil(ms / 1000);
@@ -110,5 +111,25 @@ export function limitPerAddress(limiter: RateLimitService, refuse: (reply: Fasti
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const refusal = refusalOf(await limiter.check(clientKeyOf(request)));
     if (refusal) return refuse(reply, refusal);
+  };
+}
+
+/**
+ * An onRequest hook running `authenticate` under the failed-authentication limit of the client's
+ * address. An address over the limit is refused before its credentials are checked, good ones
+ * too: guessing gets no answer past the limit, and made-up credentials cost no lookup. Only a
+ * failed check (UnauthenticatedError) is recorded.
+ */
+export function authenticateWithinFailureLimit(failures: RateLimitService, authenticate: (request: FastifyRequest) => Promise<void>) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const client = clientKeyOf(request);
+    const refusal = refusalOf(await failures.peek(client));
+    if (refusal) return sendRefusal(reply, refusal, 'Too many failed authentications from this address');
+    try {
+      await authenticate(request);
+    } catch (err) {
+      if (err instanceof UnauthenticatedError) await failures.record(client);
+      throw err;
+    }
   };
 }

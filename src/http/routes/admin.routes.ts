@@ -4,6 +4,7 @@ import { BadRequestBody, ErrorBody, IdParams } from '../../schemas/common.schema
 import { CreatePartnerBody, CreatedPartnerBody, PartnerBody, RotatedKeyBody, UpdatePartnerBody } from '../../schemas/admin.schema.js';
 import type { Partner } from '../../services/partner.service.js';
 import type { PartnerAdminService } from '../../services/partner-admin.service.js';
+import type { RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { registerAdminAuth, type Operator } from '../plugins/admin-auth.plugin.js';
 import { backOfficeRoutes, type BackOfficeRouteOptions } from './back-office.routes.js';
 
@@ -16,10 +17,12 @@ const errors = { 400: BadRequestBody, 401: ErrorBody, 404: ErrorBody };
 export interface AdminRouteOptions extends BackOfficeRouteOptions {
   partners: PartnerAdminService;
   operators: readonly Operator[];
+  /** Wrong operator tokens per client address (AUTH_FAILURES_PER_MINUTE). */
+  authFailureLimiter: RateLimitService;
 }
 
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
-  registerAdminAuth(app, opts.operators);
+  registerAdminAuth(app, opts.operators, opts.authFailureLimiter);
 
   app.post(
     '/admin/partners',
