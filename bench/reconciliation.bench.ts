@@ -105,6 +105,7 @@ async function measure(db: Db) {
     cancellations,
     ministryCancellation: { attempt: () => Promise.reject(new Error('unused')) },
     expiryMs: 3_600_000,
+    unknownOutcomeMs: 3_600_000,
     cancelGraceMs: 0,
   });
   const service = createReconciliationService({

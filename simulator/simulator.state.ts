@@ -36,8 +36,13 @@ export interface SimPayment {
   /** rejected: the ministry refused it after first accepting it (final, like canceled). */
   status: 'submitted' | 'confirmed' | 'canceled' | 'rejected';
   linkedRefNums: string[];
-  /** Whether its confirmation cleared the balance (and paid the linked invoices); false for a part-payment. */
+  /**
+   * Whether it cleared its invoice's balance and still stands as what cleared it: false for a
+   * part-payment, and once the reversal of an earlier part-payment has made its invoice owe again.
+   */
   settled: boolean;
+  /** Whether its confirmation paid the linked invoices (only the payment that cleared the balance does). */
+  paidLinked: boolean;
   submittedAt: Date;
   confirmedAt: Date | null;
   canceledAt: Date | null;
@@ -341,6 +346,7 @@ export class SimulatorState {
       status: 'submitted',
       linkedRefNums: [...(invoice?.linkedRefNums ?? [])],
       settled: false,
+      paidLinked: false,
       submittedAt: new Date(),
       confirmedAt: null,
       canceledAt: null,
@@ -426,19 +432,25 @@ export class SimulatorState {
       return;
     }
     payment.settled = true;
+    payment.paidLinked = true;
     this.setInvoiceStatus(payment, 'paid');
   }
 
   /**
-   * The reversed payment's amount is owed again: added to the balance of an open invoice, or the
-   * balance of one a later payment had cleared. Linked invoices reopen only if it had paid them.
+   * The reversed payment's amount is owed again, exactly: added to the balance of an open invoice,
+   * or the balance of one a later payment had cleared (which then no longer stands as what cleared
+   * it: reversed in turn, it owes back its own amount). Linked invoices reopen only if it had paid them.
    */
   private reverse(payment: SimPayment): void {
     const invoice = this.getInvoice(payment.source, payment.refNum);
     if (invoice?.status === 'open') invoice.amountMongo += payment.amountMongo;
-    else if (invoice?.status === 'paid' && !payment.settled) invoice.amountMongo = payment.amountMongo;
-    if (payment.settled) this.setInvoiceStatus(payment, 'open');
-    else if (invoice) invoice.status = 'open';
+    else if (invoice?.status === 'paid' && !payment.settled) {
+      invoice.amountMongo = payment.amountMongo;
+      const clearer = this.listPayments().find((p) => p !== payment && p.source === payment.source && p.refNum === payment.refNum && p.status === 'confirmed' && p.settled);
+      if (clearer) clearer.settled = false;
+    }
+    if (invoice) invoice.status = 'open';
+    if (payment.paidLinked) this.setInvoiceStatus(payment, 'open');
   }
 
   /**

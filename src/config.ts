@@ -169,6 +169,12 @@ const SETTINGS = {
    */
   confirmConcurrencyMaxPerSource: setting('CONFIRM_CONCURRENCY_MAX_PER_SOURCE', Int(16, 1), (env, name) => int(env, name) ?? (str(env, 'DATABASE_URL') ? 256 : undefined)),
   paymentExpiryMs: number('PAYMENT_EXPIRY_MS', Int(30 * MINUTE, 1000)),
+  /**
+   * A payment whose submit's outcome is unknown (a timeout, a crash, a lapsed lease) stays pending
+   * and its ministry is asked about it this long after its creation, so a submit held or retried on
+   * its way outlasts the wait; only then, still unknown there, is it failed and a cancel owed.
+   */
+  paymentUnknownOutcomeMs: number('PAYMENT_UNKNOWN_OUTCOME_MS', Int(30 * MINUTE, 1000)),
   /** True by default only when APP_ENV=local. */
   webhookAllowPrivate: setting('WEBHOOK_ALLOW_PRIVATE', Type.Boolean(), (env, name, appEnv) => bool(env, name) ?? appEnv === 'local'),
   webhookSecretKey: setting('WEBHOOK_SECRET_KEY', Type.String({ minLength: 16 }), secret(LOCAL_WEBHOOK_KEY)),

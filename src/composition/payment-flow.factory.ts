@@ -69,6 +69,7 @@ export function createPaymentFlow(config: Config, deps: PaymentFlowDeps) {
     cancellations,
     ministryCancellation,
     expiryMs: config.paymentExpiryMs,
+    unknownOutcomeMs: config.paymentUnknownOutcomeMs,
     // The check makes the expiry's cancel call itself, as a partner's request makes its own.
     cancelGraceMs: leasePolicyOf(config).partnerCancel,
     now,

@@ -41,6 +41,7 @@ import * as m027 from './migrations/027-partner-rate-limits.migration.js';
 import * as m028 from './migrations/028-payment-trace-context.migration.js';
 import * as m029 from './migrations/029-transition-joins.migration.js';
 import * as m030 from './migrations/030-invoice-transition-groups.migration.js';
+import * as m031 from './migrations/031-settled-but-failed.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -135,6 +136,7 @@ const migrations: Record<string, Migration> = {
   '028-payment-trace-context': m028,
   '029-transition-joins': m029,
   '030-invoice-transition-groups': m030,
+  '031-settled-but-failed': m031,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */

@@ -44,8 +44,9 @@ export function judgeEntry(local: LocalPayment | null, settledAmount: string): E
       return { matched: false, autoConfirm: true, discrepancies: amount };
     case 'canceled':
       return { matched: false, autoConfirm: false, discrepancies: ['settled_but_canceled'] };
-    case 'pending':
     case 'failed':
+      return { matched: false, autoConfirm: false, discrepancies: ['settled_but_failed'] };
+    case 'pending':
       return { matched: false, autoConfirm: false, discrepancies: ['missing_locally'] };
   }
 }

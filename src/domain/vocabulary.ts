@@ -93,7 +93,7 @@ export const PAYMENT_CAUSES = ['partner_request', 'confirmation_job', 'reconcili
 export type PaymentCause = (typeof PAYMENT_CAUSES)[number];
 
 /** What a reconciliation can find wrong between the service's books and a ministry's settlement. */
-export const DISCREPANCY_KINDS = ['missing_at_ministry', 'missing_locally', 'amount_mismatch', 'settled_but_canceled'] as const;
+export const DISCREPANCY_KINDS = ['missing_at_ministry', 'missing_locally', 'amount_mismatch', 'settled_but_canceled', 'settled_but_failed'] as const;
 export type DiscrepancyKind = (typeof DISCREPANCY_KINDS)[number];
 
 export const DISCREPANCY_STATUSES = ['open', 'resolved'] as const;

@@ -30,8 +30,13 @@ export function createMinistryCancellationService(deps: MinistryCancellationServ
   return {
     /** One attempt; true when the ministry has confirmed the cancellation. */
     async attempt(row: Pick<MinistryCancellationRow, 'payment_id' | 'source' | 'ref_num' | 'attempts'> & { kind?: CancellationKind }): Promise<boolean> {
+      const intent = row.kind === 'partner' || row.kind === 'expiry';
       try {
-        await deps.ministries[row.source].cancelPayment({ paymentId: row.payment_id, refNum: row.ref_num });
+        const answer = await deps.ministries[row.source].cancelPayment({ paymentId: row.payment_id, refNum: row.ref_num });
+        // An owed cancellation guards against a payment the ministry may hold: none held is as good
+        // as one canceled. A partner's or an expiry's cancel needs the ministry's word that the payment
+        // it holds is canceled, so an unknown one is tried again while the checks find out why.
+        if (answer === 'unknown' && intent) throw new Error('the ministry has no record of the payment');
       } catch (err) {
         const retryAt = new Date(now().getTime() + nextCheckDelayMs(backoff, row.attempts));
         deps.log.warn({ err, paymentId: row.payment_id }, 'ministry cancellation failed; will retry');

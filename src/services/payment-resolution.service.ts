@@ -25,6 +25,8 @@ export interface PaymentResolverDeps {
   ministryCancellation: Pick<MinistryCancellationService, 'attempt'>;
   /** A submitted payment still unpaid this long after submission is canceled at the ministry. */
   expiryMs: number;
+  /** A pending payment its ministry still does not know this long after its creation is failed, with a cancel owed. */
+  unknownOutcomeMs: number;
   /** How long a check has to make its own expiry cancel before the job may take the intent over. */
   cancelGraceMs: number;
   now?: Clock;
@@ -146,9 +148,15 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
     const adapter = deps.ministries[payment.source];
     const state = await timedAnswer(() => adapter.getPayment({ paymentId: payment.id, refNum: ref }), elapsed, opts.onAnswer);
     if (payment.status === 'pending') {
-      if (state.status === 'unknown') await deps.submitter.neverReceived(payment, cause);
-      else if (invoice) await deps.submitter.submit(payment, invoice, cause);
-      return 'unresolved';
+      // A submit whose outcome is unknown may still be on its way (held in the network, retried by
+      // the partner): the ministry is asked again until it knows the payment or the wait is over.
+      if (state.status !== 'unknown') {
+        if (invoice) await deps.submitter.submit(payment, invoice, cause);
+        return 'unresolved';
+      }
+      if (!isExpired(payment.created_at, now(), deps.unknownOutcomeMs)) return 'unresolved';
+      await deps.submitter.neverReceived(payment, ref, cause);
+      return 'resolved';
     }
     if (payment.status !== 'submitted') return 'resolved';
     if (state.status === 'confirmed') {

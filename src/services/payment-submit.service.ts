@@ -14,6 +14,7 @@ import { systemClock, type Clock } from '../domain/clock.port.js';
 const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
 const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with this one is unknown to the ministry system';
 const ACCEPTED_AFTER_END = 'The ministry accepted the payment after it had failed here as never received';
+const NEVER_KNOWN = 'The ministry still had no record of the payment when the wait for its submit ended';
 
 export interface PaymentSubmitterDeps {
   payments: PaymentRepository;
@@ -94,6 +95,25 @@ async function cancelIfNeverReceived(deps: PaymentSubmitterDeps, payment: Paymen
 }
 
 /**
+ * The ministry still has no record of the payment at the end of the wait for its submit: it is
+ * failed here and, in the same transaction, a cancellation by payment id is owed there, so a
+ * submit that reaches the ministry later still is canceled (the cancel is harmless when it never does).
+ */
+async function failNeverKnown(deps: PaymentSubmitterDeps, payment: PaymentRow, refNum: string, cause: PaymentCause, at: Date): Promise<void> {
+  const why = { cause, detail: { ministry: 'unknown' } };
+  const failed = await deps.payments.transaction(async (uow) => {
+    const moved = await deps.payments.move(uow, payment.id, 'never_received', at, why, { failureReason: 'Payment could not be submitted to the ministry system' });
+    if (!moved) return false;
+    await deps.payments.releaseInvoices(uow, payment.id, null);
+    await deps.cancellations.add(uow, { paymentId: payment.id, source: payment.source, refNum, reason: NEVER_KNOWN, dueAt: at });
+    return true;
+  });
+  if (!failed) return;
+  deps.log.warn({ paymentId: payment.id }, 'the ministry never knew a pending payment within the wait; failed here, its cancellation owed there');
+  await deps.ministryCancellation.attempt({ payment_id: payment.id, source: payment.source, ref_num: refNum, attempts: 0 });
+}
+
+/**
  * Sends a pending payment to its ministry and records the answer. An accepted payment takes every
  * invoice the ministry settles with it, or none: if one is held by another payment or paid, the
  * payment is refused and, in the same transaction, a cancellation at the ministry is owed.
@@ -163,9 +183,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
       return null;
     },
 
-    /** The ministry never received it: nothing to undo there. */
-    neverReceived: (payment: PaymentRow, cause: PaymentCause) =>
-      refuse(payment, 'never_received', 'Payment could not be submitted to the ministry system', { cause, detail: { ministry: 'unknown' } }),
+    neverReceived: (payment: PaymentRow, refNum: string, cause: PaymentCause) => failNeverKnown(deps, payment, refNum, cause, now()),
   };
 }
 

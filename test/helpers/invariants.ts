@@ -44,10 +44,41 @@ const INVARIANTS: Record<string, string> = {
     FROM invoices i JOIN payments p ON p.invoice_id = i.id
     WHERE p.status = 'confirmed'
     GROUP BY i.id, i.billed_amount HAVING sum(p.amount) > i.billed_amount`,
+  /*
+   * A payment that settled its invoice holds it and its linked ones; a part-payment holds none of
+   * its own. One that had settled its invoice until a reversal of an earlier part-payment reopened
+   * it became a part-payment, and still holds the linked invoices it paid.
+   */
   'a confirmed payment holds every invoice it settled and none it paid only part of': `
     SELECT p.id, pi.invoice_id, pi.active, p.remaining_balance
     FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
-    WHERE p.status = 'confirmed' AND pi.active = (p.remaining_balance IS NOT NULL)`,
+    WHERE p.status = 'confirmed'
+      AND CASE WHEN pi.invoice_id = p.invoice_id THEN pi.active = (p.remaining_balance IS NOT NULL)
+               ELSE p.remaining_balance IS NULL AND NOT pi.active END`,
+  /*
+   * The books of each invoice: what it billed is what it still owes plus what the confirmed
+   * payments paid on it. A part-payment paid its amount on its own invoice; a payment that settled
+   * invoices paid its amount on its own and, on each linked one it holds, the balance it cleared
+   * there (a paid invoice keeps the balance its last payment cleared as its amount, and owes nothing).
+   * The books are ours from the first payment of ours the ministry confirmed on the invoice (even
+   * if it was reversed since); one paid or billed anew at the ministry before that is its own.
+   */
+  'every invoice bills what it owes plus what confirmed payments paid on it, and is paid exactly when it owes nothing': `
+    WITH paid_on AS (
+      SELECT p.invoice_id, p.amount FROM payments p WHERE p.status = 'confirmed' AND p.remaining_balance IS NOT NULL
+      UNION ALL
+      SELECT pi.invoice_id, CASE WHEN pi.invoice_id = p.invoice_id THEN p.amount ELSE i.amount END
+      FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id JOIN invoices i ON i.id = pi.invoice_id
+      WHERE pi.active AND p.status = 'confirmed'
+    ), books AS (
+      SELECT i.id, i.ref_num, i.status, i.billed_amount, CASE WHEN i.status = 'paid' THEN 0 ELSE i.amount END AS owed,
+        coalesce((SELECT sum(o.amount) FROM paid_on o WHERE o.invoice_id = i.id), 0) AS paid
+      FROM invoices i
+      WHERE i.status <> 'canceled' AND EXISTS (
+        SELECT 1 FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id WHERE pi.invoice_id = i.id AND p.paid_at IS NOT NULL
+      )
+    )
+    SELECT * FROM books WHERE billed_amount <> owed + paid OR (status = 'paid') <> (owed = 0)`,
   'no payment records a remaining balance unless the ministry confirmed it': `
     SELECT p.id, p.status, p.remaining_balance FROM payments p
     WHERE p.remaining_balance IS NOT NULL AND (p.status IN ('pending', 'submitted', 'failed') OR p.paid_at IS NULL)`,

@@ -232,11 +232,15 @@ describe('a request that stalled past its lease', () => {
     expect((await submitsOf(invoice.refNum)).submits).toEqual([expect.objectContaining({ paymentId: body.id, repeat: false })]);
   });
 
-  it('whose submit reaches the ministry after the check ended its payment as never received has it canceled there', async () => {
+  it('whose submit reaches the ministry after the wait ended its payment as never received has it canceled there', async () => {
     const { partner, invoice } = await partnerWithInvoice(ctx, 'etax');
     const stalled = await stalledRequest(partner, 'k-never-received', invoice, 'before');
     ctx.advance(leaseMs + 1);
-    // Nobody retried: the check finds no such payment at the ministry and ends it.
+    // Nobody retried: the ministry has no such payment yet, and its submit may still be on its way.
+    await ctx.runJobs();
+    expect(await paymentsOf(invoice.id)).toEqual([{ id: stalled.paymentId, status: 'pending' }]);
+    // Still none at the end of the wait: the check ends it, owing its cancellation to the ministry.
+    ctx.advance(ctx.config.paymentUnknownOutcomeMs);
     await ctx.runJobs();
     expect(await paymentsOf(invoice.id)).toEqual([{ id: stalled.paymentId, status: 'failed' }]);
 

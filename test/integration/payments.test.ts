@@ -389,7 +389,7 @@ describe('idempotency', () => {
 });
 
 describe('upstream failure during payment', () => {
-  it('answers 503, leaves the payment pending, and lets the job fail it when the ministry never saw it', async () => {
+  it('answers 503, leaves the payment pending while its submit may still land, and lets the job fail it when the ministry never saw it', async () => {
     const { partner, invoice } = await partnerWithInvoice(ctx, 'etax');
     await ctx.sim('/__control/faults', { source: 'etax', mode: 'error' });
     const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
@@ -399,6 +399,9 @@ describe('upstream failure during payment', () => {
     const stranded = await paymentsOf(invoice.id);
     expect(stranded.map((p) => p.status)).toEqual(['pending']);
     ctx.advance(60_000);
+    await ctx.runJobs();
+    expect(await paymentsOf(invoice.id)).toEqual([{ id: stranded[0]?.id, status: 'pending' }]);
+    ctx.advance(ctx.config.paymentUnknownOutcomeMs);
     await ctx.runJobs();
     expect(await paymentsOf(invoice.id)).toEqual([{ id: stranded[0]?.id, status: 'failed' }]);
     const retry = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });

@@ -24,7 +24,7 @@ function adapter(source: Source, failing: Failing, calls: string[]): MinistryAda
       if (failing.status) throw new UpstreamError(source, 'timeout', 'status timed out');
       return { status: 'submitted', confirmedAt: null };
     },
-    cancelPayment: async () => undefined,
+    cancelPayment: async () => 'canceled' as const,
     settlement: async () => [],
   };
 }

@@ -9,7 +9,7 @@ describe('judging a settlement entry against the payment it names', () => {
     [{ status: 'submitted', amount: '100' }, '100', { matched: false, autoConfirm: true, discrepancies: [] }],
     [{ status: 'submitted', amount: '100' }, '50', { matched: false, autoConfirm: true, discrepancies: ['amount_mismatch'] }],
     [{ status: 'canceled', amount: '100' }, '100', { matched: false, autoConfirm: false, discrepancies: ['settled_but_canceled'] }],
-    [{ status: 'failed', amount: '100' }, '100', { matched: false, autoConfirm: false, discrepancies: ['missing_locally'] }],
+    [{ status: 'failed', amount: '100' }, '100', { matched: false, autoConfirm: false, discrepancies: ['settled_but_failed'] }],
     [{ status: 'pending', amount: '100' }, '100', { matched: false, autoConfirm: false, discrepancies: ['missing_locally'] }],
   ] as const)('%j settled for %s', (local, amount, verdict) => {
     expect(judgeEntry(local, amount)).toEqual(verdict);

@@ -85,7 +85,8 @@ export function createEtaxAdapter(opts: AdapterOptions): ClosableMinistryAdapter
     },
 
     async cancelPayment(ref) {
-      await http.postJson(`${paymentPath(ref.paymentId)}/cancel`, {});
+      const response = await http.postJson(`${paymentPath(ref.paymentId)}/cancel`, {}, { acceptStatuses: [404] });
+      return isMinistryNotFound(SOURCE, EtaxError, response, 'cancel') ? 'unknown' : 'canceled';
     },
 
     async settlement(financeDay) {

@@ -43,6 +43,8 @@ export interface UpstreamPaymentState {
   confirmedAt: string | null;
 }
 
+export type CancelAnswer = 'canceled' | 'unknown';
+
 export interface PaymentRef {
   paymentId: string;
   refNum: string;
@@ -67,7 +69,11 @@ export interface MinistryAdapter {
   getByRef(refNum: string): Promise<UpstreamInvoice | null>;
   submitPayment(req: SubmitPaymentRequest): Promise<SubmitPaymentResult>;
   getPayment(ref: PaymentRef): Promise<UpstreamPaymentState>;
-  cancelPayment(ref: PaymentRef): Promise<void>;
+  /**
+   * `unknown` when the ministry has no record of the payment id (nothing to cancel there, as for
+   * a submit it never took); a failed call throws.
+   */
+  cancelPayment(ref: PaymentRef): Promise<CancelAnswer>;
   /** financeDay is YYYY-MM-DD in Mongolian time (UTC+8). */
   settlement(financeDay: string): Promise<SettlementEntry[]>;
 }

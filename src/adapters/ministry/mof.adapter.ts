@@ -78,7 +78,8 @@ export function createMofAdapter(opts: AdapterOptions): ClosableMinistryAdapter 
     },
 
     async cancelPayment(ref) {
-      await http.postJson(`${paymentPath(ref.paymentId)}/cancel`, {});
+      const response = await http.postJson(`${paymentPath(ref.paymentId)}/cancel`, {}, { acceptStatuses: [404] });
+      return isMinistryNotFound(SOURCE, MofError, response, 'cancel') ? 'unknown' : 'canceled';
     },
 
     async settlement(financeDay) {

@@ -85,7 +85,8 @@ export function createPoliceAdapter(opts: AdapterOptions): ClosableMinistryAdapt
     },
 
     async cancelPayment(ref) {
-      await http.postJson(`${paymentPath(ref.paymentId)}/cancel`, {});
+      const response = await http.postJson(`${paymentPath(ref.paymentId)}/cancel`, {}, { acceptStatuses: [404] });
+      return isMinistryNotFound(SOURCE, PoliceError, response, 'cancel') ? 'unknown' : 'canceled';
     },
 
     async settlement(financeDay) {

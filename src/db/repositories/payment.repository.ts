@@ -87,18 +87,25 @@ async function markPartConfirmed(
   input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange; remaining: string },
 ): Promise<string[] | null> {
   const move = paymentMove('ministry_approved');
+  // The invoice is locked first and the balance capped by what it owes now less this payment: a
+  // reversal committed since the caller read the books has raised it.
   const { rows } = await sql<{ moved: boolean; ids: string[] }>`
-    WITH moved AS (
+    WITH books AS (
+      SELECT LEAST(${input.remaining}::numeric, i.amount - p.amount) AS rest
+      FROM payments p JOIN invoices i ON i.id = p.invoice_id
+      WHERE p.id = ${input.id}::uuid
+      FOR NO KEY UPDATE OF i
+    ), moved AS (
       UPDATE payments SET status = ${move.to}, ${changeSql(move.event, input.why)}, updated_at = ${input.at}::timestamptz, paid_at = ${input.paidAt}::timestamptz,
-        next_check_at = NULL, remaining_balance = ${input.remaining}::numeric
+        next_check_at = NULL, remaining_balance = (SELECT rest FROM books)
       WHERE id = ${input.id}::uuid AND status IN (${sql.join(move.from)})
       RETURNING ${paymentColumns}
     ), released AS (
       UPDATE payment_invoices pi SET active = false FROM moved WHERE pi.payment_id = moved.id AND pi.active
       RETURNING pi.invoice_id
     ), rebalanced AS (
-      UPDATE invoices SET amount = ${input.remaining}::numeric, updated_at = ${input.at}::timestamptz
-      WHERE id IN (SELECT invoice_id FROM moved)
+      UPDATE invoices SET amount = moved.remaining_balance, updated_at = ${input.at}::timestamptz
+      FROM moved WHERE invoices.id = moved.invoice_id
     ), ${input.outbox.ctes('moved')}
     SELECT EXISTS (SELECT 1 FROM moved) AS moved, coalesce((SELECT array_agg(invoice_id) FROM released), '{}') AS ids`.execute(db);
   const row = rows[0];
@@ -106,17 +113,47 @@ async function markPartConfirmed(
 }
 
 /**
- * A canceled part-payment's amount goes back onto its invoice's balance, as the ministry's reversal
- * does, while the invoice is open and no payment holds it (one that holds it takes the ministry's
- * balance when it is confirmed). The ids of the invoices it changed.
+ * Locks the confirmed payment that settled a canceled part-payment's invoice since (it holds the
+ * invoice), before owedAgain changes the invoice: every path locks payments before invoices.
+ */
+async function lockSettlerOf(trx: Trx, paymentId: string): Promise<void> {
+  await sql`
+    SELECT w.id FROM payments p
+    JOIN payment_invoices pi ON pi.invoice_id = p.invoice_id AND pi.active AND pi.payment_id <> p.id
+    JOIN payments w ON w.id = pi.payment_id AND w.status = 'confirmed'
+    WHERE p.id = ${paymentId}::uuid AND p.remaining_balance IS NOT NULL
+    ORDER BY w.id
+    FOR UPDATE OF w`.execute(trx);
+}
+
+/**
+ * A canceled part-payment's amount is owed again on its invoice, exactly, as the ministry's
+ * reversal makes it: added to the balance of an open invoice (a payment holding it keeps the
+ * hold and meets the raised balance when it is confirmed), or, when a later payment had cleared
+ * the invoice, the invoice is open again owing this amount and that payment becomes a part-payment
+ * leaving it owed: it lets go of the invoice (not of the linked ones it settled, which stay paid).
+ * The ids of the invoices it changed.
  */
 async function owedAgain(trx: Trx, paymentId: string, at: Date): Promise<string[]> {
+  const reopen = invoiceMove('payment_canceled');
   const { rows } = await sql<{ id: string }>`
-    UPDATE invoices i SET amount = i.amount + p.amount, updated_at = ${at}::timestamptz
-    FROM payments p
-    WHERE p.id = ${paymentId}::uuid AND p.remaining_balance IS NOT NULL AND i.id = p.invoice_id AND i.status = 'open'
-      AND NOT EXISTS (SELECT 1 FROM payment_invoices pi WHERE pi.invoice_id = i.id AND pi.active)
-    RETURNING i.id`.execute(trx);
+    WITH part AS (
+      SELECT p.id, p.invoice_id, p.amount FROM payments p WHERE p.id = ${paymentId}::uuid AND p.remaining_balance IS NOT NULL
+    ), reopened AS (
+      UPDATE invoices i SET
+        amount = CASE WHEN i.status = 'open' THEN i.amount + part.amount ELSE part.amount END,
+        status = ${reopen.to}, updated_at = ${at}::timestamptz
+      FROM part WHERE i.id = part.invoice_id AND i.status IN ('open', ${sql.join(reopen.from)})
+      RETURNING i.id, i.amount
+    ), unsettled AS (
+      UPDATE payments w SET remaining_balance = reopened.amount, updated_at = ${at}::timestamptz
+      FROM reopened, payment_invoices pi, part
+      WHERE pi.invoice_id = reopened.id AND pi.active AND pi.payment_id = w.id AND w.id <> part.id AND w.status = 'confirmed'
+      RETURNING w.id, reopened.id AS invoice_id
+    ), released AS (
+      UPDATE payment_invoices pi SET active = false FROM unsettled u WHERE pi.payment_id = u.id AND pi.invoice_id = u.invoice_id
+    )
+    SELECT id FROM reopened`.execute(trx);
   return rows.map((r) => r.id);
 }
 
@@ -256,10 +293,10 @@ function ministryAnswers(db: Db) {
 
 /**
  * submitted -> confirmed for the whole balance (see markConfirmed); with `checkBooks`, only when
- * the payment leaves its invoice owing nothing by our books: it pays the balance it was made
- * against, or the billed amount less the invoice's other confirmed part-payments and this one is
- * nothing. Otherwise `{ owed }`; another actor may have moved the payment meanwhile, which the
- * caller's confirmation with the balance then finds.
+ * the payment leaves its invoice owing nothing by our books: it pays at least the balance the
+ * invoice owes now (the billed amount less what confirmed payments took, since every reversal
+ * gives back what it took). Otherwise `{ owed }`; another actor may have moved the payment
+ * meanwhile, which the caller's confirmation with the balance then finds.
  */
 async function markWholeConfirmed(
   db: Db,
@@ -268,14 +305,14 @@ async function markWholeConfirmed(
 ): Promise<string[] | { owed: string } | null> {
   const move = paymentMove('ministry_approved');
   const paid = invoiceMove('payment_confirmed');
+  // The invoice is locked and read as it is now, not as the statement's snapshot had it: a reversal
+  // committed meanwhile has raised what it owes, and this payment must meet that balance.
   const books = checkBooks
-    ? sql`SELECT b.whole OR b.owed <= 0 AS settles, b.owed FROM (
-        SELECT p.amount >= i.amount AS whole, i.billed_amount - p.amount - coalesce((
-          SELECT sum(o.amount) FROM payments o
-          WHERE o.invoice_id = i.id AND o.id <> p.id AND o.status = 'confirmed' AND o.remaining_balance IS NOT NULL
-        ), 0) AS owed
+    ? sql`SELECT b.owed <= 0 AS settles, b.owed FROM (
+        SELECT i.amount - p.amount AS owed
         FROM payments p JOIN invoices i ON i.id = p.invoice_id
         WHERE p.id = ${input.id}::uuid
+        FOR NO KEY UPDATE OF i
       ) b`
     : sql`SELECT true AS settles, NULL::numeric AS owed`;
   const { rows } = await sql<{ moved: boolean; settles: boolean | null; owed: string | null; ids: string[] }>`
@@ -366,11 +403,13 @@ function paymentMoves(now: Clock) {
 
     /**
      * Ends the payment's hold on its invoices; with an invoice event, the released invoices move
-     * by it (from the states the invoice table allows), and a canceled part-payment is owed again.
+     * by it (from the states the invoice table allows), and a canceled part-payment is owed again
+     * (owedAgain), in the caller's transaction: a reversal gives back exactly what it took.
      * Returns the ids of the invoices it released or changed.
      */
     async releaseInvoices(uow: UnitOfWork, paymentId: string, invoiceEvent: InvoiceEvent | null): Promise<string[]> {
       const trx = trxOf(uow);
+      if (invoiceEvent === 'payment_canceled') await lockSettlerOf(trx, paymentId);
       const held = await trx
         .updateTable('payment_invoices')
         .set({ active: false })

@@ -12,6 +12,7 @@ const KIND_LABEL: Record<DiscrepancyKind, [label: string, explain: string]> = {
   missing_locally: ['missing locally', 'Settled by the ministry, unknown to this service'],
   amount_mismatch: ['amount mismatch', 'Settled with a different amount'],
   settled_but_canceled: ['settled but canceled', 'Settled by the ministry, canceled here'],
+  settled_but_failed: ['settled but failed', 'Settled by the ministry, failed here'],
 };
 
 type Run = ReconciliationRunView;
