@@ -86,6 +86,19 @@ export function approve(ctx: TestContext, refNum: string): Promise<LightMyReques
   return ctx.sim('/__control/approve', { refNum });
 }
 
+/** The invoice as its ministry shows it (status and balance); null when the ministry does not know it. */
+export async function atMinistry(ctx: TestContext, source: Source, refNum: string): Promise<{ status: string; amount: string } | null> {
+  const invoice = await ctx.deps.ministries[source].getByRef(refNum);
+  return invoice && { status: invoice.status, amount: invoice.amount };
+}
+
+/** The simulated ministry's approval of the invoice's submitted payment, then the confirmation job's pass that picks it up. */
+export async function approveAndConfirm(ctx: TestContext, refNum: string): Promise<void> {
+  expect((await approve(ctx, refNum)).statusCode).toBe(200);
+  ctx.advance(ctx.config.confirmPollMs + 1000);
+  await ctx.runJobs();
+}
+
 /** Pays and expects the 201; the created payment. */
 export async function payOk(ctx: TestContext, apiKey: string, payload: unknown, headers: Record<string, string> = {}): Promise<PaymentCreated> {
   const res = await pay(ctx, apiKey, payload, headers);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
-import { approve, cancelPayment, getInvoice, getPayment, lookupRef, ownInvoice, pay, payOk, type OwnInvoice, type Partner, type Payment, type PaymentCreated } from '../helpers/api.js';
+import { approve, approveAndConfirm, atMinistry, cancelPayment, getInvoice, getPayment, lookupRef, ownInvoice, pay, payOk, type OwnInvoice, type Partner, type Payment, type PaymentCreated } from '../helpers/api.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
 import type { Source } from '../../src/domain/vocabulary.js';
 
@@ -17,17 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-async function atMinistry(source: Source, refNum: string) {
-  const invoice = await ctx.deps.ministries[source].getByRef(refNum);
-  return invoice && { status: invoice.status, amount: invoice.amount };
-}
 
-/** The simulated ministry's approval of the invoice's submitted payment, then the job's pass that picks it up. */
-async function approveAndConfirm(refNum: string): Promise<void> {
-  expect((await approve(ctx, refNum)).statusCode).toBe(200);
-  ctx.advance(ctx.config.confirmPollMs + 1000);
-  await ctx.runJobs();
-}
 
 /** Two partners who both retrieved one part-payable invoice of 1,000. */
 async function sharedInvoice(source: Source): Promise<{ a: Partner; b: Partner; invoice: OwnInvoice }> {
@@ -44,14 +34,14 @@ describe('reversing a confirmed part-payment', () => {
   it('after another payment settled the invoice: the invoice owes the reversed amount again, as at the ministry, and it can be paid', async () => {
     const { a, b, invoice } = await sharedInvoice('etax');
     const first = await payOk(ctx, a.apiKey, { invoiceId: invoice.id, amount: 600 });
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     const rest = await payOk(ctx, b.apiKey, { invoiceId: invoice.id, amount: 400 });
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     expect(await statusOf(b, rest.id)).toBe('confirmed');
     expect(await getInvoice(ctx, a.apiKey, invoice.id)).toMatchObject({ status: 'paid' });
 
     expect((await cancelPayment(ctx, a.apiKey, first.id)).json()).toEqual({ id: first.id, canceled: true });
-    expect(await atMinistry('etax', invoice.refNum)).toEqual({ status: 'open', amount: '600' });
+    expect(await atMinistry(ctx, 'etax', invoice.refNum)).toEqual({ status: 'open', amount: '600' });
     expect(await getInvoice(ctx, a.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 600 });
     const refreshed = await ctx.api(b.apiKey, { method: 'GET', url: `/api/v1/invoices/${invoice.id}/refresh` });
     expect(refreshed.json()).toMatchObject({ status: 'open', amount: 600 });
@@ -59,15 +49,15 @@ describe('reversing a confirmed part-payment', () => {
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
 
     const again = await payOk(ctx, a.apiKey, { invoiceId: invoice.id, amount: 600 });
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     expect(await statusOf(a, again.id)).toBe('confirmed');
-    expect(await atMinistry('etax', invoice.refNum)).toMatchObject({ status: 'paid' });
+    expect(await atMinistry(ctx, 'etax', invoice.refNum)).toMatchObject({ status: 'paid' });
     expect(await getInvoice(ctx, a.apiKey, invoice.id)).toMatchObject({ status: 'paid' });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
 
     // The payment that had settled it, reversed too: the invoice owes what it took back on top.
     expect((await cancelPayment(ctx, b.apiKey, rest.id)).statusCode).toBe(200);
-    expect(await atMinistry('etax', invoice.refNum)).toEqual({ status: 'open', amount: '400' });
+    expect(await atMinistry(ctx, 'etax', invoice.refNum)).toEqual({ status: 'open', amount: '400' });
     expect(await getInvoice(ctx, a.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 400 });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
@@ -75,26 +65,26 @@ describe('reversing a confirmed part-payment', () => {
   it('while another payment of the rest is submitted: the hold stays, the balance is raised, and that payment confirms as a part-payment', async () => {
     const { a, b, invoice } = await sharedInvoice('mof');
     const first = await payOk(ctx, a.apiKey, { invoiceId: invoice.id, amount: 600 });
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     const rest = await payOk(ctx, b.apiKey, { invoiceId: invoice.id, amount: 400 });
     expect(rest.status).toBe('submitted');
 
     expect((await cancelPayment(ctx, a.apiKey, first.id)).statusCode).toBe(200);
-    expect(await atMinistry('mof', invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
+    expect(await atMinistry(ctx, 'mof', invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
     expect(await getInvoice(ctx, a.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 1000 });
     // Still held by the submitted payment: no other payment may take the invoice meanwhile.
     expect((await pay(ctx, a.apiKey, { invoiceId: invoice.id, amount: 100 })).statusCode).toBe(422);
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
 
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     expect(await statusOf(b, rest.id)).toBe('confirmed');
-    expect(await atMinistry('mof', invoice.refNum)).toEqual({ status: 'open', amount: '600' });
+    expect(await atMinistry(ctx, 'mof', invoice.refNum)).toEqual({ status: 'open', amount: '600' });
     expect(await getInvoice(ctx, a.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 600 });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
 
     const again = await payOk(ctx, a.apiKey, { invoiceId: invoice.id });
     expect(again.amount).toBe(600);
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     expect(await getInvoice(ctx, a.apiKey, invoice.id)).toMatchObject({ status: 'paid' });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });

@@ -6,6 +6,8 @@ import type { Source } from '../../src/domain/vocabulary.js';
 import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decode.js';
 import {
   approve,
+  approveAndConfirm,
+  atMinistry,
   cancelPayment,
   getInvoice,
   getPayment,
@@ -139,17 +141,7 @@ describe('payment lifecycle', () => {
 });
 
 /** The invoice as the ministry system shows it now, through the service's own adapter. */
-async function atMinistry(source: Source, refNum: string) {
-  const invoice = await ctx.deps.ministries[source].getByRef(refNum);
-  return invoice && { status: invoice.status, amount: invoice.amount };
-}
 
-/** The simulated ministry's approval, then the confirmation job's pass that picks it up. */
-async function approveAndConfirm(refNum: string): Promise<void> {
-  expect((await approve(ctx, refNum)).statusCode).toBe(200);
-  ctx.advance(ctx.config.confirmPollMs + 1000);
-  await ctx.runJobs();
-}
 
 const SOURCES: Source[] = ['mof', 'etax', 'police'];
 
@@ -162,7 +154,7 @@ describe('part-payments', () => {
     expect((await paymentsOf(invoice.id)).map((p) => p.status)).toEqual(['failed']);
     const atSimulator = (await ctx.simulator.inject({ method: 'GET', url: '/__control/payments' })).json<{ payments: { refNum: string }[] }>();
     expect(atSimulator.payments.filter((p) => p.refNum === invoice.refNum)).toEqual([]);
-    expect(await atMinistry(source, invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
+    expect(await atMinistry(ctx, source, invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
     expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 1000 });
     // The whole balance still pays it.
     expect((await pay(ctx, partner.apiKey, { invoiceId: invoice.id })).statusCode).toBe(201);
@@ -171,9 +163,9 @@ describe('part-payments', () => {
   it.each(SOURCES)('%s: a confirmed part-payment leaves the invoice open with the balance, and the remainder pays it', async (source) => {
     const { partner, invoice } = await partnerWithInvoice(ctx, source, { amount: 1000, allowPartial: true });
     const part = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 300 });
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     expect((await getPayment(ctx, partner.apiKey, part.id)).json<Payment>()).toMatchObject({ status: 'confirmed', amount: 300 });
-    expect(await atMinistry(source, invoice.refNum)).toEqual({ status: 'open', amount: '700' });
+    expect(await atMinistry(ctx, source, invoice.refNum)).toEqual({ status: 'open', amount: '700' });
     expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 700 });
     const register = invoice.fixture.payer?.register ?? '';
     const listed = await searchInvoices(ctx, partner.apiKey, `ttd=${encodeURIComponent(register)}`);
@@ -182,10 +174,10 @@ describe('part-payments', () => {
 
     const rest = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id });
     expect(rest).toMatchObject({ status: 'submitted', amount: 700 });
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     expect((await getPayment(ctx, partner.apiKey, rest.id)).json<Payment>()).toMatchObject({ status: 'confirmed', amount: 700 });
     expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'paid' });
-    expect((await atMinistry(source, invoice.refNum))?.status).toBe('paid');
+    expect((await atMinistry(ctx, source, invoice.refNum))?.status).toBe('paid');
     expect((await pay(ctx, partner.apiKey, { invoiceId: invoice.id })).json()).toEqual({ success: false, refNum: invoice.refNum, message: 'Invoice is already paid' });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
@@ -196,16 +188,16 @@ describe('part-payments', () => {
     const a = await ownInvoice(ctx, p, 'mof', { amount: 3000, allowPartial: true, linkedRefNums: [b.refNum] });
     const part = await payOk(ctx, p.apiKey, { invoiceId: a.id, amount: 1000 });
     expect(part.invoiceIds).toEqual([a.id, b.id]);
-    await approveAndConfirm(a.refNum);
+    await approveAndConfirm(ctx, a.refNum);
     expect((await getPayment(ctx, p.apiKey, part.id)).json<Payment>().status).toBe('confirmed');
     expect(await getInvoice(ctx, p.apiKey, a.id)).toMatchObject({ status: 'open', amount: 2000 });
     expect(await getInvoice(ctx, p.apiKey, b.id)).toMatchObject({ status: 'open', amount: 2000 });
-    expect(await atMinistry('mof', b.refNum)).toEqual({ status: 'open', amount: '2000' });
+    expect(await atMinistry(ctx, 'mof', b.refNum)).toEqual({ status: 'open', amount: '2000' });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
 
     const rest = await payOk(ctx, p.apiKey, { invoiceId: a.id });
     expect(rest).toMatchObject({ amount: 2000, invoiceIds: [a.id, b.id] });
-    await approveAndConfirm(a.refNum);
+    await approveAndConfirm(ctx, a.refNum);
     expect((await getInvoice(ctx, p.apiKey, a.id)).status).toBe('paid');
     expect((await getInvoice(ctx, p.apiKey, b.id)).status).toBe('paid');
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
@@ -214,10 +206,10 @@ describe('part-payments', () => {
   it('owes a canceled part-payment again: the invoice shows the balance the ministry restored', async () => {
     const { partner, invoice } = await partnerWithInvoice(ctx, 'etax', { amount: 1000, allowPartial: true });
     const part = await payOk(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 250.5 });
-    await approveAndConfirm(invoice.refNum);
+    await approveAndConfirm(ctx, invoice.refNum);
     expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 749.5 });
     expect((await cancelPayment(ctx, partner.apiKey, part.id)).statusCode).toBe(200);
-    expect(await atMinistry('etax', invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
+    expect(await atMinistry(ctx, 'etax', invoice.refNum)).toEqual({ status: 'open', amount: '1000' });
     expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'open', amount: 1000 });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
