@@ -103,14 +103,14 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
 
   /**
    * What is still owed on the payment's invoice once the ministry confirmed it (null: nothing),
-   * where our books leave `owed`. Our books set the ceiling: no balance exceeds what was billed
-   * less what was confirmed. The ministry, asked only when they leave something, can lower it,
-   * never raise it: its view may lag behind the approval it just gave.
+   * where our books leave `owed`. The ministry, asked only when they leave something, may say it
+   * is settled all the same (paid in part at a bank); a balance it shows is not taken over ours, as
+   * its view may lag behind the approval it just gave or a reversal of ours, in either direction.
    */
   async function remainingBalance(payment: PaymentRow, refNum: string, owed: string): Promise<string | null> {
     const invoice = await deps.ministries[payment.source].getByRef(refNum);
     if (!invoice || invoice.status !== 'open' || compareAmounts(invoice.amount, '0') <= 0) return null;
-    return compareAmounts(invoice.amount, owed) < 0 ? invoice.amount : owed;
+    return owed;
   }
 
   /**

@@ -38,9 +38,13 @@ function toValues(inv: UpstreamInvoice) {
   };
 }
 
-/** What the invoice's confirmed part-payments took (the payment that settles it holds it instead). */
-const PART_PAID = sql<string>`(SELECT coalesce(sum(p.amount), 0) FROM payments p
-  WHERE p.invoice_id = invoices.id AND p.status = 'confirmed' AND p.remaining_balance IS NOT NULL)`;
+/**
+ * A payment of ours was confirmed on the invoice (its own or a linked one), even if reversed since:
+ * from then on its books are ours, each of our payments and reversals moving its balance by
+ * exactly its amount, and a ministry view (which may lag behind any of them) changes them no more.
+ */
+const BOOKS_OURS = sql<boolean>`EXISTS (SELECT 1 FROM payment_invoices pi JOIN payments p ON p.id = pi.payment_id
+  WHERE pi.invoice_id = invoices.id AND p.paid_at IS NOT NULL)`;
 
 /** Inserts or refreshes ministry invoices; (source, ref_num) keeps each one's UUID stable. */
 async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<InvoiceRow[]> {
@@ -51,19 +55,21 @@ async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<In
     .onConflict((oc) =>
       oc.columns(['source', 'ref_num']).doUpdateSet((eb) => ({
         description: eb.ref('excluded.description'),
-        // Once a part-payment of ours is confirmed, a ministry view lagging behind it must not
-        // raise the balance: our books cap it at the billed amount less what our payments took.
-        // LEAST skips the NULL that nothing part-paid gives, so the subquery runs once.
-        amount: sql<string>`LEAST(excluded.amount, invoices.billed_amount - NULLIF(${PART_PAID}, 0))`,
+        // A view lagging behind a confirmation of ours would raise the balance, one lagging behind a
+        // reversal of ours would lower it: once the books are ours neither is taken. A balance the
+        // ministry lowered on its own (paid at a bank) then shows here as more than it asks, which
+        // it refuses to take, rather than as less, which would be marked paid while still owed.
+        amount: sql<string>`CASE WHEN ${BOOKS_OURS} THEN invoices.amount ELSE excluded.amount END`,
         // Fixed from the first payment of ours on: what a view shows after it is no bill.
-        billed_amount: sql<string>`CASE WHEN EXISTS (
+        billed_amount: sql<string>`CASE WHEN ${BOOKS_OURS} OR EXISTS (
           SELECT 1 FROM payments p WHERE p.invoice_id = invoices.id AND p.status IN ('pending', 'submitted', 'confirmed')
         ) THEN invoices.billed_amount ELSE excluded.amount END`,
         // While a payment holds the invoice, its status is the payment's to change (the transition
-        // tables), not the ministry copy's: a copy read mid-payment must not pay or reopen it.
+        // tables), not the ministry copy's: a copy read mid-payment must not pay or reopen it. Once
+        // the books are ours, only the ministry's withdrawal of the bill (canceled) is taken.
         status: sql<StoredInvoiceStatus>`CASE WHEN EXISTS (
           SELECT 1 FROM payment_invoices pi WHERE pi.invoice_id = invoices.id AND pi.active
-        ) THEN invoices.status ELSE excluded.status END`,
+        ) THEN invoices.status WHEN excluded.status <> 'canceled' AND ${BOOKS_OURS} THEN invoices.status ELSE excluded.status END`,
         due_date: eb.ref('excluded.due_date'),
         issued_at: eb.ref('excluded.issued_at'),
         vehicle_no: eb.ref('excluded.vehicle_no'),

@@ -78,20 +78,17 @@ const changeSql = (event: PaymentEvent, why: PaymentChange) => {
 
 /**
  * submitted -> confirmed for a part-payment, with the outbox event, in one statement: the payment
- * records the balance the ministry still shows, its invoice stays open with that balance, and it
- * lets go of every invoice it held (the linked ones are settled only with the whole balance), so
- * the next payment can take them. Null when another actor moved the payment first.
+ * records the balance it leaves by our books, its invoice stays open owing that, and it lets go of
+ * every invoice it held (the linked ones are settled only with the whole balance), so the next
+ * payment can take them. Null when another actor moved the payment first.
  */
-async function markPartConfirmed(
-  db: Db,
-  input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange; remaining: string },
-): Promise<string[] | null> {
+async function markPartConfirmed(db: Db, input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange }): Promise<string[] | null> {
   const move = paymentMove('ministry_approved');
-  // The invoice is locked first and the balance capped by what it owes now less this payment: a
+  // The invoice is locked first and the balance left is what it owes now less this payment: a
   // reversal committed since the caller read the books has raised it.
   const { rows } = await sql<{ moved: boolean; ids: string[] }>`
     WITH books AS (
-      SELECT LEAST(${input.remaining}::numeric, i.amount - p.amount) AS rest
+      SELECT i.amount - p.amount AS rest
       FROM payments p JOIN invoices i ON i.id = p.invoice_id
       WHERE p.id = ${input.id}::uuid
       FOR NO KEY UPDATE OF i
@@ -270,10 +267,11 @@ function ministryAnswers(db: Db) {
      * statement (one round trip where a transaction took five: the confirmation job's hot path).
      * The invoices' update reads `moved`, so it runs after the payment row is locked, in the lock
      * order of every other path. Null when another actor moved the payment first; else the ids of
-     * the invoices it changed. With `remaining` (see markPartConfirmed) it paid only part.
+     * the invoices it changed. With `remaining` (the ministry still shows a balance: see
+     * markPartConfirmed) it paid only part.
      */
     async markConfirmed(input: { id: string; at: Date; paidAt: Date; outbox: OutboxWrite; why: PaymentChange; remaining?: string | null }): Promise<string[] | null> {
-      if (input.remaining) return markPartConfirmed(db, { ...input, remaining: input.remaining });
+      if (input.remaining) return markPartConfirmed(db, input);
       const confirmed = await markWholeConfirmed(db, input, false);
       return Array.isArray(confirmed) ? confirmed : null;
     },
