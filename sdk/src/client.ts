@@ -48,7 +48,10 @@ export interface ClientOptions {
   baseUrl: string;
   /** The partner API key (`gpk_sandbox_…` or `gpk_live_…`), sent as `X-API-Key`. */
   apiKey: string;
-  /** A fetch implementation; defaults to Node's global fetch. */
+  /**
+   * A fetch implementation; defaults to Node's global fetch. It is given `redirect: 'manual'`
+   * and must honour it: the SDK refuses redirects rather than send the key after them.
+   */
   fetch?: FetchLike;
   /** Extra attempts after the first on retryable failures. Default 3. */
   retries?: number;
@@ -62,6 +65,13 @@ export interface ClientOptions {
   maxRetryDelayMs?: number;
   /** Per-attempt timeout, covering the answer and its body. Default 30 000 ms. */
   timeoutMs?: number;
+  /**
+   * Longest answer body read, in bytes, counted as it arrives (after any decompression). A longer
+   * one is cut off there and throws `ResponseTooLargeError`; one whose `Content-Length` says it
+   * is longer is refused unread. Default 4 MiB (4 194 304), far above any answer of the API but a
+   * settlement report (`payments.settlement`) of more than about 10 000 payments: raise it for those.
+   */
+  maxResponseBytes?: number;
   /** Sent as `User-Agent`. */
   userAgent?: string;
 }

@@ -86,6 +86,49 @@ export class ServerError extends ApiError {
   override name = 'ServerError';
 }
 
+/**
+ * A 3xx answer, which the SDK never follows: fetch would send the `X-API-Key` header, and on a
+ * 307 or 308 the body and idempotency key too, to wherever `Location` points, another host
+ * included. The message names the status and the location (the API key, should the location
+ * repeat it, replaced by `[redacted]`). Usually a wrong `baseUrl` (`http` for `https`, a
+ * missing `/api/v1`, an old host name). Never retried.
+ */
+export class RedirectError extends ApiError {
+  override name = 'RedirectError';
+  /**
+   * The `Location` header, undefined when there was none or it could not be read: a browser's
+   * fetch hides redirects behind an opaque answer with status 0.
+   */
+  readonly location: string | undefined;
+
+  constructor(status: number, location: string | undefined, requestId: string | undefined, message: string) {
+    super(status, undefined, requestId, message);
+    this.location = location;
+  }
+}
+
+/**
+ * An answer longer than the client's `maxResponseBytes`. Reading stops at the cap and the
+ * connection is dropped, so a broken or hostile server cannot fill the process's memory.
+ * Never retried: the same request would get the same answer.
+ */
+export class ResponseTooLargeError extends Error {
+  override name = 'ResponseTooLargeError';
+  /** HTTP status code of the answer. */
+  readonly status: number;
+  /** The cap that was exceeded, in bytes. */
+  readonly maxResponseBytes: number;
+  /** The `X-Request-Id` of the answer, when it carried one. */
+  readonly requestId: string | undefined;
+
+  constructor(message: string, status: number, maxResponseBytes: number, requestId: string | undefined) {
+    super(message);
+    this.status = status;
+    this.maxResponseBytes = maxResponseBytes;
+    this.requestId = requestId;
+  }
+}
+
 /** No HTTP answer at all: connection refused or reset, DNS failure, or the client-side timeout. */
 export class NetworkError extends Error {
   override name = 'NetworkError';

@@ -10,6 +10,8 @@ export {
   NotFoundError,
   PaymentFailedError,
   RateLimitError,
+  RedirectError,
+  ResponseTooLargeError,
   ServerError,
   UnprocessableEntityError,
 } from './errors.js';

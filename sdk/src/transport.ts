@@ -1,4 +1,4 @@
-import { NetworkError, errorFromResponse, type ApiError } from './errors.js';
+import { NetworkError, RedirectError, ResponseTooLargeError, errorFromResponse, type ApiError } from './errors.js';
 import type { ClientOptions, FetchLike } from './client.js';
 import { SDK_VERSION } from './version.js';
 
@@ -33,12 +33,23 @@ interface Settings {
   retryBaseMs: number;
   maxRetryDelayMs: number;
   timeoutMs: number;
+  maxResponseBytes: number;
   userAgent: string;
 }
+
+/**
+ * 4 MiB: every answer of the API but a settlement is a few dozen KiB at most (a page of 100 events,
+ * a QR image); a settlement lists the day's payments, some thousands in 4 MiB, and a partner with
+ * more a day raises the option (sdk/README.md).
+ */
+const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 
 export function createTransport(options: ClientOptions): SendRequest {
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  // Checked rather than clamped like the other numbers: NaN would silently lift the cap.
+  if (typeof maxResponseBytes !== 'number' || !(maxResponseBytes >= 1)) throw new TypeError('maxResponseBytes must be a number of bytes, at least 1');
   const settings: Settings = {
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     apiKey: options.apiKey,
@@ -47,6 +58,7 @@ export function createTransport(options: ClientOptions): SendRequest {
     retryBaseMs: Math.max(0, options.retryBaseMs ?? 250),
     maxRetryDelayMs: Math.max(0, options.maxRetryDelayMs ?? 30_000),
     timeoutMs: Math.max(1, options.timeoutMs ?? 30_000),
+    maxResponseBytes: Math.floor(maxResponseBytes),
     userAgent: options.userAgent ?? `gov-payment-channel-sdk/${SDK_VERSION} node/${process.versions.node}`,
   };
   return <T>(spec: RequestSpec) => send<T>(settings, spec);
@@ -79,11 +91,18 @@ async function send<T>(settings: Settings, spec: RequestSpec): Promise<T> {
     let responseHeaders: Headers;
     let body: unknown;
     try {
-      const res = await doFetch(url, { method: spec.method, headers, body: payload, signal });
+      // Never 'follow': fetch would resend the key (and on 307/308 the body) to any Location.
+      const res = await doFetch(url, { method: spec.method, headers, body: payload, signal, redirect: 'manual' });
       status = res.status;
       responseHeaders = res.headers;
-      body = await readBody(res);
+      if (isRedirect(res)) {
+        discard(res);
+        throw redirectError(settings, spec, res);
+      }
+      body = await readBody(res, settings.maxResponseBytes, `${spec.method} ${spec.path}`);
     } catch (cause) {
+      // An answer came and is refused; the same request would be answered the same way.
+      if (cause instanceof RedirectError || cause instanceof ResponseTooLargeError) throw cause;
       if (spec.signal?.aborted) throw spec.signal.reason ?? cause;
       const timedOut = timeout.aborted;
       const error = new NetworkError(
@@ -119,8 +138,40 @@ function buildUrl(baseUrl: string, path: string, query: RequestSpec['query']): s
   return `${baseUrl}${path}${qs ? `?${qs}` : ''}`;
 }
 
-async function readBody(res: Response): Promise<unknown> {
-  const text = await res.text();
+/**
+ * Node's fetch hands 'manual' redirects back as they came; a browser's as an opaque answer with
+ * status 0 and nothing readable.
+ */
+function isRedirect(res: Response): boolean {
+  return res.type === 'opaqueredirect' || res.status === 0 || (res.status >= 300 && res.status < 400);
+}
+
+function redirectError(settings: Settings, spec: RequestSpec, res: Response): RedirectError {
+  const raw = res.headers.get('location');
+  // The location is the server's text: a hostile one could echo the key back into it.
+  const location = raw === null ? undefined : redact(raw, settings.apiKey);
+  const where = location === undefined ? 'without a readable Location' : `to ${location}`;
+  const status = res.status === 0 ? 'a redirect' : `HTTP ${res.status}`;
+  return new RedirectError(
+    res.status,
+    location,
+    res.headers.get('x-request-id') ?? undefined,
+    `${spec.method} ${spec.path} answered ${status} ${where}; the SDK does not follow redirects (check baseUrl)`,
+  );
+}
+
+function redact(text: string, secret: string): string {
+  if (secret === '') return text;
+  return text.split(secret).join('[redacted]').split(encodeURIComponent(secret)).join('[redacted]');
+}
+
+/** Drops an answer's body unread, so its connection is closed rather than drained. */
+function discard(res: Response): void {
+  res.body?.cancel().catch(() => undefined);
+}
+
+async function readBody(res: Response, maxBytes: number, request: string): Promise<unknown> {
+  const text = await readText(res, maxBytes, request);
   if (text === '') return undefined;
   const type = res.headers.get('content-type') ?? '';
   if (/[/+]json\b/i.test(type)) {
@@ -131,6 +182,44 @@ async function readBody(res: Response): Promise<unknown> {
     }
   }
   return text;
+}
+
+/** The body as text, read no further than `maxBytes`. */
+async function readText(res: Response, maxBytes: number, request: string): Promise<string> {
+  const tooLarge = () =>
+    new ResponseTooLargeError(
+      `${request} answered HTTP ${res.status} with a body over maxResponseBytes (${maxBytes} bytes); reading stopped`,
+      res.status,
+      maxBytes,
+      res.headers.get('x-request-id') ?? undefined,
+    );
+  if (Number(res.headers.get('content-length')) > maxBytes) {
+    discard(res);
+    throw tooLarge();
+  }
+  const stream = res.body;
+  if (!stream) {
+    // A Response built without a stream (a custom fetch's own): its text is already in memory.
+    const text = await res.text();
+    if (new TextEncoder().encode(text).byteLength > maxBytes) throw tooLarge();
+    return text;
+  }
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let received = 0;
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    received += value.byteLength;
+    if (received > maxBytes) {
+      // Canceling the stream aborts the download, and the connection with it.
+      reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  return text + decoder.decode();
 }
 
 /** `Retry-After` as seconds (delta-seconds or an HTTP date); undefined when absent or unreadable. */

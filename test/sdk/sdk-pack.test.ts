@@ -37,7 +37,8 @@ async function sh(file: string, args: string[], cwd: string, env: NodeJS.Process
 /** A partner's program: imports the SDK by name, searches, pays, polls, and checks a signature. */
 const ESM_SCRIPT = `
 import { createHmac } from 'node:crypto';
-import { BadRequestError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
+import { createServer } from 'node:http';
+import { BadRequestError, RedirectError, ResponseTooLargeError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
 
 const api = createClient({ baseUrl: process.env.GPC_BASE_URL, apiKey: process.env.GPC_API_KEY, retryBaseMs: 10 });
 const { invoices, total } = await api.invoices.search({ ttd: process.env.GPC_TTD });
@@ -99,6 +100,21 @@ const standardHeaders = (at) => ({
 });
 const staleAt = String(Number(sentAt) - 360);
 
+// The built SDK keeps the key at home: a redirect to another origin is refused, a long answer cut off.
+const listen = (handler) => new Promise((resolve) => { const server = createServer(handler); server.listen(0, '127.0.0.1', () => resolve(server)); });
+let heard = 0;
+const elsewhere = await listen((_req, res) => { heard += 1; res.end(); });
+const tricky = await listen((req, res) => {
+  if (req.url.endsWith('/summary')) res.writeHead(200, { 'content-type': 'application/json' }).end('"' + 'x'.repeat(4096) + '"');
+  else res.writeHead(307, { location: 'http://127.0.0.1:' + elsewhere.address().port + '/steal' }).end();
+});
+const guarded = createClient({ baseUrl: 'http://127.0.0.1:' + tricky.address().port + '/api/v1', apiKey: 'gpk_sandbox_pack', maxResponseBytes: 1024 });
+const redirected = await guarded.payments.create({ invoiceId: invoice.id }).catch((e) => e);
+const oversized = await guarded.reports.summary().catch((e) => e);
+tricky.closeAllConnections();
+tricky.close();
+elsewhere.close();
+
 console.log(JSON.stringify({
   resolved: import.meta.resolve('${PACKAGE}'),
   version: SDK_VERSION,
@@ -118,6 +134,11 @@ console.log(JSON.stringify({
     standardStale: verifyWebhookRequest(body, standardHeaders(staleAt), secret),
     standardParsed: parseWebhookRequest(body, standardHeaders(sentAt), [secret]).eventId === events[0].id,
   },
+  guard: {
+    redirect: redirected instanceof RedirectError && redirected.status === 307 && redirected.location.endsWith('/steal'),
+    heard,
+    tooLarge: oversized instanceof ResponseTooLargeError && oversized.maxResponseBytes === 1024,
+  },
   events: events.map((e) => e.type),
   eventIds: events.map((e) => e.id),
   oneEvent: oneEvent.id === events[0].id,
@@ -130,10 +151,17 @@ console.log(JSON.stringify({
 
 /** A TypeScript partner: type-checks against the shipped declarations only (nothing from sdk/src). */
 const TS_CONSUMER = `
-import { BadRequestError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
-import type { Invoice, InvoiceSearch, Payment, PaymentChannelClient, Webhook, WebhookMessage, WebhookRecoverQueued } from '${PACKAGE}';
+import { BadRequestError, RedirectError, ResponseTooLargeError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
+import type { ClientOptions, Invoice, InvoiceSearch, Payment, PaymentChannelClient, Webhook, WebhookMessage, WebhookRecoverQueued } from '${PACKAGE}';
 
-const api: PaymentChannelClient = createClient({ baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'gpk_sandbox_x', retries: 1 });
+const options: ClientOptions = { baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'gpk_sandbox_x', retries: 1, maxResponseBytes: 8 * 1024 * 1024 };
+const api: PaymentChannelClient = createClient(options);
+
+export function refusal(err: unknown): string | undefined {
+  if (err instanceof RedirectError) return \`\${err.status} to \${err.location ?? '?'}\`;
+  if (err instanceof ResponseTooLargeError) return \`over \${err.maxResponseBytes} bytes (HTTP \${err.status}, \${err.requestId ?? 'no id'})\`;
+  return undefined;
+}
 
 export async function payFirstOpen(ttd: string): Promise<Payment | undefined> {
   const { invoices }: { invoices: Invoice[] } = await api.invoices.search({ ttd });
@@ -252,6 +280,7 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
       invoiceStatus: string;
       badRequest: { isBadRequest: boolean; status: number; messages: number };
       webhook: { valid: boolean; tampered: boolean; wrongSecret: boolean; parsed: string; standard: boolean; standardStale: boolean; standardParsed: boolean };
+      guard: { redirect: boolean; heard: number; tooLarge: boolean };
       events: string[];
       eventIds: string[];
       oneEvent: boolean;
@@ -274,6 +303,7 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
     expect(out.badRequest).toMatchObject({ isBadRequest: true, status: 400 });
     expect(out.badRequest.messages).toBeGreaterThan(0);
     expect(out.webhook).toEqual({ valid: true, tampered: false, wrongSecret: false, parsed: 'payment.confirmed', standard: true, standardStale: false, standardParsed: true });
+    expect(out.guard).toEqual({ redirect: true, heard: 0, tooLarge: true });
     // Paged one by one, newest first: the confirmation, then the submission.
     expect(out.events).toEqual(['payment.confirmed', 'payment.submitted']);
     expect(out.oneEvent).toBe(true);
