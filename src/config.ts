@@ -60,28 +60,55 @@ function bool(env: Env, name: string): boolean | undefined {
   throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
-function required(env: Env, name: string, appEnv: AppEnv, localDefault: string): string {
-  const value = str(env, name);
-  if (value !== undefined) return value;
-  if (appEnv === 'local') return localDefault;
-  throw new Error(`${name} is required when APP_ENV=${appEnv}`);
-}
-
 /** Reads one variable; undefined when the environment leaves it out (the schema's default applies). */
 type Reader = (env: Env, name: string, appEnv: AppEnv) => unknown;
 
-/** One setting: the variable it is read from, its schema (with its default) and how its text is read. */
+/** A secret a setting's value holds: where in the value it sits (a JSON pointer) and how an error names it. */
+interface HeldSecret {
+  at: string;
+  label: string;
+  value: unknown;
+}
+
+/** The secrets of a setting's value, so they are checked outside `local` and never echoed. */
+type SecretsOf = (value: unknown, env: string) => HeldSecret[];
+
+/** One setting: the variable it is read from, its schema (with its default), how its text is read, and any secrets it holds. */
 interface Setting<S extends TSchema = TSchema> {
   env: string;
   schema: S;
   read: Reader;
+  secrets?: SecretsOf;
 }
 
-const setting = <S extends TSchema>(env: string, schema: S, read: Reader = str): Setting<S> => ({ env, schema, read });
+const setting = <S extends TSchema>(env: string, schema: S, read: Reader = str, secrets?: SecretsOf): Setting<S> => ({ env, schema, read, secrets });
 const number = <S extends TSchema>(env: string, schema: S) => setting(env, schema, int);
 
-/** A required secret that only `local` may leave out, where it has a fixed development value. */
-const secret = (localDefault: string): Reader => (env, name, appEnv) => required(env, name, appEnv, localDefault);
+/**
+ * A required secret that only `local` may leave out, where it has a fixed development value;
+ * elsewhere a missing one is reported by secretErrors beside every other invalid setting.
+ */
+const secret = (localDefault: string): Reader => (env, name, appEnv) => str(env, name) ?? (appEnv === 'local' ? localDefault : undefined);
+
+/** The whole value is the secret (and, when secret() reads it, required outside `local`). */
+const wholeSecret: SecretsOf = (value, env) => [{ at: '', label: env, value }];
+
+/** Each operator's token; named by position, since a pair written the wrong way round would put the token in the name. */
+const operatorTokens: SecretsOf = (value, env) =>
+  Array.isArray(value) ? value.map((pair: { token?: unknown }, i) => ({ at: `/${i}/token`, label: `${env} (pair ${i + 1})`, value: pair.token })) : [];
+
+/**
+ * Outside `local`, the fewest characters any secret may have (`openssl rand -hex 16` makes 32).
+ * The schema's own minimums are lower so that local starts and tests may use short ones.
+ */
+export const SECRET_MIN_LENGTH = 32;
+
+/**
+ * Secret values anyone can read, here and in the README: a local start's defaults. Outside `local`
+ * every secret setting refuses all of them, not only its own (an operator pasting the local admin
+ * token into ADMIN_TOKENS is refused too).
+ */
+const PUBLIC_SECRETS: ReadonlySet<string> = new Set([LOCAL_ADMIN_TOKEN, LOCAL_WEBHOOK_KEY]);
 
 interface SettingTree {
   readonly [key: string]: Setting | SettingTree;
@@ -102,12 +129,13 @@ const SETTINGS = {
   port: number('PORT', Int(3000)),
   adminHost: setting('ADMIN_HOST', Text('127.0.0.1')),
   adminPort: number('ADMIN_PORT', Int(DEFAULT_ADMIN_PORT)),
-  adminToken: setting('ADMIN_TOKEN', Type.String({ minLength: 8 }), secret(LOCAL_ADMIN_TOKEN)),
+  adminToken: setting('ADMIN_TOKEN', Type.String({ minLength: 8 }), secret(LOCAL_ADMIN_TOKEN), wholeSecret),
   /** Named operators (ADMIN_TOKENS="name:token,..."); ADMIN_TOKEN stays valid as operator `admin`. */
   adminTokens: setting(
     'ADMIN_TOKENS',
     Type.Array(Type.Object({ name: Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' }), token: Type.String({ minLength: 8 }) }), { default: [] }),
     namedTokens,
+    operatorTokens,
   ),
   /** Host names the admin listener answers besides its own address; any other Host gets 421 (DNS rebinding). */
   adminAllowedHosts: setting('ADMIN_ALLOWED_HOSTS', Type.Array(Type.String({ minLength: 1 }), { default: ['localhost', '127.0.0.1', '::1'] }), textList),
@@ -177,7 +205,7 @@ const SETTINGS = {
   paymentUnknownOutcomeMs: number('PAYMENT_UNKNOWN_OUTCOME_MS', Int(30 * MINUTE, 1000)),
   /** True by default only when APP_ENV=local. */
   webhookAllowPrivate: setting('WEBHOOK_ALLOW_PRIVATE', Type.Boolean(), (env, name, appEnv) => bool(env, name) ?? appEnv === 'local'),
-  webhookSecretKey: setting('WEBHOOK_SECRET_KEY', Type.String({ minLength: 16 }), secret(LOCAL_WEBHOOK_KEY)),
+  webhookSecretKey: setting('WEBHOOK_SECRET_KEY', Type.String({ minLength: 16 }), secret(LOCAL_WEBHOOK_KEY), wholeSecret),
   /**
    * Delay before each attempt: the first entry is the initial delivery, the rest are retries.
    * By default: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then failed.
@@ -302,16 +330,56 @@ function withoutUnset(value: unknown): unknown {
   );
 }
 
+const valueAt = (value: unknown, key: string): unknown => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined);
+
+/** What is wrong with one secret outside `local`; never its value, which an error would carry into logs. */
+function secretProblem(held: HeldSecret, appEnv: AppEnv): string | undefined {
+  if (typeof held.value !== 'string') return `${held.label} is required when APP_ENV=${appEnv}`;
+  if (PUBLIC_SECRETS.has(held.value.trim())) return `${held.label} is a publicly documented local default, refused when APP_ENV=${appEnv}`;
+  if (held.value.length < SECRET_MIN_LENGTH) return `${held.label} must have at least ${SECRET_MIN_LENGTH} characters when APP_ENV=${appEnv}`;
+  return undefined;
+}
+
+/** Outside `local`, each offending secret: its place in the config (a JSON pointer) and the problem. */
+function secretErrors(tree: SettingTree, config: unknown, appEnv: AppEnv, path = ''): { at: string; message: string }[] {
+  if (appEnv === 'local') return [];
+  return Object.entries(tree).flatMap(([key, node]) => {
+    const value = valueAt(config, key);
+    if (!isSetting(node)) return secretErrors(node, value, appEnv, `${path}/${key}`);
+    return (node.secrets?.(value, node.env) ?? []).flatMap((held) => {
+      const message = secretProblem(held, appEnv);
+      return message === undefined ? [] : [{ at: `${path}/${key}${held.at}`, message }];
+    });
+  });
+}
+
+/** The variables of the secret settings, for documentation checks. */
+export function secretVariables(tree: SettingTree = SETTINGS): string[] {
+  return Object.values(tree).flatMap((node) => (isSetting(node) ? (node.secrets ? [node.env] : []) : secretVariables(node)));
+}
+
+/**
+ * The schema's complaints, but those about an offending secret (at one of `offending`'s pointers):
+ * its own message already says it is missing or too short, by its variable's name.
+ */
+function schemaErrors(config: Config, offending: ReadonlySet<string>): string[] {
+  if (Value.Check(ConfigSchema, config)) return [];
+  const covered = (at: string) => [...offending].some((o) => at === o || at.startsWith(`${o}/`));
+  return [...Value.Errors(ConfigSchema, config)]
+    .filter((e) => !covered(e.instancePath))
+    .filter((e) => e.keyword !== 'required' || !e.params.requiredProperties.every((p) => covered(`${e.instancePath}/${p}`)))
+    .map((e) => `${e.instancePath} ${e.message}`);
+}
+
 /** The service's settings from the environment: everything else receives a validated Config. */
 export function loadConfig(env: Env = processEnv()): Config {
   const appEnv = str(env, 'APP_ENV') ?? 'local';
   if (!Value.Check(AppEnvSchema, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
   const config = Value.Default(ConfigSchema, withoutUnset(fromEnv(SETTINGS, env, appEnv))) as Config;
   config.shortUrlBase ??= `http://${config.host}:${config.port}/q`;
-  if (!Value.Check(ConfigSchema, config)) {
-    const errors = [...Value.Errors(ConfigSchema, config)].map((e) => `${e.instancePath} ${e.message}`);
-    throw new Error(`Invalid configuration: ${errors.join('; ')}`);
-  }
+  const secrets = secretErrors(SETTINGS, config, appEnv);
+  const errors = [...secrets.map((s) => s.message), ...schemaErrors(config, new Set(secrets.map((s) => s.at)))];
+  if (errors.length > 0) throw new Error(`Invalid configuration: ${errors.join('; ')}`);
   return config;
 }
 

@@ -78,6 +78,42 @@ describe.skipIf(!existsSync(CHROMIUM))('every page under its security policy, in
     await page.close();
   });
 
+  it('API reference page: Swagger UI runs under the one policy, lists the operations and takes a key, without a violation', async () => {
+    const res = await fetch(`${apiUrl}/api/v1/docs`);
+    expect(res.status).toBe(200);
+    expectPagePolicy(res.headers);
+
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (err) => problems.push(err.message));
+    page.on('console', (msg) => {
+      if (/Content[- ]Security[- ]Policy|Refused to/i.test(msg.text())) problems.push(msg.text());
+    });
+    await page.goto(`${apiUrl}/api/v1/docs`);
+    // The operations come from /api/v1/docs/json, fetched under connect-src 'self'.
+    await page.locator('.opblock-summary-path', { hasText: '/invoices' }).first().waitFor();
+    expect(await page.locator('.opblock').count()).toBeGreaterThan(10);
+    // The dialog partners paste their key into works as before.
+    await page.click('button.authorize');
+    await page.fill('.modal-ux input', 'gpk_sandbox_not-a-real-key');
+    await page.click('.modal-ux button[type=submit]');
+    await page.locator('.modal-ux button', { hasText: 'Logout' }).waitFor();
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('API reference page: another page cannot frame it', async () => {
+    const page = await browser.newPage();
+    const refused: string[] = [];
+    page.on('console', (msg) => {
+      if (msg.text().includes("frame-ancestors 'none'")) refused.push(msg.text());
+    });
+    await page.setContent(`<iframe src="${apiUrl}/api/v1/docs"></iframe>`, { waitUntil: 'load' });
+    await expect.poll(() => refused.length).toBeGreaterThan(0);
+    expect(await page.frames()[1]?.locator('#swagger-ui').count()).toBe(0);
+    await page.close();
+  });
+
   it('serves each page script as JavaScript, without the page\'s own framing rules needed', async () => {
     for (const [base, path] of [[adminUrl, '/console.js'], [apiUrl, '/api/v1/sandbox/sandbox.js']] as const) {
       const res = await fetch(`${base}${path}`);

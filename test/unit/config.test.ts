@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, SECRET_MIN_LENGTH } from '../../src/config.js';
 import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
 import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
-import { loadCliConfig } from '../../src/process-env.js';
+import { LOCAL_ADMIN_TOKEN, loadCliConfig } from '../../src/process-env.js';
 
 describe('operator and reconciliation settings', () => {
   it('names operators from ADMIN_TOKENS beside ADMIN_TOKEN, which stays operator admin', () => {
@@ -24,6 +24,87 @@ describe('operator and reconciliation settings', () => {
     expect(loadConfig({}).reconciliation).toMatchObject({ at: '02:00', retryMs: 15 * 60_000 });
     expect(loadConfig({ RECONCILE_AT: '06:30', RECONCILE_RETRY_MS: '60000' }).reconciliation).toMatchObject({ at: '06:30', retryMs: 60_000 });
     expect(() => loadConfig({ RECONCILE_AT: '25:00' })).toThrow(/Invalid configuration/);
+  });
+});
+
+describe('secrets outside local', () => {
+  /** Long, random-looking and nobody's default: what an operator generates (`openssl rand -hex 24`). */
+  const ADMIN = 'a3f1c9e07b5d42e8916f0c7a2b4d8e6f13579bdf02468ace';
+  const WEBHOOK_KEY = '5e0b7c1d9a2f4863b7e1c0d5a9f3e2b16c8d4f0a7e3b9c15d2f6a0e4b8c7d3f1';
+  const SHORT = 'short-but-over-eight';
+  const LOCAL_WEBHOOK_KEY = loadConfig({}).webhookSecretKey;
+
+  /** The message loadConfig refuses `env` with. */
+  function refusal(env: Record<string, string>): string {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    throw new Error('the configuration was accepted');
+  }
+
+  it.each(['production', 'sandbox'])('%s starts with generated secrets of at least the minimum length', (appEnv) => {
+    const config = loadConfig({ APP_ENV: appEnv, ADMIN_TOKEN: ADMIN, WEBHOOK_SECRET_KEY: WEBHOOK_KEY, ADMIN_TOKENS: `dorj:${ADMIN.slice(0, SECRET_MIN_LENGTH)}` });
+    expect(config).toMatchObject({ adminToken: ADMIN, webhookSecretKey: WEBHOOK_KEY, adminTokens: [{ name: 'dorj', token: ADMIN.slice(0, SECRET_MIN_LENGTH) }] });
+  });
+
+  it('refuses the documented local admin token in production, naming ADMIN_TOKEN', () => {
+    const message = refusal({ APP_ENV: 'production', ADMIN_TOKEN: 'local-admin-token', WEBHOOK_SECRET_KEY: WEBHOOK_KEY });
+    expect(message).toMatch(/^Invalid configuration: ADMIN_TOKEN is a publicly documented local default/);
+    expect(message).not.toContain('local-admin-token');
+  });
+
+  it('refuses the local webhook key, though it is long enough', () => {
+    expect(LOCAL_WEBHOOK_KEY.length).toBeGreaterThanOrEqual(SECRET_MIN_LENGTH);
+    const message = refusal({ APP_ENV: 'production', ADMIN_TOKEN: ADMIN, WEBHOOK_SECRET_KEY: LOCAL_WEBHOOK_KEY });
+    expect(message).toMatch(/WEBHOOK_SECRET_KEY is a publicly documented local default/);
+    expect(message).not.toContain(LOCAL_WEBHOOK_KEY);
+  });
+
+  it('refuses a token shorter than the minimum that local accepts', () => {
+    expect(loadConfig({ ADMIN_TOKEN: SHORT }).adminToken).toBe(SHORT);
+    const message = refusal({ APP_ENV: 'sandbox', ADMIN_TOKEN: SHORT, WEBHOOK_SECRET_KEY: WEBHOOK_KEY });
+    expect(message).toBe(`Invalid configuration: ADMIN_TOKEN must have at least ${SECRET_MIN_LENGTH} characters when APP_ENV=sandbox`);
+  });
+
+  it('refuses a local default or a short token among the named operators, by position', () => {
+    const message = refusal({ APP_ENV: 'production', ADMIN_TOKEN: ADMIN, WEBHOOK_SECRET_KEY: WEBHOOK_KEY, ADMIN_TOKENS: `dorj:${ADMIN}, saraa:${LOCAL_ADMIN_TOKEN}, bat:12345678` });
+    expect(message).toContain('ADMIN_TOKENS (pair 2) is a publicly documented local default');
+    expect(message).toContain(`ADMIN_TOKENS (pair 3) must have at least ${SECRET_MIN_LENGTH} characters`);
+    expect(message).not.toContain('pair 1');
+    expect(message).not.toContain('12345678');
+  });
+
+  it('names every offender at once, beside every other invalid setting, and no secret', () => {
+    const env = {
+      APP_ENV: 'production',
+      ADMIN_TOKEN: LOCAL_ADMIN_TOKEN,
+      WEBHOOK_SECRET_KEY: 'sixteen-chars-ok',
+      ADMIN_TOKENS: 'dorj:eight-ch, saraa:x',
+      RECONCILE_AT: '25:00',
+      AUTH_FAILURES_PER_MINUTE: '0',
+    };
+    const message = refusal(env);
+    for (const offender of ['ADMIN_TOKEN is', 'WEBHOOK_SECRET_KEY must', 'ADMIN_TOKENS (pair 1)', 'ADMIN_TOKENS (pair 2)', '/reconciliation/at', '/authFailuresPerMinute']) {
+      expect(message).toContain(offender);
+    }
+    // The schema's own complaint about the 1-character token is said once, by the secret check.
+    expect(message).not.toContain('/adminTokens');
+    for (const value of [LOCAL_ADMIN_TOKEN, 'sixteen-chars-ok', 'eight-ch']) expect(message).not.toContain(value);
+    expect(message.match(/; /g)).toHaveLength(5);
+  });
+
+  it('names every missing secret at once rather than the first', () => {
+    const message = refusal({ APP_ENV: 'production', RECONCILE_AT: '25:00' });
+    expect(message).toMatch(/^Invalid configuration: ADMIN_TOKEN is required when APP_ENV=production; WEBHOOK_SECRET_KEY is required when APP_ENV=production; \/reconciliation\/at must match/);
+    // The schema's "must have required properties" says the same thing without the variables' names.
+    expect(message).not.toContain('required properties');
+  });
+
+  it('leaves local with its documented defaults, which it still accepts when set explicitly', () => {
+    expect(loadConfig({})).toMatchObject({ adminToken: LOCAL_ADMIN_TOKEN, webhookSecretKey: LOCAL_WEBHOOK_KEY });
+    expect(loadConfig({ APP_ENV: 'local', ADMIN_TOKEN: LOCAL_ADMIN_TOKEN, WEBHOOK_SECRET_KEY: LOCAL_WEBHOOK_KEY, ADMIN_TOKENS: 'dorj:dorj-token' }).adminTokens).toHaveLength(1);
   });
 });
 

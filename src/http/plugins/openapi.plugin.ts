@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { componentSchemas, withComponentRefs } from '../openapi/components.js';
 import { describeOperations, HEADER_COMPONENTS, type OpenApiObject } from '../openapi/operations.js';
 import { WEBHOOK_COMPONENTS, webhooksSection } from '../openapi/webhooks.js';
+import { hashOf, pageHeaders } from './page-security.plugin.js';
 
 const DESCRIPTION = `Government invoice lookup and payment channel for banks, fintechs and super-apps.
 
@@ -17,6 +18,32 @@ A path parameter longer than 200 characters is refused with 414 before routing.
 
 Events are pushed to the partner's webhooks: see \`webhooks\` for the deliveries, their headers and
 how to verify their signature.`;
+
+/**
+ * The one inline style Swagger UI's page has: the `<style>` of the SVG logo its standalone preset
+ * renders into the top bar (before the plugin's initializer swaps that logo for an `<img>`). An
+ * upgrade that changes it shows as a violation in test/browser/page-policy.browser.test.ts.
+ */
+const SWAGGER_UI_LOGO_STYLE = '.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}';
+
+/**
+ * The API reference page's policy: what Swagger UI's page needs, all of it from this origin. Its
+ * markup is the plugin's, whose script files carry no integrity attribute to pin them by, so they
+ * are allowed as 'self'; its one inline style is allowed by hash.
+ */
+export const API_REFERENCE_CSP = [
+  "default-src 'none'",
+  // swagger-ui-bundle.js, its standalone preset and the plugin's initializer, all under /docs/static.
+  "script-src 'self'",
+  `style-src 'self' ${hashOf(SWAGGER_UI_LOGO_STYLE)}`,
+  // The favicons; the logo (the initializer's data: SVG) and the stylesheet's icons are data: URIs.
+  "img-src 'self' data:",
+  // The document (/docs/json), and "Try it out" against this origin: a key typed into the Authorize dialog goes nowhere else.
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 export interface OpenApiServer {
   url: string;
@@ -78,6 +105,18 @@ export async function registerOpenApi(app: FastifyInstance, prefix: string, serv
       return { ...doc, webhooks: webhooksSection() } as never;
     },
   });
-  await app.register(swaggerUi, { routePrefix: `${prefix}/docs`, uiConfig: { docExpansion: 'list', deepLinking: true } });
+  const docs = `${prefix}/docs`;
+  const page = { ...pageHeaders(API_REFERENCE_CSP), 'cross-origin-resource-policy': 'same-origin' };
+  // Its scripts and stylesheets are the same public bytes for everyone, and the bundle alone is over
+  // a megabyte: they keep the static server's revalidated caching rather than no-store.
+  const { 'cache-control': _noStore, ...asset } = page;
+  // In a context of its own, so the hook covers every route Swagger UI adds (its uiHooks skip the static files).
+  await app.register(async (reference) => {
+    reference.addHook('onSend', async (request, reply, payload) => {
+      reply.headers(request.url.startsWith(`${docs}/static/`) ? asset : page);
+      return payload;
+    });
+    await reference.register(swaggerUi, { routePrefix: docs, uiConfig: { docExpansion: 'list', deepLinking: true } });
+  });
   app.get(`${prefix}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
 }

@@ -5,9 +5,10 @@ import type { PageScript } from '../page-script.bundler.js';
 
 /*
  * The one security-header policy of every HTML page the service serves (the operator console,
- * the sandbox page, the QR landing page): nothing from any other host, no inline script or style
- * but the page's own by hash, a script file only from the page's own origin (and pinned by its
- * integrity attribute), never framed, never indexed, never cached.
+ * the sandbox page, the QR landing page; the API reference too, whose markup is Swagger UI's:
+ * openapi.plugin.ts): nothing from any other host, no inline script or style but the page's own
+ * by hash, a script file only from the page's own origin (and pinned by its integrity attribute
+ * where the markup is ours), never framed, never indexed, never cached.
  */
 
 export interface PageTemplate {
@@ -16,7 +17,8 @@ export interface PageTemplate {
   csp: string;
 }
 
-const hashOf = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+/** A CSP source allowing the inline block `text`, and nothing else. */
+export const hashOf = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 const inline = (html: string, tag: string) => [...html.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => hashOf(m[1] ?? ''));
 const sources = (list: string[]) => (list.length > 0 ? list.join(' ') : "'none'");
 
@@ -53,16 +55,26 @@ export const scriptValues = (path: string, script: PageScript): Record<string, s
   SCRIPT_INTEGRITY: script.integrity,
 });
 
+/**
+ * The headers every page is sent with under its policy `csp`: by sendPage, and by the routes of
+ * pages whose markup is not ours (the API reference, served by Swagger UI: openapi.plugin.ts).
+ */
+export function pageHeaders(csp: string) {
+  return {
+    'cache-control': 'no-store',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'x-content-type-options': 'nosniff',
+    'x-robots-tag': 'noindex, nofollow',
+    'content-security-policy': csp,
+  };
+}
+
 export function sendPage(reply: FastifyReply, status: number, page: PageTemplate, values: Record<string, string> = {}) {
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
-    .header('referrer-policy', 'no-referrer')
-    .header('x-content-type-options', 'nosniff')
-    .header('x-robots-tag', 'noindex, nofollow')
-    .header('content-security-policy', page.csp)
+    .headers(pageHeaders(page.csp))
     .send(fillTemplate(page.html, values));
 }
 
