@@ -1,9 +1,19 @@
 /**
  * `loaded`: slow because of load, `delayMs` plus `perInFlightMs` for each request of the source in
  * flight. `late`: answered at once but delivered `delayMs` later, so what the ministry said may no
- * longer hold when the caller reads it.
+ * longer hold when the caller reads it. The oversized answers, each streamed as it is sent so the
+ * simulator never holds it: `huge-members`, the route's own valid answer with one more member of
+ * `size` keys in front; `huge-string`, the same with one string member of `size` characters;
+ * `endless`, a 200 JSON body of 1 MiB chunks that ends only when the caller goes away.
  */
-export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'loaded' | 'late' | 'malformed';
+export type FaultMode = 'none' | 'error' | 'timeout' | 'slow' | 'loaded' | 'late' | 'malformed' | 'huge-members' | 'huge-string' | 'endless';
+
+/** The modes whose answer is too large for any sane client, and their default `size`. */
+export const OVERSIZE_DEFAULTS = {
+  /** About 25 MB of JSON, the red team's answer. */
+  'huge-members': 2_000_000,
+  'huge-string': 180 * 1024 * 1024,
+} as const;
 
 export const SIM_OPERATIONS = ['search', 'invoice', 'submit', 'status', 'cancel', 'settlement'] as const;
 export type SimOperation = (typeof SIM_OPERATIONS)[number];
@@ -13,6 +23,8 @@ export interface Fault {
   delayMs: number;
   /** Added to the delay of a `loaded` source for each of its requests in flight, this one included. */
   perInFlightMs: number;
+  /** huge-members: the extra member's keys; huge-string: its characters. */
+  size?: number;
 }
 
 const NO_FAULT: Fault = { mode: 'none', delayMs: 0, perInFlightMs: 0 };

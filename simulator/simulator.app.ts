@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FixtureFile } from './fixtures.schema.js';
+import { oversizeAnswerHook } from './fault.hook.js';
 import { controlRoutes } from './routes/control.routes.js';
 import { etaxRoutes } from './routes/etax.routes.js';
 import { mofRoutes } from './routes/mof.routes.js';
@@ -36,6 +37,9 @@ export async function buildSimulator(opts: SimulatorOptions): Promise<FastifyIns
     }
     done();
   });
+
+  // On the root, so the answers of every source's routes pass it; only requests its fault hook marked are padded.
+  app.addHook('onSend', oversizeAnswerHook());
 
   const routeOptions = { state, closing: closing.signal };
   await app.register(mofRoutes, { ...routeOptions, prefix: '/mof' });

@@ -26,6 +26,8 @@ export interface SimInvoice {
   rejectPayment: boolean;
   allowPartial: boolean;
   linkedRefNums: string[];
+  /** Overrides of the source's wire record (see the fixture's `wire`). */
+  wire: Record<string, unknown>;
 }
 
 export interface SimPayment {
@@ -98,6 +100,7 @@ export function invoiceFromFixture(fixture: InvoiceFixture): SimInvoice {
     rejectPayment: fixture.rejectPayment ?? false,
     allowPartial: fixture.allowPartial ?? false,
     linkedRefNums: fixture.linkedRefNums ?? [],
+    wire: fixture.wire ?? {},
   };
 }
 

@@ -159,6 +159,8 @@ const SETTINGS = {
     police: setting('MINISTRY_POLICE_URL', Optional()),
   },
   ministryTimeoutMs: number('MINISTRY_TIMEOUT_MS', Int(3000, 1)),
+  /** The most bytes of one ministry answer read (a settlement has its own larger bound); past it the answer is malformed. */
+  ministryMaxResponseBytes: number('MINISTRY_MAX_RESPONSE_BYTES', Int(1024 * 1024, 1024)),
   circuitBreaker: { failureThreshold: number('CIRCUIT_BREAKER_FAILURES', Int(5, 1)), openMs: number('CIRCUIT_BREAKER_OPEN_MS', Int(10_000, 1)) },
   simulator: {
     port: number('SIMULATOR_PORT', Int(3100)),

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
-import { SIM_OPERATIONS } from '../fault.registry.js';
+import { OVERSIZE_DEFAULTS, SIM_OPERATIONS, type Fault } from '../fault.registry.js';
 import { parseFixtureFile } from '../fixtures.schema.js';
 import { mongoFromNumber, mongoToFixed2 } from '../simulator.money.js';
 import type { SimPayment, SimulatorState } from '../simulator.state.js';
@@ -21,8 +21,13 @@ const FaultBody = Type.Object({
     Type.Literal('loaded'),
     Type.Literal('late'),
     Type.Literal('malformed'),
+    Type.Literal('huge-members'),
+    Type.Literal('huge-string'),
+    Type.Literal('endless'),
   ]),
   delayMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  /** huge-members: keys of the extra member; huge-string: characters of the extra string. */
+  size: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 32 })),
   perInFlightMs: Type.Optional(Type.Integer({ minimum: 0 })),
   operation: Type.Optional(Type.Union(SIM_OPERATIONS.map((name) => Type.Literal(name)))),
 });
@@ -179,12 +184,13 @@ export const controlRoutes: FastifyPluginAsync<SourceRouteOptions> = async (app,
     const body = request.body;
     if (!Value.Check(FaultBody, body)) {
       return reply.code(400).send({
-        error: `body must be { source, mode: none|error|timeout|slow|loaded|late|malformed, delayMs?, perInFlightMs?, operation?: ${SIM_OPERATIONS.join('|')} }`,
+        error: `body must be { source, mode: none|error|timeout|slow|loaded|late|malformed|huge-members|huge-string|endless, delayMs?, perInFlightMs?, size?, operation?: ${SIM_OPERATIONS.join('|')} }`,
       });
     }
     const loaded = body.mode === 'loaded';
     // A loaded source's delay is mostly the load's: its fixed part defaults to nothing.
-    const fault = { mode: body.mode, delayMs: body.delayMs ?? (loaded ? 0 : DEFAULT_SLOW_MS), perInFlightMs: body.perInFlightMs ?? (loaded ? DEFAULT_PER_IN_FLIGHT_MS : 0) };
+    const fault: Fault = { mode: body.mode, delayMs: body.delayMs ?? (loaded ? 0 : DEFAULT_SLOW_MS), perInFlightMs: body.perInFlightMs ?? (loaded ? DEFAULT_PER_IN_FLIGHT_MS : 0) };
+    if (body.mode === 'huge-members' || body.mode === 'huge-string') fault.size = body.size ?? OVERSIZE_DEFAULTS[body.mode];
     state.faults.set(body.source, fault, body.operation);
     return { source: body.source, ...(body.operation ? { operation: body.operation } : {}), ...fault };
   });

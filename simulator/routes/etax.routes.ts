@@ -42,6 +42,7 @@ function toWireBill(invoice: SimInvoice) {
     tax_ref: invoice.taxRef,
     tax_year: invoice.year === null ? null : String(invoice.year),
     linked_bill_nos: invoice.linkedRefNums,
+    ...invoice.wire,
   };
 }
 

@@ -35,6 +35,7 @@ function toWireInvoice(invoice: SimInvoice) {
     taxReference: invoice.taxRef,
     ...(invoice.year === null ? {} : { taxYear: invoice.year }),
     linkedInvoices: invoice.linkedRefNums,
+    ...invoice.wire,
   };
 }
 

@@ -49,6 +49,7 @@ function toWireFine(invoice: SimInvoice) {
     TAX_REF: invoice.taxRef,
     YEAR: invoice.year,
     LINKED_FINE_NOS: invoice.linkedRefNums,
+    ...invoice.wire,
   };
 }
 

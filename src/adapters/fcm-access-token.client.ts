@@ -1,6 +1,7 @@
 import { createSign } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { request } from 'undici';
+import { readBoundedText, ResponseTooLargeError } from './bounded-body.helper.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
 /** The scope FCM HTTP v1 asks of an OAuth access token. */
@@ -10,6 +11,12 @@ const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';
 const ASSERTION_LIFETIME_S = 3600;
 /** A token this close to its expiry is replaced before use: a send must not outlive it. */
 const REFRESH_MARGIN_MS = 5 * 60_000;
+/**
+ * The most bytes of a token endpoint's answer read: Google's is an access token of a few hundred
+ * bytes and two numbers, so anything near this is not a token answer, and past it the mint fails
+ * without having held more.
+ */
+export const TOKEN_ANSWER_MAX_BYTES = 64 * 1024;
 
 /** What the service uses of the JSON key Firebase issues for a service account. */
 export interface ServiceAccount {
@@ -82,8 +89,14 @@ export function serviceAccountAccessTokens(account: ServiceAccount, opts: { time
       body: form.toString(),
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
-    const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`the OAuth token endpoint answered HTTP ${res.statusCode}`);
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      // dump() discards what it reads and closes the connection past 128 KiB.
+      await res.body.dump();
+      throw new Error(`the OAuth token endpoint answered HTTP ${res.statusCode}`);
+    }
+    const text = await readBoundedText(res, TOKEN_ANSWER_MAX_BYTES).catch((cause: unknown) => {
+      throw cause instanceof ResponseTooLargeError ? new Error(`the OAuth token endpoint's ${cause.message}`, { cause }) : cause;
+    });
     const body = JSON.parse(text) as { access_token?: unknown; expires_in?: unknown };
     if (typeof body.access_token !== 'string' || body.access_token === '') throw new Error('the OAuth token endpoint answered without an access_token');
     const lifetimeMs = (typeof body.expires_in === 'number' ? body.expires_in : ASSERTION_LIFETIME_S) * 1000;

@@ -1,4 +1,5 @@
 import { request } from 'undici';
+import { discardBounded, ResponseTooLargeError } from './bounded-body.helper.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Clock } from '../domain/clock.port.js';
 import { loadServiceAccount, serviceAccountAccessTokens, staticAccessToken, type AccessTokenSource } from './fcm-access-token.client.js';
@@ -46,6 +47,13 @@ export function fcmRequest(settings: { projectId: string; accessToken: string; e
 }
 
 /**
+ * The most bytes of an FCM answer read, and discarded: its success answer is one message name and
+ * its errors a short JSON document. Past this the connection is dropped and the send is judged by
+ * its status alone, as it always is: failing a send FCM answered 2xx would push it twice on retry.
+ */
+export const FCM_ANSWER_MAX_BYTES = 64 * 1024;
+
+/**
  * Sends through FCM with the source's current access token. A 401 means the token is no longer
  * good (expired or revoked early): the source drops it and the send is tried once more with a
  * fresh one, so a push is not held back a retry period by a token's end.
@@ -55,7 +63,9 @@ export function createFcmPushSender(settings: { projectId: string; tokens: Acces
     const accessToken = await settings.tokens.token();
     const req = fcmRequest({ projectId: settings.projectId, accessToken, endpoint: settings.endpoint }, token, message);
     const res = await request(req.url, { method: 'POST', headers: req.headers, body: req.body, signal: AbortSignal.timeout(timeoutMs) });
-    await res.body.dump();
+    await discardBounded(res, FCM_ANSWER_MAX_BYTES).catch((cause: unknown) => {
+      if (!(cause instanceof ResponseTooLargeError)) throw cause;
+    });
     return { status: res.statusCode, accessToken };
   }
   return {

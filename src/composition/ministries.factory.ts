@@ -40,6 +40,7 @@ export function createMinistries(config: Config, deps: { urls: Record<Source, st
     timeoutMs: config.ministryTimeoutMs,
     connections: config.confirmConcurrencyMaxPerSource + 16,
     traceHeaders: () => tracer.outgoing(),
+    maxResponseBytes: config.ministryMaxResponseBytes,
   });
   const ministries = guardAdapters(
     instrumentAdapters(traceAdapters(upstream, tracer), deps.metrics),

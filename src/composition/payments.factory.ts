@@ -123,7 +123,14 @@ export async function createPayments(config: Config, deps: PaymentsDeps) {
   const { payments, idempotency } = paymentService(config, parts);
   const reportRepo = createReportRepository(db);
   const services = {
-    invoices: createInvoiceService({ invoices: stores.cachedInvoices, ministries, log, now }),
+    invoices: createInvoiceService({
+      invoices: stores.cachedInvoices,
+      ministries,
+      log,
+      // Counted with the malformed answers: to an operator, a value the database refused is one.
+      onUnstorable: (source, operation) => deps.metrics.upstreamErrors.inc({ source, operation, kind: 'malformed' }),
+      now,
+    }),
     payments,
     reports: createReportService({ reports: reportRepo, payments: stores.uncachedPayments, ministries, log, now }),
     events: createEventService({ events: createEventLogRepository(db) }),

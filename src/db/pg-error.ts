@@ -119,3 +119,16 @@ export function isConnectionEnd(err: unknown): boolean {
 export function isBrokenClientError(err: unknown): boolean {
   return errorChain(err).some((e) => saysOneOf(e, BROKEN_CLIENT_MESSAGES));
 }
+
+/**
+ * True when the database refused a statement for a value it carried, not for the statement or
+ * the server: class 22 (data exception: a number past its column, a time out of range, text it
+ * cannot hold), 23514 (a check constraint) and 54000 (a value past a limit, such as a key too long
+ * for its index entry). The same statement without that value would have gone through.
+ */
+export function isValueRefused(err: unknown): boolean {
+  return errorChain(err).some((e) => {
+    const code = pgErrorCode(e) ?? '';
+    return code.startsWith('22') || code === '23514' || code === '54000';
+  });
+}

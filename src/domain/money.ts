@@ -26,10 +26,31 @@ export function canonicalAmount(text: string): string {
   return fraction ? `${whole}.${fraction}` : whole;
 }
 
-/** A JSON number's shortest decimal text is exactly what the sender wrote: 12000.5 -> "12000.5". */
+/**
+ * Whole digits of the largest amount the amount columns (numeric(16,2)) hold: one more and the
+ * write that stores it fails, taking every other invoice of the same statement with it.
+ */
+const STORED_WHOLE_DIGITS = 14;
+
+/**
+ * An amount a ministry system sent as decimal text, canonical, and refused unless the service can
+ * store it (below 10^14 tugrik): a larger one is that system's bad answer, not a failed write.
+ */
+export function storableAmount(text: string): string {
+  const { whole, fraction } = parts(text);
+  if (whole.length > STORED_WHOLE_DIGITS) {
+    throw new AmountError(`amount of ${whole.length} whole digits, past the ${STORED_WHOLE_DIGITS} an amount is stored with`);
+  }
+  return fraction ? `${whole}.${fraction}` : whole;
+}
+
+/**
+ * A JSON number's shortest decimal text is exactly what the sender wrote: 12000.5 -> "12000.5".
+ * Only ministry answers carry amounts as numbers, so it is bounded as storableAmount is.
+ */
 export function amountFromNumber(value: number): string {
   if (!Number.isFinite(value)) throw new AmountError(`not a finite amount: ${value}`);
-  return canonicalAmount(String(value));
+  return storableAmount(String(value));
 }
 
 /**

@@ -198,15 +198,17 @@ function dayRunner(deps: ReconciliationDeps, now: Clock, onProgress: OnProgress)
 
   async function runSources(day: string, sources: readonly (Source | ReconciliationLease)[], operator: string | null): Promise<RunRow> {
     const runId = await repo.createRun(day, operator, now());
-    const outcomes = await Promise.all(
-      sources.map(async (wanted): Promise<SourceOutcome> => {
-        const lease = typeof wanted === 'string' ? await acquireWaiting(day, wanted) : wanted;
-        if (!lease) {
-          return { source: wanted as Source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error: 'another instance is reconciling this day and source' };
-        }
-        return runHeld(lease, runId);
-      }),
-    );
+    // One source after another: a busy day's settlement is tens of MB of JSON to parse (see
+    // MINISTRY_MAX_RESPONSE_BYTES), and three at once would not fit the production heap.
+    const outcomes: SourceOutcome[] = [];
+    for (const wanted of sources) {
+      const lease = typeof wanted === 'string' ? await acquireWaiting(day, wanted) : wanted;
+      outcomes.push(
+        lease
+          ? await runHeld(lease, runId)
+          : { source: wanted as Source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error: 'another instance is reconciling this day and source' },
+      );
+    }
     const run = await repo.finishRun(runId, outcomes.every((o) => o.status === 'completed') ? 'completed' : 'partial', outcomes, now());
     if (run.auto_confirmed > 0) deps.onConfirmed?.();
     return run;

@@ -43,13 +43,14 @@ function withoutRedis(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 /**
  * Starts the service with `env` on top of this process's environment (less REDIS_URL) and waits
- * until `readyUrl` answers 200: it listens and reaches its database.
+ * until `readyUrl` answers 200: it listens and reaches its database. `nodeArgs` go to node before
+ * the script, e.g. the production heap cap of `npm run start:prod`.
  */
-export async function startApiProcess(name: string, env: Record<string, string>, readyUrl: string): Promise<ApiProcess> {
+export async function startApiProcess(name: string, env: Record<string, string>, readyUrl: string, nodeArgs: readonly string[] = []): Promise<ApiProcess> {
   mkdirSync('artifacts', { recursive: true });
   const logFile = `artifacts/${name}.log`;
   const log = createWriteStream(logFile);
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], { env: { ...withoutRedis(process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/bin/api.ts'], { env: { ...withoutRedis(process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout?.pipe(log);
   proc.stderr?.pipe(log);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));

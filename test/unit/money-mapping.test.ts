@@ -9,7 +9,9 @@ import {
   canonicalAmount,
   AmountError,
   requestedAmount,
+  storableAmount,
 } from '../../src/domain/money.js';
+import { storableKey } from '../../src/adapters/ministry/key.mapping.js';
 import { WireValueError } from '../../src/adapters/ministry/wire-value.error.js';
 
 describe('amount mapping', () => {
@@ -34,6 +36,17 @@ describe('amount mapping', () => {
     expect(amountFromNumber(0.3)).toBe('0.3');
     expect(() => amountFromNumber(1e21)).toThrow(AmountError);
     expect(() => amountFromNumber(Number.NaN)).toThrow(AmountError);
+  });
+
+  it('takes an upstream amount only while numeric(16,2) holds it: below 10^14', () => {
+    expect(amountFromNumber(99999999999999.98)).toBe('99999999999999.98');
+    expect(storableAmount('99999999999999.99')).toBe('99999999999999.99');
+    expect(storableAmount('000000000000000012.50')).toBe('12.5');
+    expect(() => amountFromNumber(100000000000000)).toThrow(AmountError);
+    expect(() => storableAmount('100000000000000')).toThrow(AmountError);
+    expect(() => storableAmount('1'.repeat(10_000))).toThrow(/10000 whole digits/);
+    expect(() => amountFromNumber(-1)).toThrow(AmountError);
+    expect(() => amountFromNumber(12.345)).toThrow(AmountError);
   });
 
   it('maps integer möngö', () => {
@@ -82,5 +95,26 @@ describe('date mapping', () => {
   it('reads epoch milliseconds', () => {
     expect(isoFromEpochMs(Date.UTC(2025, 10, 1, 1, 30))).toBe('2025-11-01T01:30:00.000Z');
     expect(() => isoFromEpochMs(1.5)).toThrow(WireValueError);
+  });
+
+  it('takes only times the database keeps as given: years 100 to 9999, in UTC', () => {
+    expect(isoFromIso('0100-01-01T00:00:00Z')).toBe('0100-01-01T00:00:00.000Z');
+    expect(isoFromIso('9999-12-31T23:59:59.999Z')).toBe('9999-12-31T23:59:59.999Z');
+    expect(isoFromMongolianLocal('9999-12-31 23:59:59')).toBe('9999-12-31T15:59:59.000Z');
+    expect(isoFromEpochMs(0)).toBe('1970-01-01T00:00:00.000Z');
+    expect(() => isoFromIso('0000-06-01T00:00:00Z')).toThrow(WireValueError);
+    expect(() => isoFromIso('0099-12-31T23:59:59Z')).toThrow(WireValueError);
+    expect(() => isoFromIso('9999-12-31T23:59:59-01:00')).toThrow(WireValueError);
+    expect(() => isoFromMongolianLocal('0100-01-01 07:59:59')).toThrow(WireValueError);
+    expect(() => isoFromEpochMs(8.64e15)).toThrow(WireValueError);
+    expect(() => isoFromEpochMs(-8.64e15)).toThrow(WireValueError);
+  });
+});
+
+describe('key mapping', () => {
+  it('takes a key only while one index entry holds it: 1 KiB of UTF-8', () => {
+    expect(storableKey('Ё'.repeat(512))).toBe('Ё'.repeat(512));
+    expect(() => storableKey('Ё'.repeat(513))).toThrow(WireValueError);
+    expect(() => storableKey('x'.repeat(1025))).toThrow(/1025 bytes/);
   });
 });

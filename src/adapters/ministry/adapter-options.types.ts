@@ -10,6 +10,8 @@ export interface AdapterOptions {
   connections?: number;
   /** The trace context each call carries. */
   traceHeaders?: () => TraceHeaders;
+  /** The most bytes of one answer read (settlements have their own larger bound); past it the answer is malformed. */
+  maxResponseBytes?: number;
 }
 
 /** An adapter that owns a connection pool, which close() releases. */

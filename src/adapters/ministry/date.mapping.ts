@@ -3,8 +3,21 @@ import { WireValueError } from './wire-value.error.js';
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$/;
 const MONGOLIAN_LOCAL = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})$/;
 
+/**
+ * The instants a time column keeps as given. PostgreSQL has no year 0 and takes no ISO text past
+ * year 9999 (JS writes it with an expanded year, +010000-...), and the embedded database's driver
+ * reads a year below 100 back as 19xx or 20xx; outside these the store would refuse the time, or
+ * change it.
+ */
+const EARLIEST_STORED = Date.UTC(100, 0, 1);
+const LATEST_STORED = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 function toIso(instant: Date, original: unknown): string {
-  if (Number.isNaN(instant.getTime())) throw new WireValueError(`not a valid time: ${String(original)}`);
+  const ms = instant.getTime();
+  if (Number.isNaN(ms)) throw new WireValueError(`not a valid time: ${String(original)}`);
+  if (ms < EARLIEST_STORED || ms > LATEST_STORED) {
+    throw new WireValueError(`a time outside the years 100-9999 (UTC) the service stores: ${String(original)}`);
+  }
   return instant.toISOString();
 }
 

@@ -8,10 +8,11 @@ import {
   EtaxSettlementAnswer,
   EtaxSubmitAccepted,
 } from './etax-wire.schema.js';
-import { createHttpClient } from './http-client.js';
+import { createHttpClient, SETTLEMENT_MAX_RESPONSE_BYTES } from './http-client.js';
+import { storableKey } from './key.mapping.js';
 import type { UpstreamInvoice } from './ministry.types.js';
 import type { InvoiceFilterKind } from '../../domain/vocabulary.js';
-import { amountToFixed2, canonicalAmount } from '../../domain/money.js';
+import { amountToFixed2, storableAmount } from '../../domain/money.js';
 import { decodeBody, isMinistryNotFound, mapWire } from './wire-decode.helper.js';
 
 const SOURCE = 'etax';
@@ -24,20 +25,20 @@ type EtaxBill = Static<typeof EtaxBillList>['result']['bills'][number];
 
 /** The tax system splits the payer into two columns; both are null for an unnamed payer. */
 function payerOf(bill: EtaxBill): UpstreamInvoice['payer'] {
-  return bill.taxpayer_tin === null ? null : { register: bill.taxpayer_tin, name: bill.taxpayer_name ?? '' };
+  return bill.taxpayer_tin === null ? null : { register: storableKey(bill.taxpayer_tin), name: bill.taxpayer_name ?? '' };
 }
 
 function toInvoice(bill: EtaxBill): UpstreamInvoice {
   return mapWire(SOURCE, `bill ${bill.bill_no}`, () => ({
     source: SOURCE,
-    refNum: bill.bill_no,
+    refNum: storableKey(bill.bill_no),
     description: bill.bill_desc,
-    amount: canonicalAmount(bill.bill_amount),
+    amount: storableAmount(bill.bill_amount),
     status: BILL_STATUS[bill.status_code],
     dueDate: nullable(bill.due_date, isoFromMongolianLocal),
     issuedAt: nullable(bill.issue_date, isoFromMongolianLocal),
-    vehicleNo: bill.plate_no,
-    taxRef: bill.tax_ref,
+    vehicleNo: nullable(bill.plate_no, storableKey),
+    taxRef: nullable(bill.tax_ref, storableKey),
     payer: payerOf(bill),
     payee: { id: bill.org_code, name: bill.org_name },
     year: bill.tax_year,
@@ -91,13 +92,13 @@ export function createEtaxAdapter(opts: AdapterOptions): ClosableMinistryAdapter
 
     async settlement(financeDay) {
       const query = new URLSearchParams({ finance_day: financeDay });
-      const { body } = await http.getJson(`/etax/v2/settlement?${query}`);
+      const { body } = await http.getJson(`/etax/v2/settlement?${query}`, { maxResponseBytes: SETTLEMENT_MAX_RESPONSE_BYTES });
       const { items } = decodeBody(SOURCE, EtaxSettlementAnswer, body, 'settlement').result;
       return mapWire(SOURCE, `settlement ${financeDay}`, () =>
         items.map((item) => ({
-          paymentId: item.payment_id,
-          refNum: item.bill_no,
-          amount: canonicalAmount(item.paid_amount),
+          paymentId: storableKey(item.payment_id),
+          refNum: storableKey(item.bill_no),
+          amount: storableAmount(item.paid_amount),
           payerReg: item.taxpayer_tin ?? '',
           payerName: item.taxpayer_name ?? '',
           description: item.bill_desc,

@@ -14,6 +14,8 @@ export interface MinistryAdaptersOptions {
   connections?: number;
   /** The trace context each call carries. */
   traceHeaders?: () => TraceHeaders;
+  /** The most bytes of one answer read (MINISTRY_MAX_RESPONSE_BYTES). */
+  maxResponseBytes?: number;
 }
 
 export type ClosableMinistryAdapters = MinistryAdapters & {
@@ -28,7 +30,8 @@ const FACTORIES: Record<Source, (opts: AdapterOptions) => ClosableMinistryAdapte
 };
 
 export function createMinistryAdapters(opts: MinistryAdaptersOptions): ClosableMinistryAdapters {
-  const build = (source: Source) => FACTORIES[source]({ baseUrl: opts.urls[source], timeoutMs: opts.timeoutMs, connections: opts.connections, traceHeaders: opts.traceHeaders });
+  const build = (source: Source) =>
+    FACTORIES[source]({ baseUrl: opts.urls[source], timeoutMs: opts.timeoutMs, connections: opts.connections, traceHeaders: opts.traceHeaders, maxResponseBytes: opts.maxResponseBytes });
   const mof = build('mof');
   const etax = build('etax');
   const police = build('police');

@@ -1,7 +1,8 @@
 import type { Static } from 'typebox';
 import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.types.js';
 import { isoFromIso, nullable } from './date.mapping.js';
-import { createHttpClient } from './http-client.js';
+import { createHttpClient, SETTLEMENT_MAX_RESPONSE_BYTES } from './http-client.js';
+import { storableKey } from './key.mapping.js';
 import type { UpstreamInvoice } from './ministry.types.js';
 import type { InvoiceFilterKind } from '../../domain/vocabulary.js';
 import { amountFromNumber, amountToNumber } from '../../domain/money.js';
@@ -25,15 +26,15 @@ type MofInvoice = Static<typeof MofInvoiceOne>['data'];
 function toInvoice(wire: MofInvoice): UpstreamInvoice {
   return mapWire(SOURCE, `invoice ${wire.invoiceNo}`, () => ({
     source: SOURCE,
-    refNum: wire.invoiceNo,
+    refNum: storableKey(wire.invoiceNo),
     description: wire.title,
     amount: amountFromNumber(wire.totalAmount),
     status: INVOICE_STATUS[wire.paymentStatus],
     dueDate: nullable(wire.dueDate, isoFromIso),
     issuedAt: nullable(wire.createdAt, isoFromIso),
-    vehicleNo: wire.plateNo,
-    taxRef: wire.taxReference,
-    payer: wire.payer ? { register: wire.payer.regNo, name: wire.payer.fullName } : null,
+    vehicleNo: nullable(wire.plateNo, storableKey),
+    taxRef: nullable(wire.taxReference, storableKey),
+    payer: wire.payer ? { register: storableKey(wire.payer.regNo), name: wire.payer.fullName } : null,
     payee: { id: wire.recipient.orgId, name: wire.recipient.orgName },
     year: wire.taxYear ?? null,
   }));
@@ -83,12 +84,12 @@ export function createMofAdapter(opts: AdapterOptions): ClosableMinistryAdapter 
     },
 
     async settlement(financeDay) {
-      const { body } = await http.getJson(`/mof/api/settlements/${encodeURIComponent(financeDay)}`);
+      const { body } = await http.getJson(`/mof/api/settlements/${encodeURIComponent(financeDay)}`, { maxResponseBytes: SETTLEMENT_MAX_RESPONSE_BYTES });
       const { data } = decodeBody(SOURCE, MofSettlementAnswer, body, 'settlement');
       return mapWire(SOURCE, `settlement ${financeDay}`, () =>
         data.map((row) => ({
-          paymentId: row.paymentId,
-          refNum: row.invoiceNo,
+          paymentId: storableKey(row.paymentId),
+          refNum: storableKey(row.invoiceNo),
           amount: amountFromNumber(row.amount),
           payerReg: row.payerRegNo ?? '',
           payerName: row.payerName ?? '',

@@ -1,7 +1,8 @@
 import type { Static } from 'typebox';
 import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.types.js';
 import { isoFromEpochMs, nullable } from './date.mapping.js';
-import { createHttpClient } from './http-client.js';
+import { createHttpClient, SETTLEMENT_MAX_RESPONSE_BYTES } from './http-client.js';
+import { storableKey } from './key.mapping.js';
 import type { UpstreamInvoice } from './ministry.types.js';
 import type { InvoiceFilterKind } from '../../domain/vocabulary.js';
 import { amountFromMongo, amountToMongo } from '../../domain/money.js';
@@ -22,20 +23,21 @@ const PAYMENT_STATUS = { WAITING: 'submitted', DONE: 'confirmed', REVERSED: 'can
 type PoliceFine = Static<typeof PoliceFineList>['FINES'][number];
 
 function payerOf(fine: PoliceFine): UpstreamInvoice['payer'] {
-  return fine.OFFENDER_REG === null ? null : { register: fine.OFFENDER_REG, name: fine.OFFENDER_NAME ?? '' };
+  return fine.OFFENDER_REG === null ? null : { register: storableKey(fine.OFFENDER_REG), name: fine.OFFENDER_NAME ?? '' };
 }
 
 function toInvoice(fine: PoliceFine): UpstreamInvoice {
   return mapWire(SOURCE, `fine ${fine.FINE_NO}`, () => ({
     source: SOURCE,
-    refNum: fine.FINE_NO,
+    refNum: storableKey(fine.FINE_NO),
     description: fine.FINE_DESC,
+    // amountFromMongo takes safe integers only, all below 10^14 tugrik: always storable.
     amount: amountFromMongo(fine.FINE_AMOUNT),
     status: FINE_STATUS[fine.FINE_STATUS],
     dueDate: nullable(fine.DUE_DATE, isoFromEpochMs),
     issuedAt: nullable(fine.ISSUED_AT, isoFromEpochMs),
-    vehicleNo: fine.PLATE_NO,
-    taxRef: fine.TAX_REF,
+    vehicleNo: nullable(fine.PLATE_NO, storableKey),
+    taxRef: nullable(fine.TAX_REF, storableKey),
     payer: payerOf(fine),
     payee: { id: fine.AGENCY_ID, name: fine.AGENCY_NAME },
     year: fine.YEAR,
@@ -90,12 +92,12 @@ export function createPoliceAdapter(opts: AdapterOptions): ClosableMinistryAdapt
     },
 
     async settlement(financeDay) {
-      const { body } = await http.getJson(`/police/api/settlement/${encodeURIComponent(compactDay(financeDay))}`);
+      const { body } = await http.getJson(`/police/api/settlement/${encodeURIComponent(compactDay(financeDay))}`, { maxResponseBytes: SETTLEMENT_MAX_RESPONSE_BYTES });
       const { ENTRIES } = decodeBody(SOURCE, PoliceSettlementAnswer, body, 'settlement');
       return mapWire(SOURCE, `settlement ${financeDay}`, () =>
         ENTRIES.map((entry) => ({
-          paymentId: entry.PAYMENT_ID,
-          refNum: entry.FINE_NO,
+          paymentId: storableKey(entry.PAYMENT_ID),
+          refNum: storableKey(entry.FINE_NO),
           amount: amountFromMongo(entry.PAY_AMOUNT),
           payerReg: entry.OFFENDER_REG ?? '',
           payerName: entry.OFFENDER_NAME ?? '',

@@ -1,4 +1,4 @@
-import type { Static, TSchema } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Validator } from 'typebox/compile';
 import type { JsonResponse } from './http-client.js';
@@ -22,7 +22,7 @@ function validatorOf(schema: TSchema): Validator {
 /** Checks an upstream body against the source's wire schema; a mismatch is a malformed answer. */
 export function decodeBody<T extends TSchema>(source: Source, schema: T, body: unknown, what: string): Static<T> {
   const validator = validatorOf(schema);
-  if (validator.Check(body)) return storable(body) as Static<T>;
+  if (validator.Check(body)) return storable(schema, body) as Static<T>;
   const [first] = validator.Errors(body);
   const detail = first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape';
   throw new UpstreamError(source, 'malformed', `${what}: ${detail}`);
@@ -34,12 +34,39 @@ export function decodeBody<T extends TSchema>(source: Source, schema: T, body: u
  */
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
-function storable(value: unknown): unknown {
-  if (typeof value === 'string') return value.replaceAll('\u0000', '\ufffd').replace(UNPAIRED_SURROGATE, '\ufffd');
-  if (Array.isArray(value)) return value.map(storable);
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, storable(item)]));
+const storableText = (text: string): string => text.replaceAll('\u0000', '\ufffd').replace(UNPAIRED_SURROGATE, '\ufffd');
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * A copy of a checked answer holding only what the wire schema names, its text storable. Members
+ * the schema does not name are left behind unread: however many keys, however long or deeply
+ * nested, they cost neither a copy nor a walk (the checks never look at them either).
+ */
+function storable(schema: TSchema, value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (Type.IsUnion(schema)) {
+    // The value passed the whole schema, so one variant takes it: the first, as the check tried them.
+    const variant = schema.anyOf.find((candidate) => validatorOf(candidate).Check(value));
+    return variant ? storable(variant, value) : value;
   }
+  if (Type.IsArray(schema) && Array.isArray(value)) return value.map((item) => storable(schema.items, item));
+  if (Type.IsObject(schema) && isRecord(value)) {
+    const kept: Record<string, unknown> = {};
+    for (const [key, member] of Object.entries(schema.properties)) {
+      if (Object.hasOwn(value, key)) kept[key] = storable(member, value[key]);
+    }
+    return kept;
+  }
+  // Numbers, booleans, null and literals are themselves; a kind no wire schema uses yet is copied whole.
+  return typeof value === 'object' && value !== null ? storableTree(value) : value;
+}
+
+/** Every member, text made storable: for a schema kind that names no members (none of the wire schemas today). */
+function storableTree(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.map(storableTree);
+  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, storableTree(item)]));
   return value;
 }
 
