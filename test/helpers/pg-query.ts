@@ -10,3 +10,11 @@ export async function queryOnce<T extends pg.QueryResultRow>(url: string, text: 
     await client.end();
   }
 }
+
+/** Creates database `name` on the server of `url` and gives the URL of it (the same server, user and options). */
+export async function createDatabase(url: string, name: string): Promise<string> {
+  await queryOnce(url, `CREATE DATABASE ${name}`);
+  const created = new URL(url);
+  created.pathname = `/${name}`;
+  return created.toString();
+}

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { type ClosableMinistryAdapters, createMinistryAdapters } from '../../src/adapters/ministry/ministry.factory.js';
-import { UpstreamError, type UpstreamInvoice } from '../../src/adapters/ministry/ministry.types.js';
+import type { UpstreamInvoice } from '../../src/adapters/ministry/ministry.types.js';
 import { type Source, SOURCES } from '../../src/domain/vocabulary.js';
+import { upstreamError } from '../helpers/upstream-error.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/simulator-fixtures.json', import.meta.url));
 const PREFIX: Record<Source, string> = { mof: 'MOF-T', etax: 'ET9', police: 'P-9' };
@@ -24,15 +25,6 @@ async function control(url: string, payload: unknown) {
 /** YYYY-MM-DD in Mongolian time (UTC+8). */
 function financeDayNow(): string {
   return new Date(Date.now() + 8 * 3600_000).toISOString().slice(0, 10);
-}
-
-async function upstreamError(promise: Promise<unknown>): Promise<UpstreamError> {
-  const error = await promise.then(
-    () => null,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(UpstreamError);
-  return error as UpstreamError;
 }
 
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '
 import { seededDataDir } from '../helpers/database-image.js';
 import { REG, testFixtures } from '../helpers/fixtures.js';
 import { listenLocal } from '../helpers/listen-local.js';
-import { queryOnce } from '../helpers/pg-query.js';
+import { createDatabase, queryOnce } from '../helpers/pg-query.js';
 import { testConfig } from '../helpers/test-config.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 
@@ -52,13 +52,7 @@ describe.skipIf(!existsSync('/proc/self/status'))('oversized ministry answers un
   beforeAll(async () => {
     simulator = await buildSimulator({ fixtures: testFixtures(), autoApproveMs: 0 });
     const simulatorUrl = await listenLocal(simulator);
-    let dbUrl = '';
-    if (databaseUrl) {
-      await queryOnce(databaseUrl, `CREATE DATABASE ${dbName}`);
-      const url = new URL(databaseUrl);
-      url.pathname = `/${dbName}`;
-      dbUrl = url.toString();
-    }
+    const dbUrl = databaseUrl ? await createDatabase(databaseUrl, dbName) : '';
     [port = 0, adminPort = 0] = await freePorts(2);
     // On PGlite, a data directory that already holds a migrated cluster: the service skips initdb.
     dataDir = databaseUrl ? 'memory://' : await seededDataDir('gpc-oversize-');

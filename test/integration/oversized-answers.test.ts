@@ -2,12 +2,12 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMinistryAdapters, type ClosableMinistryAdapters } from '../../src/adapters/ministry/ministry.factory.js';
-import { UpstreamError } from '../../src/adapters/ministry/ministry.types.js';
 import { loadConfig } from '../../src/config.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 import { capturingLogger, type LogLine } from '../helpers/log-capture.js';
 import { REG } from '../helpers/fixtures.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { upstreamError } from '../helpers/upstream-error.js';
 
 /*
  * Issue 60: every ministry answer is read against a bound, counted as it arrives. The shapes the
@@ -29,15 +29,6 @@ const SHAPES = ['huge-members', 'huge-string', 'endless'] as const;
 const fault = async (body: Record<string, unknown>) => expect((await ctx.sim('/__control/faults', body)).statusCode).toBe(200);
 const clear = () => Promise.all(SOURCES.map((source) => fault({ source, mode: 'none' })));
 const search = () => ctx.api(key, { method: 'GET', url: `/api/v1/invoices?ttd=${REG}` });
-
-async function upstreamError(promise: Promise<unknown>): Promise<UpstreamError> {
-  const error = await promise.then(
-    () => null,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(UpstreamError);
-  return error as UpstreamError;
-}
 
 async function okCount(source: Source, operation: string): Promise<number> {
   const text = await ctx.deps.metrics.registry.getSingleMetricAsString('ministry_call_duration_seconds');

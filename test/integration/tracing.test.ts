@@ -10,7 +10,7 @@ import { invoiceFixture } from '../helpers/fixtures.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { testConfig } from '../helpers/test-config.js';
 import { seededDataDir } from '../helpers/database-image.js';
-import { queryOnce } from '../helpers/pg-query.js';
+import { createDatabase, queryOnce } from '../helpers/pg-query.js';
 import { createPartnerKey, serviceEnv, startApiProcess, type ApiProcess } from '../helpers/api-process.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { listenLocal } from '../helpers/listen-local.js';
@@ -185,13 +185,7 @@ describe('OTLP export', () => {
     receiver = await startReceiver();
     simulator = await buildSimulator({ fixtures: { invoices: [invoiceFixture('mof', 'TRACE-ON-1', { amount: 1500, payer: PAYER })] }, autoApproveMs: 0 });
     const simulatorUrl = await listenLocal(simulator);
-    let dbUrl = '';
-    if (databaseUrl) {
-      await queryOnce(databaseUrl, `CREATE DATABASE ${dbName}`);
-      const url = new URL(databaseUrl);
-      url.pathname = `/${dbName}`;
-      dbUrl = url.toString();
-    }
+    const dbUrl = databaseUrl ? await createDatabase(databaseUrl, dbName) : '';
     [port = 0, adminPort = 0] = await freePorts(2);
     // On PGlite, a data directory that already holds a migrated cluster: the service skips initdb.
     dataDir = databaseUrl ? 'memory://' : await seededDataDir('gpc-trace-');
