@@ -15,10 +15,11 @@ export const CreatePaymentBody = Type.Object(
 );
 export type CreatePaymentBody = Static<typeof CreatePaymentBody>;
 
+const IdempotencyKey = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$', description }));
+
 export const IdempotencyHeaders = Type.Object({
-  'x-idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$', description: 'A client-chosen UUID is recommended' }),
-  ),
+  'x-idempotency-key': IdempotencyKey('A client-chosen UUID is recommended'),
+  'idempotency-key': IdempotencyKey("The same as X-Idempotency-Key (the IETF HTTPAPI draft's name): either header works; both, with different values, is a 400"),
   'x-user-id': Type.Optional(
     Type.String({
       minLength: 1,

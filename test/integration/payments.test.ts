@@ -339,6 +339,25 @@ describe('idempotency', () => {
     expect(await paymentsOf(invoice.id)).toEqual([{ id: first.json<PaymentCreated>().id, status: 'submitted' }]);
   });
 
+  it('takes Idempotency-Key as X-Idempotency-Key, and refuses both with different values', async () => {
+    const { partner, invoice } = await partnerWithInvoice(ctx, 'police');
+    const first = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, { 'idempotency-key': 'ietf-key' });
+    expect(first.statusCode, first.body).toBe(201);
+    // One key under either name: a retry under the other name, or under both, is the replay.
+    for (const headers of [{ 'x-idempotency-key': 'ietf-key' }, { 'idempotency-key': 'ietf-key' }, { 'idempotency-key': 'ietf-key', 'x-idempotency-key': 'ietf-key' }]) {
+      const replay = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, headers);
+      expect(replay.statusCode, replay.body).toBe(201);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json<PaymentCreated>().id).toBe(first.json<PaymentCreated>().id);
+    }
+    const both = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, { 'idempotency-key': 'ietf-key', 'x-idempotency-key': 'another-key' });
+    expect(both.statusCode).toBe(400);
+    expect(both.json<{ message: string }>().message).toContain('Idempotency-Key and X-Idempotency-Key must be equal when both are sent');
+    const invalid = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, { 'idempotency-key': 'with space' });
+    expect(invalid.statusCode).toBe(400);
+    expect(await paymentsOf(invoice.id)).toEqual([{ id: first.json<PaymentCreated>().id, status: 'submitted' }]);
+  });
+
   it('scopes keys per partner', async () => {
     const { partner: mine, invoice } = await partnerWithInvoice(ctx, 'etax');
     const theirs = await ctx.partner();

@@ -12,6 +12,7 @@ import {
   SettlementRequestBody,
 } from '../../schemas/payment.schema.js';
 import type { PaymentService } from '../../services/payment.service.js';
+import { idempotencyKeyOf } from '../idempotency-key.header.js';
 import type { ReportService } from '../../services/report.service.js';
 
 export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService; reports: ReportService }> = async (app, opts) => {
@@ -27,7 +28,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
       },
     },
     async (request, reply) => {
-      const outcome = await opts.payments.create(request.partner, { ...request.body, userId: request.headers['x-user-id'] }, request.headers['x-idempotency-key']);
+      const outcome = await opts.payments.create(request.partner, { ...request.body, userId: request.headers['x-user-id'] }, idempotencyKeyOf(request.headers));
       if (outcome.replayed) reply.header('idempotent-replayed', 'true');
       reply.code(outcome.kind === 'created' ? 201 : 422);
       return outcome.body;
