@@ -184,8 +184,8 @@ const SETTINGS = {
    */
   trustProxy: setting('TRUST_PROXY', Optional()),
   confirmPollMs: number('CONFIRM_POLL_MS', Int(2000, 10)),
-  /** A partner's read of a payment whose status was asked of its ministry this recently answers from that check. */
-  confirmLiveMinIntervalMs: number('CONFIRM_LIVE_MIN_INTERVAL_MS', Int(1000, 0)),
+  /** How long a partner's live read waits for a slot of its ministry system when the system's limit is full; then it answers the stored status. */
+  confirmLiveWaitMs: number('CONFIRM_LIVE_WAIT_MS', Int(2000, 0)),
   confirmBackoffMaxMs: number('CONFIRM_BACKOFF_MAX_MS', Int(60_000, 10)),
   /** Each ministry system's floor and starting limit of checks in flight per instance; the limit adapts above it. */
   confirmConcurrencyPerSource: number('CONFIRM_CONCURRENCY_PER_SOURCE', Int(4, 1)),

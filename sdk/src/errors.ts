@@ -1,3 +1,45 @@
+/**
+ * Every `code` an error answer of the API carries, one closed list: the service's docs/errors.md
+ * says for each its status, whether to retry and what to tell the customer.
+ */
+export const ERROR_CODES = [
+  'invalid_request',
+  'unauthenticated',
+  'partner_inactive',
+  'forbidden',
+  'not_found',
+  'request_timeout',
+  'idempotency_key_in_use',
+  'illegal_transition',
+  'webhook_limit_reached',
+  'conflict',
+  'payload_too_large',
+  'uri_too_long',
+  'unsupported_media_type',
+  'misdirected_request',
+  'idempotency_key_reuse',
+  'invoice_not_payable',
+  'amount_not_accepted',
+  'ministry_rejected',
+  'rate_limited',
+  'headers_too_large',
+  'internal_error',
+  'ministry_unavailable',
+  'service_unavailable',
+] as const;
+
+/** The `code` of an error answer. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** The `code` of a refused payment (`PaymentFailedError`). */
+export type PaymentRefusalCode = Extract<ErrorCode, 'invoice_not_payable' | 'amount_not_accepted' | 'ministry_rejected'>;
+
+/** One refused field of a 400: `path` is a JSON pointer into the body, query, path or headers (`/amount`); '' for the request as a whole. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
 /** Any non-2xx answer of the API. */
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -5,63 +47,78 @@ export class ApiError extends Error {
   readonly status: number;
   /** Parsed JSON body when the answer was JSON, otherwise its text (or undefined when empty). */
   readonly body: unknown;
-  /** The `X-Request-Id` of the answer; quote it to the operator when reporting a problem. */
+  /**
+   * The `X-Request-Id` of the answer (the body's `requestId` when the header did not come through);
+   * quote it to the operator when reporting a problem.
+   */
   readonly requestId: string | undefined;
+  /** The body's `code`, one of ERROR_CODES; undefined when the answer was not the service's (a proxy's page, a redirect). */
+  readonly code: ErrorCode | undefined;
 
   constructor(status: number, body: unknown, requestId: string | undefined, message?: string) {
     super(message ?? describe(status, body));
     this.status = status;
     this.body = body;
-    this.requestId = requestId;
+    this.requestId = requestId ?? requestIdOf(body);
+    this.code = codeOf(body);
   }
 }
 
-/** 400: one entry in `messages` per violation (unknown or wrongly typed field, bad UUID, ...). */
+/** 400 `invalid_request`: one entry in `messages` and in `errors` per violation (unknown or wrongly typed field, bad UUID, ...). */
 export class BadRequestError extends ApiError {
   override name = 'BadRequestError';
   readonly messages: string[];
+  /** The refused fields, each with its JSON pointer (`/amount`) and message. */
+  readonly errors: FieldError[];
 
   constructor(body: unknown, requestId: string | undefined) {
     const raw = messageOf(body);
     const messages = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? [raw] : [];
     super(400, body, requestId, messages.length > 0 ? `Bad request: ${messages.join('; ')}` : undefined);
     this.messages = messages;
+    this.errors = fieldErrorsOf(body);
   }
 }
 
-/** 401: missing or wrong API key, or a key of the other environment. */
+/** 401 `unauthenticated`: missing or wrong API key, or a key of the other environment. */
 export class AuthenticationError extends ApiError {
   override name = 'AuthenticationError';
 }
 
-/** 403: the partner is inactive. */
+/** 403 `partner_inactive`: the partner is inactive. */
 export class ForbiddenError extends ApiError {
   override name = 'ForbiddenError';
 }
 
-/** 404: invoice, payment or refNum not found. */
+/** 404 `not_found`: invoice, payment or refNum not found. */
 export class NotFoundError extends ApiError {
   override name = 'NotFoundError';
 }
 
 /**
- * 409: the move is not allowed in the current state (for example canceling a failed payment), or
- * the same idempotency key is still being processed.
+ * 409: the move is not allowed in the current state (`illegal_transition`, for example canceling a
+ * failed payment), the same idempotency key is still being processed (`idempotency_key_in_use`), or
+ * the partner has the most webhooks allowed (`webhook_limit_reached`).
  */
 export class ConflictError extends ApiError {
   override name = 'ConflictError';
 }
 
-/** 422 without a failed-payment body, for example an idempotency key reused with another body. */
+/** 422 without a failed-payment body: an idempotency key reused with another body (`idempotency_key_reuse`). */
 export class UnprocessableEntityError extends ApiError {
   override name = 'UnprocessableEntityError';
 }
 
-/** 422 `{ success: false, refNum, message }`: the ministry did not process the payment. */
+/**
+ * 422 `{ success: false, refNum, message, code, requestId }`: the payment was refused, `code`
+ * saying why: `invoice_not_payable` (paid, canceled, or held by another payment),
+ * `amount_not_accepted`, or `ministry_rejected`.
+ */
 export class PaymentFailedError extends UnprocessableEntityError {
   override name = 'PaymentFailedError';
   /** The ministry-side reference number of the invoice. */
   readonly refNum: string;
+  declare readonly code: PaymentRefusalCode | undefined;
 
   constructor(body: { refNum: string; message?: unknown }, requestId: string | undefined) {
     super(422, body, requestId, `Payment failed for ${body.refNum}: ${typeof body.message === 'string' ? body.message : 'rejected'}`);
@@ -69,7 +126,7 @@ export class PaymentFailedError extends UnprocessableEntityError {
   }
 }
 
-/** 429: a rate limit was exceeded; the request did not reach the business logic. */
+/** 429 `rate_limited`: a rate limit was exceeded; the request did not reach the business logic. */
 export class RateLimitError extends ApiError {
   override name = 'RateLimitError';
   /** Seconds to wait, from `Retry-After`, when the answer carried it. */
@@ -81,7 +138,7 @@ export class RateLimitError extends ApiError {
   }
 }
 
-/** 5xx: server or upstream (ministry) failure; the message is generic by design. */
+/** 5xx: `ministry_unavailable`, `service_unavailable` (the database away) or `internal_error`; the message is generic by design. */
 export class ServerError extends ApiError {
   override name = 'ServerError';
 }
@@ -165,6 +222,24 @@ export function errorFromResponse(status: number, body: unknown, requestId: stri
 
 function isFailedPayment(body: unknown): body is { refNum: string; message?: unknown } {
   return typeof body === 'object' && body !== null && typeof (body as { refNum?: unknown }).refNum === 'string';
+}
+
+function codeOf(body: unknown): ErrorCode | undefined {
+  const code = typeof body === 'object' && body !== null ? (body as { code?: unknown }).code : undefined;
+  return (ERROR_CODES as readonly unknown[]).includes(code) ? (code as ErrorCode) : undefined;
+}
+
+function requestIdOf(body: unknown): string | undefined {
+  const id = typeof body === 'object' && body !== null ? (body as { requestId?: unknown }).requestId : undefined;
+  return typeof id === 'string' ? id : undefined;
+}
+
+function fieldErrorsOf(body: unknown): FieldError[] {
+  const errors = typeof body === 'object' && body !== null ? (body as { errors?: unknown }).errors : undefined;
+  if (!Array.isArray(errors)) return [];
+  return errors
+    .filter((e): e is { path: unknown; message: unknown } => typeof e === 'object' && e !== null)
+    .map((e) => ({ path: typeof e.path === 'string' ? e.path : '', message: String(e.message) }));
 }
 
 function messageOf(body: unknown): unknown {

@@ -65,7 +65,11 @@ export function paymentsResource(request: SendRequest): Pick<PaymentChannelClien
           method: 'POST',
           path: '/payments',
           body,
-          headers: { 'x-idempotency-key': idempotencyKey, ...(opts.userId === undefined ? {} : { 'x-user-id': opts.userId }) },
+          headers: {
+            'x-idempotency-key': idempotencyKey,
+            ...(opts.userId === undefined ? {} : { 'x-user-id': opts.userId }),
+            ...(opts.partnerReference === undefined ? {} : { 'x-partner-reference': opts.partnerReference }),
+          },
           idempotent: true,
           signal: opts.signal,
         });

@@ -80,6 +80,12 @@ export interface CreatePaymentOptions {
    * confirmed, that user's devices get a push. Printable ASCII without spaces.
    */
   userId?: string;
+  /**
+   * Sent as `X-Partner-Reference`: your own reference of the payment (your transaction id), 1-64
+   * printable ASCII characters without spaces. Returned as `partnerReference` on the payment, its
+   * events and its settlement entries; part of what the idempotency key is compared on.
+   */
+  partnerReference?: string;
   signal?: AbortSignal;
 }
 
@@ -93,6 +99,8 @@ export interface PaymentCreated {
   invoiceId: string;
   /** Every invoice the payment covers; may hold more than one. */
   invoiceIds: string[];
+  /** Your `X-Partner-Reference`; null when none was sent. */
+  partnerReference: string | null;
   /** The QR and bank links: on every 201, the idempotent replay included. */
   qrpay: QrPay;
   /** `'idempotent'` marks a replayed cached response. */
@@ -106,6 +114,8 @@ export interface Payment {
   amount: number;
   invoiceId: string;
   invoiceIds: string[];
+  /** Your `X-Partner-Reference`; null when none was sent. */
+  partnerReference: string | null;
   /** Time of confirmation; absent until `confirmed`. */
   paidAt?: string;
 }
@@ -124,6 +134,10 @@ export interface PaymentFailedBody {
 
 export interface SettlementEntry {
   refNum: string;
+  /** The settled payment's id, as POST /payments returned it. */
+  paymentId: string;
+  /** That payment's `X-Partner-Reference`; null when none was sent. */
+  partnerReference: string | null;
   amount: number;
   payerReg: string;
   payerName: string;
@@ -155,6 +169,8 @@ export interface PaymentListItem {
   /** The originating ministry system. */
   source: string;
   partnerId: string;
+  /** Your `X-Partner-Reference`; null when none was sent. */
+  partnerReference: string | null;
   createdAt: string;
 }
 
@@ -268,21 +284,49 @@ export interface WebhookDeliveryQuery {
 
 /** The `data` of each payment event, the same in `GET /events` and in a webhook delivery. */
 export interface PaymentEventData {
-  'payment.submitted': { id: string; invoiceId: string };
-  'payment.confirmed': { id: string; amount: number };
+  /** `partnerReference` in each: your `X-Partner-Reference` of the payment, null when none was sent. */
+  'payment.submitted': { id: string; invoiceId: string; partnerReference: string | null };
+  'payment.confirmed': { id: string; amount: number; partnerReference: string | null };
   /** The ministry system rejected or lost a payment after it was accepted. */
-  'payment.failed': { id: string; invoiceId: string };
-  'payment.canceled': { id: string; invoiceId: string; reason: PaymentCancelReason };
+  'payment.failed': { id: string; invoiceId: string; partnerReference: string | null };
+  'payment.canceled': { id: string; invoiceId: string; reason: PaymentCancelReason; partnerReference: string | null };
 }
 
 /**
  * Something that happened to one of your payments (GET /events). `sequence` is its position in
  * your feed: it increases in the order events become readable, so once you have read an event,
- * none with a lower sequence appears later (gaps are normal).
+ * none with a lower sequence appears later (gaps are normal). `type` narrows `data`; an event of a
+ * type this SDK version does not know comes through as an `UnknownPaymentEvent`.
  */
-export type PaymentEvent = {
+export type PaymentEvent = KnownPaymentEvent | UnknownPaymentEvent;
+
+/** A `PaymentEvent` of a type this SDK version knows: `type` narrows `data`. */
+export type KnownPaymentEvent = {
   [E in WebhookEventName]: { id: string; type: E; createdAt: string; sequence: number; data: PaymentEventData[E] };
 }[WebhookEventName];
+
+declare const unknownEventName: unique symbol;
+
+/**
+ * The name of an event type this SDK version does not know (one the service added later). At run
+ * time it is the name as the service sent it, a string: `String(event.type)` reads it. It is typed
+ * apart from `string` on purpose: TypeScript cannot narrow a union that has a `string` member
+ * (`type: string & {}` would leave `data` untyped even after `type === 'payment.confirmed'`), so
+ * with this type a comparison with a known name still narrows `data`.
+ */
+export type UnknownEventName = { readonly [unknownEventName]: 'an event type this SDK version does not know' };
+
+/**
+ * An event of a type this SDK version does not know, passed through as the service sent it
+ * (never refused, never thrown on): its `data` untyped. Skip it, or log `String(event.type)`.
+ */
+export interface UnknownPaymentEvent {
+  id: string;
+  type: UnknownEventName;
+  createdAt: string;
+  sequence: number;
+  data: Record<string, unknown>;
+}
 
 export interface EventList {
   /** Newest first; with `afterSequence`, oldest first. */
@@ -357,10 +401,36 @@ export interface HealthReady {
   timestamp: string;
 }
 
-/** Body of a webhook delivery (`X-Service-Event` names the event too). `eventId` is also `webhook-id`. */
-export type WebhookMessage =
-  | { [E in WebhookEventName]: { event: E; eventId: string; deliveryId: string; createdAt: string; data: PaymentEventData[E] } }[WebhookEventName]
-  | { event: 'webhook.test'; eventId: string; deliveryId: string; createdAt: string; data: { webhookId: string; message: string; sentAt: string } };
+/**
+ * Body of a webhook delivery (`X-Service-Event` names the event too). `eventId` is also
+ * `webhook-id`. `event` narrows `data`; an event this SDK version does not know comes through as an
+ * `UnknownWebhookMessage`.
+ */
+export type WebhookMessage = KnownWebhookMessage | UnknownWebhookMessage;
+
+/** `data` of a `webhook.test` delivery (`webhooks.test(id)`). */
+export interface WebhookTestData {
+  webhookId: string;
+  message: string;
+  sentAt: string;
+}
+
+/** The `data` of every event a delivery can carry: the payment events and `webhook.test`. */
+export type WebhookEventData = PaymentEventData & { 'webhook.test': WebhookTestData };
+
+/** A `WebhookMessage` of an event this SDK version knows: `event` narrows `data`. */
+export type KnownWebhookMessage = {
+  [E in WebhookDeliveryEventName]: { event: E; eventId: string; deliveryId: string; createdAt: string; data: WebhookEventData[E] };
+}[WebhookDeliveryEventName];
+
+/** A delivery of an event type this SDK version does not know: accepted when its signature is right, `data` untyped. */
+export interface UnknownWebhookMessage {
+  event: UnknownEventName;
+  eventId: string;
+  deliveryId: string;
+  createdAt: string;
+  data: Record<string, unknown>;
+}
 
 /** The outcomes the sandbox can make happen (GET /sandbox/scenarios lists them with what each does). */
 export type SandboxScenarioName =

@@ -64,7 +64,7 @@ function liveCheckOf(config: Config, parts: PaymentServiceParts) {
     limits: parts.checks.limits,
     onLimit: (source, limit) => parts.metrics.ministryConcurrencyLimit.set({ source }, limit),
     leaseMs: parts.leases.statusCheck,
-    minIntervalMs: config.confirmLiveMinIntervalMs,
+    slotWaitMs: config.confirmLiveWaitMs,
     log: parts.logger,
     onStaleLease: parts.onStaleLease,
     now: parts.now,

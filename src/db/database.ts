@@ -42,6 +42,7 @@ import * as m028 from './migrations/028-payment-trace-context.migration.js';
 import * as m029 from './migrations/029-transition-joins.migration.js';
 import * as m030 from './migrations/030-invoice-transition-groups.migration.js';
 import * as m031 from './migrations/031-settled-but-failed.migration.js';
+import * as m032 from './migrations/032-partner-reference.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -137,6 +138,7 @@ const migrations: Record<string, Migration> = {
   '029-transition-joins': m029,
   '030-invoice-transition-groups': m030,
   '031-settled-but-failed': m031,
+  '032-partner-reference': m032,
 };
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */

@@ -94,7 +94,7 @@ export interface PaymentsTable {
   status_check_until: Timestamp | null;
   /** A live read's lease token; null while the job holds the lease (its token is check_attempts). */
   status_check_token: string | null;
-  /** When the latest status check ended: a read within CONFIRM_LIVE_MIN_INTERVAL_MS answers from it. */
+  /** When the latest status check ended. */
   status_checked_at: Timestamp | null;
   /** How long after submission the payment expires unpaid, when not PAYMENT_EXPIRY_MS (a sandbox scenario's); set once at creation. */
   expiry_ms: ColumnType<number | null, never, never>;
@@ -102,6 +102,8 @@ export interface PaymentsTable {
   trace_parent: ColumnType<string | null, string | null | undefined, never>;
   /** The partner's tracestate that came with that request, carried along unchanged. */
   trace_state: ColumnType<string | null, string | null | undefined, never>;
+  /** The partner's own reference of the payment (X-Partner-Reference); written once at creation. Null when none came. */
+  partner_reference: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }

@@ -9,7 +9,7 @@ export function idempotencyKeyOf(headers: { 'x-idempotency-key'?: string; 'idemp
   const prefixed = headers['x-idempotency-key'];
   const plain = headers['idempotency-key'];
   if (prefixed !== undefined && plain !== undefined && prefixed !== plain) {
-    throw new InvalidRequestError(['Idempotency-Key and X-Idempotency-Key must be equal when both are sent']);
+    throw new InvalidRequestError(['Idempotency-Key and X-Idempotency-Key must be equal when both are sent'], '/x-idempotency-key');
   }
   return prefixed ?? plain;
 }

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { refuseUnstorableText } from './storable-text.validator.js';
+import type { Violation } from '../domain/errors.js';
 
 function createAjv(coerceTypes: Options['coerceTypes']): Ajv {
   const ajv = new Ajv({
@@ -83,13 +84,25 @@ function literalChoices(schema: unknown): unknown[] | null {
 
 const choiceText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
-export function describeValidation(errors: ErrorObject[], context: string): string[] {
+/** The JSON pointer of the field a violation refuses: the missing or unknown property itself, else the value's place. */
+function pointerOf(err: ErrorObject): string {
+  const escape = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1');
+  if (err.keyword === 'required') return `${err.instancePath}/${escape(String(err.params.missingProperty))}`;
+  if (err.keyword === 'additionalProperties') return `${err.instancePath}/${escape(String(err.params.additionalProperty))}`;
+  return err.instancePath;
+}
+
+/**
+ * One violation per refused field, `path` a JSON pointer into the request part (`/amount`), with
+ * the message the partner guide shows; the 400 body's `message` list and `errors` list both come from it.
+ */
+export function validationViolations(errors: ErrorObject[], context: string): Violation[] {
   // A choice of literals fails once per branch ("must be equal to constant") plus once as the
   // union: the union alone is reported, naming the values it allows.
   const choiceUnions = errors.filter((e) => e.keyword === 'anyOf' && literalChoices(e.parentSchema) !== null);
   const branchOfChoice = (e: ErrorObject) => choiceUnions.some((u) => u.instancePath === e.instancePath && e.schemaPath.startsWith(`${u.schemaPath}/`));
   const seen = new Set<string>();
-  const out: string[] = [];
+  const out: Violation[] = [];
   for (const err of errors) {
     if (branchOfChoice(err)) continue;
     const choices = err.keyword === 'anyOf' || err.keyword === 'enum' ? literalChoices(err.parentSchema) : null;
@@ -98,8 +111,12 @@ export function describeValidation(errors: ErrorObject[], context: string): stri
     const text = choices ? `${fieldName(err, context)} must be one of: ${choices.map(choiceText).join(', ')}` : describeValidationError(err, context);
     if (!seen.has(text)) {
       seen.add(text);
-      out.push(text);
+      out.push({ path: pointerOf(err), message: text });
     }
   }
-  return out.length > 0 ? out : ['request is invalid'];
+  return out.length > 0 ? out : [{ path: '', message: 'request is invalid' }];
+}
+
+export function describeValidation(errors: ErrorObject[], context: string): string[] {
+  return validationViolations(errors, context).map((v) => v.message);
 }

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { ERROR_CODES } from '../domain/errors.js';
 
 /*
  * Response shapes avoid anyOf: fast-json-stringify picks an anyOf branch by running an ajv
@@ -25,13 +26,25 @@ export const IsoDateTime = Type.String({ format: 'date-time' });
 
 export const IdParams = Type.Object({ id: Uuid }, { additionalProperties: false });
 
+const ErrorCodeField = StringEnum(ERROR_CODES, { description: 'What went wrong, from one closed list: docs/errors.md says when to retry and what to tell the customer' });
+const RequestIdField = Type.String({ description: 'The X-Request-Id of this answer: quote it when reporting a problem' });
+
 export const BadRequestBody = Type.Object(
   {
     statusCode: Type.Literal(400),
     message: Type.Array(Type.String()),
     error: Type.Literal('Bad Request'),
+    code: StringEnum(['invalid_request'] as const),
+    requestId: RequestIdField,
+    errors: Type.Array(
+      Type.Object({
+        path: Type.String({ description: "A JSON pointer to the refused field in the body, query, path or headers (`/amount`); '' for the request as a whole" }),
+        message: Type.String(),
+      }),
+      { description: 'One entry per refused field' },
+    ),
   },
-  { description: 'One message entry per violation.' },
+  { description: 'One message entry and one errors entry per violation.' },
 );
 
 export const ErrorBody = Type.Object(
@@ -39,6 +52,8 @@ export const ErrorBody = Type.Object(
     statusCode: Type.Integer(),
     message: Type.String(),
     error: Type.String(),
+    code: ErrorCodeField,
+    requestId: RequestIdField,
   },
 );
 

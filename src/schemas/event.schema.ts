@@ -8,6 +8,7 @@ export const EventType = StringEnum(WEBHOOK_EVENTS, { description: WEBHOOK_EVENT
 const PaymentId = Type.String({ format: 'uuid', description: 'The payment id' });
 const InvoiceId = Type.String({ format: 'uuid', description: "The payment's invoice" });
 const Amount = Type.Number({ description: 'Tugrik' });
+const PartnerReference = Nullable(Type.String(), { description: 'Your X-Partner-Reference of the payment; null when none came' });
 const CancelReason = StringEnum(CANCEL_REASONS, {
   description: 'partner: your DELETE /payments/{id}; ministry: the ministry system canceled it; expired: it was still unpaid PAYMENT_EXPIRY_MS after submission',
 });
@@ -17,10 +18,10 @@ const CancelReason = StringEnum(CANCEL_REASONS, {
  * definition of each event's fields (EventData and the OpenAPI webhooks section are made from it).
  */
 export const EVENT_DATA = {
-  'payment.submitted': Type.Object({ id: PaymentId, invoiceId: InvoiceId }, { additionalProperties: false }),
-  'payment.confirmed': Type.Object({ id: PaymentId, amount: Amount }, { additionalProperties: false }),
-  'payment.failed': Type.Object({ id: PaymentId, invoiceId: InvoiceId }, { additionalProperties: false }),
-  'payment.canceled': Type.Object({ id: PaymentId, invoiceId: InvoiceId, reason: CancelReason }, { additionalProperties: false }),
+  'payment.submitted': Type.Object({ id: PaymentId, invoiceId: InvoiceId, partnerReference: PartnerReference }, { additionalProperties: false }),
+  'payment.confirmed': Type.Object({ id: PaymentId, amount: Amount, partnerReference: PartnerReference }, { additionalProperties: false }),
+  'payment.failed': Type.Object({ id: PaymentId, invoiceId: InvoiceId, partnerReference: PartnerReference }, { additionalProperties: false }),
+  'payment.canceled': Type.Object({ id: PaymentId, invoiceId: InvoiceId, reason: CancelReason, partnerReference: PartnerReference }, { additionalProperties: false }),
 } as const satisfies Record<WebhookEvent, TObject>;
 
 /** The payload of any payment event, the fields of EVENT_DATA together: what the webhook body carries as `data`. */
@@ -30,10 +31,11 @@ export const EventData = Type.Object(
     invoiceId: Type.Optional(InvoiceId),
     amount: Type.Optional(Amount),
     reason: Type.Optional(CancelReason),
+    partnerReference: Type.Optional(PartnerReference),
   },
   {
     description:
-      "The payment id; payment.submitted and payment.failed add invoiceId, payment.confirmed adds amount, payment.canceled adds invoiceId and reason. Exactly the webhook body's data.",
+      "The payment id; payment.submitted and payment.failed add invoiceId, payment.confirmed adds amount, payment.canceled adds invoiceId and reason. Every event adds partnerReference (absent only on events from before it existed). Exactly the webhook body's data.",
   },
 );
 

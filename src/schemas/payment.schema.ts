@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
-import { StringEnum, Uuid } from './common.schema.js';
+import { Nullable, StringEnum, Uuid } from './common.schema.js';
 import { PAYMENT_STATUSES } from '../domain/vocabulary.js';
+import { REFUSAL_CODES } from '../domain/errors.js';
 
 export const PaymentStatus = StringEnum(PAYMENT_STATUSES);
 
@@ -28,7 +29,19 @@ export const IdempotencyHeaders = Type.Object({
       description: "The partner's end user, as `userId` in POST /devices: once the payment is confirmed, that user's devices get a push",
     }),
   ),
+  'x-partner-reference': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[\\x21-\\x7E]{1,64}$',
+      description:
+        "Your own reference of the payment (your transaction id), 1-64 printable ASCII characters without spaces: stored with the payment and returned as `partnerReference` on it, its events and its settlement entries. Part of what an idempotency key is compared on",
+    }),
+  ),
 });
+
+/** The partner's own reference of the payment (X-Partner-Reference); null when none came with POST /payments. */
+const PartnerReference = Nullable(Type.String(), { description: 'Your X-Partner-Reference of the payment; null when none came' });
 
 export const QrPayBody = Type.Object({
   qrText: Type.String(),
@@ -47,6 +60,7 @@ export const PaymentCreatedBody = Type.Object({
   amount: Type.Number(),
   invoiceId: Uuid,
   invoiceIds: Type.Array(Uuid),
+  partnerReference: PartnerReference,
   qrpay: QrPayBody,
   message: Type.Optional(Type.String({ description: '"idempotent" on a replayed response' })),
 });
@@ -56,6 +70,8 @@ export const PaymentFailedBody = Type.Object({
   success: Type.Literal(false),
   refNum: Type.String(),
   message: Type.String(),
+  code: StringEnum(REFUSAL_CODES, { description: 'Why the payment was refused (docs/errors.md)' }),
+  requestId: Type.String({ description: 'The X-Request-Id of this answer' }),
 });
 export type PaymentFailedBody = Static<typeof PaymentFailedBody>;
 
@@ -65,6 +81,7 @@ export const PaymentBody = Type.Object({
   amount: Type.Number(),
   invoiceId: Uuid,
   invoiceIds: Type.Array(Uuid),
+  partnerReference: PartnerReference,
   paidAt: Type.Optional(Type.String({ format: 'date-time' })),
 });
 export type PaymentBody = Static<typeof PaymentBody>;
@@ -82,6 +99,8 @@ export const SettlementBody = Type.Object({
   entries: Type.Array(
     Type.Object({
       refNum: Type.String(),
+      paymentId: Type.String({ format: 'uuid', description: 'The payment the ministry settled: the id POST /payments returned' }),
+      partnerReference: PartnerReference,
       amount: Type.Number(),
       payerReg: Type.String(),
       payerName: Type.String(),
@@ -118,6 +137,7 @@ export const PaymentListBody = Type.Object({
       amount: Type.Number(),
       source: Type.String(),
       partnerId: Uuid,
+      partnerReference: PartnerReference,
       createdAt: Type.String({ format: 'date-time' }),
     }),
   ),

@@ -95,7 +95,7 @@ export const RecoverQueuedBody = Type.Object(
   },
 );
 
-export const WebhookLimitBody = Type.Object(ErrorBody.properties, {
+export const WebhookLimitBody = Type.Object({ ...ErrorBody.properties, code: StringEnum(['webhook_limit_reached'] as const) }, {
   description: 'The partner already has the most webhooks allowed (WEBHOOK_MAX_PER_PARTNER); delete one first.',
 });
 

@@ -20,7 +20,7 @@ export function createEventService(deps: { events: EventLogRepository }) {
   /** Oldest first after a position: the feed a follower polls. */
   async function listAfter(partnerId: string, query: EventListFilter, afterSequence: number): Promise<EventList> {
     if (query.cursor !== undefined || query.from !== undefined || query.to !== undefined) {
-      throw new InvalidRequestError(['afterSequence cannot be combined with cursor, from or to']);
+      throw new InvalidRequestError(['afterSequence cannot be combined with cursor, from or to'], '/afterSequence');
     }
     await deps.events.assignPending();
     const rows = await deps.events.listAfter(partnerId, { type: query.type, paymentId: query.paymentId }, afterSequence, query.limit ?? DEFAULT_LIMIT);
@@ -31,7 +31,7 @@ export function createEventService(deps: { events: EventLogRepository }) {
     async list(partnerId: string, query: EventListFilter): Promise<EventList> {
       if (query.afterSequence !== undefined) return listAfter(partnerId, query, query.afterSequence);
       const before = query.cursor === undefined ? null : decodeEventCursor(partnerId, query.cursor);
-      if (before === null && query.cursor !== undefined) throw new InvalidRequestError([CURSOR_VIOLATION]);
+      if (before === null && query.cursor !== undefined) throw new InvalidRequestError([CURSOR_VIOLATION], '/cursor');
       const limit = query.limit ?? DEFAULT_LIMIT;
       const filter = {
         type: query.type,

@@ -186,7 +186,7 @@ export function createPartnerService(deps: {
       if (!verified) throw new UnauthenticatedError(UNAUTHORIZED);
       const { row, partner } = verified;
       if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) throw new UnauthenticatedError(UNAUTHORIZED);
-      if (!row.partner.active) throw new ForbiddenError('Partner account is inactive');
+      if (!row.partner.active) throw new ForbiddenError('Partner account is inactive', 'partner_inactive');
       return partner;
     },
   };

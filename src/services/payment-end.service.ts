@@ -28,7 +28,7 @@ const FAILURE_REASONS: Partial<Record<PaymentEvent, string>> = {
 function endingEvent(event: PaymentEvent, payment: PaymentRow): OutboxEvent | null {
   const ending = PAYMENT_ENDINGS[event];
   if (!ending) return null;
-  const data = { id: payment.id, invoiceId: payment.invoice_id };
+  const data = { id: payment.id, invoiceId: payment.invoice_id, partnerReference: payment.partner_reference };
   return ending.event === 'payment.failed' ? { event: ending.event, data } : { event: ending.event, data: { ...data, reason: ending.reason } };
 }
 

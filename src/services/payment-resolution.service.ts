@@ -119,7 +119,7 @@ export function createPaymentResolver(deps: PaymentResolverDeps) {
    * the ministry shows. False when another actor moved the payment first.
    */
   async function confirm(payment: PaymentRow, refNum: string, paidAt: Date, why: PaymentChange): Promise<boolean> {
-    const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount) } });
+    const outbox = deps.events.outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: amountToNumber(payment.amount), partnerReference: payment.partner_reference } });
     // Most payments settle their invoice: confirmed in one statement that also checks the books.
     let at = now();
     let paid = await deps.payments.markConfirmedIfSettled({ id: payment.id, at, paidAt, outbox, why });

@@ -77,7 +77,7 @@ async function holdLinkedOrRefuse(
     return 'refused';
   }
   await deps.payments.move(uow, payment.id, 'ministry_accepted', at, why, { nextCheckAt: at });
-  await deps.events.append(uow, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } });
+  await deps.events.append(uow, payment.partner_id, { event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id, partnerReference: payment.partner_reference } });
   return 'submitted';
 }
 
@@ -160,7 +160,7 @@ export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
       at,
       // Due at once: the next pass checks it, and then every interval while the citizen pays.
       nextCheckAt: at,
-      outbox: deps.events.outbox({ event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id } }),
+      outbox: deps.events.outbox({ event: 'payment.submitted', data: { id: payment.id, invoiceId: payment.invoice_id, partnerReference: payment.partner_reference } }),
       why,
     });
   }

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { InvalidRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError } from '../domain/errors.js';
+import { InvalidRequestError, ConflictError, NotFoundError, PaymentRejectedError, UnprocessableError, UpstreamUnavailableError, failedPaymentCode, replayedRefusalCode } from '../domain/errors.js';
 import { effectiveInvoiceStatus, isPayable } from '../domain/invoice-status.js';
 import { amountToNumber, canonicalAmount, compareAmounts, requestedAmount } from '../domain/money.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
@@ -7,7 +7,7 @@ import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/reposit
 import type { IdempotencyAnswer, IdempotencyLease, IdempotencyRepository, StoredOutcome } from '../db/repositories/idempotency.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
-import { settledWithin, type PaymentLiveCheck } from './payment-live-check.service.js';
+import { settledWithin, type PaymentLiveCheck, type StatusSource } from './payment-live-check.service.js';
 import type { PaymentCancelService } from './payment-cancel.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
 import type { AuthenticatedPartner } from './partner.service.js';
@@ -21,7 +21,10 @@ import type { QrStandard, StaleLeaseReport } from '../domain/vocabulary.js';
 /** A payment the ministry accepted, or one it refused: both are answers a replay repeats. */
 export type CreateOutcome =
   | { kind: 'created'; body: PaymentCreatedBody; replayed: boolean }
-  | { kind: 'rejected'; body: PaymentFailedBody; replayed: boolean };
+  | { kind: 'rejected'; body: RefusalBody; replayed: boolean };
+
+/** The 422 refusal as stored and replayed: the HTTP layer adds the answer's own `requestId`. */
+export type RefusalBody = Omit<PaymentFailedBody, 'requestId'>;
 
 export interface PaymentServiceDeps {
   payments: PaymentRepository;
@@ -61,9 +64,17 @@ const KEY_IN_FLIGHT = 'A request with this idempotency key is still in progress'
  */
 const READ_ANSWER_MARGIN_MS = 500;
 
-/** What makes two requests under one idempotency key the same; a request without an end user hashes as it always did. */
-function requestHash(invoiceId: string, amount: number | undefined, userId: string | undefined): string {
-  const parts = userId === undefined ? [invoiceId, amount ?? null] : [invoiceId, amount ?? null, userId];
+/**
+ * What makes two requests under one idempotency key the same; a request without an end user hashes
+ * as it always did, and one without a partner reference as it did before references existed.
+ */
+function requestHash(invoiceId: string, amount: number | undefined, userId: string | undefined, partnerReference: string | undefined): string {
+  const parts =
+    partnerReference !== undefined
+      ? [invoiceId, amount ?? null, userId ?? null, { partnerReference }]
+      : userId === undefined
+        ? [invoiceId, amount ?? null]
+        : [invoiceId, amount ?? null, userId];
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
@@ -74,6 +85,7 @@ export function toPaymentView(p: PaymentDetail): PaymentBody {
     amount: amountToNumber(p.amount),
     invoiceId: p.invoice_id,
     invoiceIds: p.invoiceIds,
+    partnerReference: p.partner_reference,
   };
   if (p.status === 'confirmed' && p.paid_at) view.paidAt = p.paid_at.toISOString();
   return view;
@@ -88,6 +100,8 @@ export interface CreateInput {
   invoiceId: string;
   amount?: number;
   userId?: string;
+  /** The partner's own reference of the payment (X-Partner-Reference). */
+  partnerReference?: string;
 }
 
 function requireInvoice(row: InvoiceRow | null): InvoiceRow {
@@ -98,9 +112,9 @@ function requireInvoice(row: InvoiceRow | null): InvoiceRow {
 function resolveAmount(invoice: InvoiceRow, requested: number | undefined): string {
   if (requested === undefined) return canonicalAmount(invoice.amount);
   const amount = requestedAmount(requested);
-  if (amount === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals']);
+  if (amount === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals'], '/amount');
   if (compareAmounts(amount, invoice.amount) > 0) {
-    throw new PaymentRejectedError(invoice.ref_num, 'Amount does not match the invoice balance');
+    throw new PaymentRejectedError(invoice.ref_num, 'Amount does not match the invoice balance', 'amount_not_accepted');
   }
   return amount;
 }
@@ -113,7 +127,7 @@ function qrTextFor(qr: QrService, paymentId: string, invoice: InvoiceRow, amount
   try {
     return qr.payload(qrInputOf(paymentId, amount, invoice, standard));
   } catch (err) {
-    if (err instanceof EmvcoPayloadError) throw new PaymentRejectedError(invoice.ref_num, `The payment cannot be carried by an EMVCo QR: ${err.message}`);
+    if (err instanceof EmvcoPayloadError) throw new PaymentRejectedError(invoice.ref_num, `The payment cannot be carried by an EMVCo QR: ${err.message}`, 'amount_not_accepted');
     throw err;
   }
 }
@@ -134,7 +148,7 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
   // on a request's key covers its reads, the insert, the submit and the writes that record it.
   const pendingGraceMs = deps.idempotencyLeaseMs;
 
-  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, lease: IdempotencyLease | null, userId: string | undefined, standard: QrStandard): Promise<PaymentRow> {
+  async function createPending(partnerId: string, invoice: InvoiceRow, amount: string, lease: IdempotencyLease | null, input: CreateInput, standard: QrStandard): Promise<PaymentRow> {
     const id = newId();
     deps.tracer?.annotate({ 'payment.id': id });
     const payment = await deps.payments.insertPending({
@@ -146,12 +160,13 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
       amount,
       nextCheckAt: new Date(now().getTime() + pendingGraceMs),
       lease: lease ?? undefined,
-      userId,
+      userId: input.userId,
+      partnerReference: input.partnerReference,
       trace: deps.tracer?.active() ?? null,
     });
-    if (payment === 'invoice_held') throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS);
+    if (payment === 'invoice_held') throw new PaymentRejectedError(invoice.ref_num, IN_PROGRESS, 'invoice_not_payable');
     // The key was taken over while this request stalled: the request that took it answers for it.
-    if (payment === 'lease_lost') throw new ConflictError(KEY_IN_FLIGHT);
+    if (payment === 'lease_lost') throw new ConflictError(KEY_IN_FLIGHT, 'idempotency_key_in_use');
     return payment;
   }
 
@@ -160,7 +175,8 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
     const payment = submitted ?? (await deps.payments.findById(paymentId));
     if (!payment) throw new NotFoundError('Payment');
     if (payment.status === 'failed') {
-      return { kind: 'rejected', body: { success: false, refNum: invoice.ref_num, message: payment.failure_reason ?? 'Payment was not accepted' }, replayed: false };
+      const message = payment.failure_reason ?? 'Payment was not accepted';
+      return { kind: 'rejected', body: { success: false, refNum: invoice.ref_num, message, code: failedPaymentCode(payment.status_event, payment.failure_reason) }, replayed: false };
     }
     if (payment.status === 'pending') throw new UpstreamUnavailableError(`payment ${paymentId} still pending`);
     return { kind: 'created', body: createdBody(deps.qr, payment, invoice, standard), replayed: false };
@@ -176,27 +192,32 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
     const existing = await deps.payments.findById(paymentId);
     const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
     const hold = existing?.status === 'pending' ? await deps.payments.holdPendingForKey(paymentId, lease, new Date(now().getTime() + pendingGraceMs)) : 'not_pending';
-    if (hold === 'lease_lost') throw new ConflictError(KEY_IN_FLIGHT);
+    if (hold === 'lease_lost') throw new ConflictError(KEY_IN_FLIGHT, 'idempotency_key_in_use');
     const submitted = existing && hold === 'held' ? await deps.submitter.submit(existing, invoice, 'partner_request') : null;
     return outcomeOf(paymentId, invoice, partner.qrStandard, submitted);
   }
 
   return async function execute(partner, input, lease, resumeId) {
-    const { invoiceId, amount: requested, userId } = input;
+    const { invoiceId, amount: requested } = input;
     if (resumeId && lease) return resume(partner, resumeId, lease);
     const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
     const status = effectiveInvoiceStatus(invoice.status, invoice.due_date, now());
-    if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`);
+    if (!isPayable(status)) throw new PaymentRejectedError(invoice.ref_num, `Invoice is already ${status}`, 'invoice_not_payable');
     const amount = resolveAmount(invoice, requested);
-    const payment = await createPending(partner.id, invoice, amount, lease, userId, partner.qrStandard);
+    const payment = await createPending(partner.id, invoice, amount, lease, input, partner.qrStandard);
     return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice, 'partner_request'));
   };
 }
 
-/** The stored answer as a replay gives it. */
+/** The stored answer as a replay gives it; one stored before partner references came with none. */
 function replayOf(answer: Extract<IdempotencyAnswer, { kind: 'replay' }>): CreateOutcome {
-  if (answer.outcome === 'rejected') return { kind: 'rejected', body: answer.body as PaymentFailedBody, replayed: true };
-  return { kind: 'created', body: { ...(answer.body as PaymentCreatedBody), message: 'idempotent' }, replayed: true };
+  if (answer.outcome === 'rejected') {
+    // The code is stored with the refusal; one stored before codes existed is given it by its reason.
+    const body = answer.body as RefusalBody;
+    return { kind: 'rejected', body: { ...body, code: replayedRefusalCode(body.code, body.message) }, replayed: true };
+  }
+  const body = answer.body as PaymentCreatedBody;
+  return { kind: 'created', body: { ...body, partnerReference: body.partnerReference ?? null, message: 'idempotent' }, replayed: true };
 }
 
 /**
@@ -223,12 +244,12 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
     deps.onStaleLease?.('idempotency_key', `${lease.partnerId}/${lease.key}`);
     const answer = await deps.idempotency.answerFor(lease.partnerId, lease.key, hash);
     if (answer.kind === 'replay') return replayOf(answer);
-    throw new ConflictError(KEY_IN_FLIGHT);
+    throw new ConflictError(KEY_IN_FLIGHT, 'idempotency_key_in_use');
   }
 
   return async function withIdempotency(partner: AuthenticatedPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
     const at = now();
-    const hash = requestHash(input.invoiceId, input.amount, input.userId);
+    const hash = requestHash(input.invoiceId, input.amount, input.userId, input.partnerReference);
     const claim = await deps.idempotency.claim({
       partnerId: partner.id,
       key,
@@ -238,7 +259,7 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
       expiresAt: new Date(at.getTime() + deps.idempotencyTtlMs),
     });
     if (claim.kind === 'mismatch') throw new UnprocessableError('Idempotency key was already used with a different request');
-    if (claim.kind === 'in_flight') throw new ConflictError(KEY_IN_FLIGHT);
+    if (claim.kind === 'in_flight') throw new ConflictError(KEY_IN_FLIGHT, 'idempotency_key_in_use');
     if (claim.kind === 'replay') return replayOf(claim);
     const lease: IdempotencyLease = { partnerId: partner.id, key, token: claim.token };
     try {
@@ -266,18 +287,20 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     },
 
     /**
-     * Live confirmation first, when the ministry may be asked now (payment-live-check.service);
-     * otherwise, or when the check is not done by the ministry timeout + 1 s, the stored status.
+     * Live confirmation first for an unresolved payment (payment-live-check.service): the status
+     * of a ministry answer given after the read arrived, `live`. When no such answer comes by the
+     * ministry timeout + 1 s (no slot freed in time, the breaker is open, the check failed or
+     * outlived its deadline), and for a payment already final in the books, the stored status.
      */
-    async get(partnerId: string, id: string): Promise<PaymentBody> {
+    async get(partnerId: string, id: string): Promise<{ body: PaymentBody; source: StatusSource }> {
       const startedAt = elapsed();
       const payment = await deps.payments.findForPartner(partnerId, id);
       if (!payment) throw new NotFoundError('Payment');
       const due = payment.status === 'submitted' || (payment.status === 'pending' && (payment.next_check_at?.getTime() ?? 0) <= now().getTime());
-      const check = due ? deps.liveCheck.join(payment) : null;
-      if (!check) return toPaymentView(payment);
-      const fresh = await settledWithin(check.then(() => deps.payments.findById(id)), startedAt + readWithinMs - elapsed());
-      return toPaymentView(fresh ?? payment);
+      if (!due) return { body: toPaymentView(payment), source: 'stored' };
+      const withinMs = startedAt + readWithinMs - elapsed();
+      const answer = await settledWithin(deps.liveCheck.read(payment, withinMs), withinMs);
+      return { body: toPaymentView(answer?.payment ?? payment), source: answer?.payment ? answer.source : 'stored' };
     },
 
     /** The partner's cancel: recorded before the ministry is asked (payment-cancel.service). */

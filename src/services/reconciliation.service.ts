@@ -234,8 +234,8 @@ export function createReconciliationService(deps: ReconciliationDeps) {
 
     /** An operator's run of every source for the day, now; waits for a run of the same day elsewhere. */
     async run(financeDay: string, operator: string): Promise<RunRow> {
-      if (!isFinanceDay(financeDay)) throw new InvalidRequestError(['financeDay must be a date YYYY-MM-DD']);
-      if (financeDay > financeDayOf(now())) throw new InvalidRequestError(['financeDay must not be in the future']);
+      if (!isFinanceDay(financeDay)) throw new InvalidRequestError(['financeDay must be a date YYYY-MM-DD'], '/financeDay');
+      if (financeDay > financeDayOf(now())) throw new InvalidRequestError(['financeDay must not be in the future'], '/financeDay');
       await repo.ensureSources(financeDay, SOURCES, now());
       const run = await runSources(financeDay, SOURCES, operator);
       await deps.audit.record({

@@ -35,6 +35,7 @@ export function createReportService(deps: { reports: ReportRepository; payments:
           amount: amountToNumber(p.amount),
           source: p.source,
           partnerId: p.partner_id,
+          partnerReference: p.partner_reference,
           createdAt: p.created_at.toISOString(),
         })),
         total,
@@ -53,7 +54,7 @@ export function createReportService(deps: { reports: ReportRepository; payments:
       failed.forEach((r) => deps.log.warn({ err: r.reason }, 'settlement source failed'));
       if (failed.length === SOURCES.length) throw new UpstreamUnavailableError('settlement unavailable from every source');
       const all = settled.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
-      // An entry is this partner's only if it names one of its own standing payments.
+      // An entry is this partner's only if it names one of its own standing payments; it carries that payment's reference.
       const own = await deps.payments.ownSettledIds(partnerId, [...new Set(all.map((e) => e.paymentId))]);
       const entries = all.filter((e) => own.has(e.paymentId));
       return {
@@ -61,6 +62,8 @@ export function createReportService(deps: { reports: ReportRepository; payments:
         success: failed.length === 0,
         entries: entries.map((e: SettlementEntry) => ({
           refNum: e.refNum,
+          paymentId: e.paymentId,
+          partnerReference: own.get(e.paymentId) ?? null,
           amount: amountToNumber(e.amount),
           payerReg: e.payerReg,
           payerName: e.payerName,

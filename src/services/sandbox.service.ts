@@ -106,7 +106,7 @@ export function createSandboxService(deps: SandboxServiceDeps) {
      */
     async createInvoice(partnerId: string, request: ScenarioRequest): Promise<InvoiceBody> {
       const amountText = requestedAmount(request.amount ?? DEFAULT_SANDBOX_AMOUNT);
-      if (amountText === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals']);
+      if (amountText === null) throw new InvalidRequestError(['amount must be a positive number with at most 2 decimals'], '/amount');
       const at = now();
       const plan = planScenario(request.scenario, request);
       const planted = invoicesFor(partnerId, request, plan, amountToNumber(amountText), at);

@@ -38,7 +38,7 @@ const cursorOf = (partnerId: string, webhookId: string, e: DeliveryLogEntry): st
 
 function keyOf(partnerId: string, webhookId: string, cursor: string): DeliveryLogKey {
   const [, ms, attempt, itemId] = decodeScopedCursor(LOG_CURSOR_VERSION, [partnerId, webhookId], cursor, LOG_POSITION) ?? [];
-  if (ms === undefined || attempt === undefined || itemId === undefined) throw new InvalidRequestError([CURSOR_VIOLATION]);
+  if (ms === undefined || attempt === undefined || itemId === undefined) throw new InvalidRequestError([CURSOR_VIOLATION], '/cursor');
   return { at: new Date(Number(ms)), attempt: Number(attempt), itemId };
 }
 
@@ -84,7 +84,7 @@ async function sendWaitingNow(deps: WebhookServiceDeps, id: string, at: Date): P
 function beyondRetention(retentionMs: number): InvalidRequestError {
   const days = retentionMs / DAY_MS;
   const reach = Number.isInteger(days) ? `${days} day${days === 1 ? '' : 's'}` : `${Math.floor(retentionMs / 3_600_000)} hours`;
-  return new InvalidRequestError([`since must be within the event retention of ${reach} (EVENT_RETENTION_MS)`]);
+  return new InvalidRequestError([`since must be within the event retention of ${reach} (EVENT_RETENTION_MS)`], '/since');
 }
 
 async function requireOwned(webhooks: WebhookRepository, partnerId: string, id: string): Promise<void> {
@@ -97,13 +97,13 @@ function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
     /** The secret is echoed once, here; only its ciphertext is stored. */
     async register(partnerId: string, input: { url: string; secret: string; events: WebhookEvent[] }): Promise<WebhookView & { secret: string }> {
       const violations = await deps.guard.violations(input.url);
-      if (violations.length > 0) throw new InvalidRequestError(violations);
+      if (violations.length > 0) throw new InvalidRequestError(violations, '/url');
       const row = await deps.webhooks.createWithinLimit(
         { partnerId, url: input.url, events: [...new Set(input.events)], secretCiphertext: deps.cipher.encrypt(input.secret) },
         deps.maxPerPartner,
       );
       if (!row) {
-        throw new ConflictError(`A partner may have at most ${deps.maxPerPartner} webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another`);
+        throw new ConflictError(`A partner may have at most ${deps.maxPerPartner} webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another`, 'webhook_limit_reached');
       }
       return { ...webhookView(row), secret: input.secret };
     },
@@ -126,7 +126,7 @@ function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
       if (changes.url !== undefined) {
         await requireOwned(deps.webhooks, partnerId, id);
         const violations = await deps.guard.violations(changes.url);
-        if (violations.length > 0) throw new InvalidRequestError(violations);
+        if (violations.length > 0) throw new InvalidRequestError(violations, '/url');
       }
       const events = changes.events && [...new Set(changes.events)];
       const row = await deps.webhooks.update(partnerId, id, { ...changes, events }, now());

@@ -17,8 +17,6 @@ export function testConfig(overrides: Partial<Config> = {}, env: Record<string, 
     AUTH_FAILURES_PER_MINUTE: '1000000',
     SHORT_LINK_RATE_LIMIT_PER_MINUTE: '1000000',
   });
-  // Suites that inject faults on purpose would otherwise trip the breaker for later tests. Suites
-  // read a payment right after changing it at the ministry and expect the read to ask; the live
-  // interval's own tests (live-checks.test.ts) set it.
-  return { ...base, circuitBreaker: { failureThreshold: 1000, openMs: 1000 }, confirmLiveMinIntervalMs: 0, ...overrides };
+  // Suites that inject faults on purpose would otherwise trip the breaker for later tests.
+  return { ...base, circuitBreaker: { failureThreshold: 1000, openMs: 1000 }, ...overrides };
 }

@@ -57,7 +57,7 @@ const newAddress = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 
 const summary = (remoteAddress: string, apiKey: string | null): Promise<LightMyRequestResponse> =>
   api.inject({ method: 'GET', url: '/api/v1/reports/summary', remoteAddress, headers: apiKey === null ? {} : { 'x-api-key': apiKey } });
 
-const TOO_MANY_FAILURES = { statusCode: 429, message: 'Too many failed authentications from this address', error: 'Too Many Requests' };
+const TOO_MANY_FAILURES = { statusCode: 429, message: 'Too many failed authentications from this address', error: 'Too Many Requests', code: 'rate_limited' };
 
 describe('failed authentications per client address', () => {
   it('refuses the address with 429 after AUTH_FAILURES_PER_MINUTE failures, before any database read', async () => {
@@ -69,7 +69,7 @@ describe('failed authentications per client address', () => {
     for (let i = 0; i < 50; i++) {
       const res = await summary(address, generateApiKey('sandbox'));
       expect(res.statusCode).toBe(429);
-      expect(res.json()).toEqual(TOO_MANY_FAILURES);
+      expect(res.json()).toEqual({ ...TOO_MANY_FAILURES, requestId: res.headers['x-request-id'] });
       expect(res.headers['retry-after']).toBe('60');
     }
     expect(statements).toEqual([]);
@@ -154,7 +154,7 @@ describe('the QR landing page per client address', () => {
     for (let i = 1; i < SHORT_LINKS; i++) expect((await open(address, `/q/${paymentId}/status`)).json()).toEqual({ status: 'submitted' });
     const refused = await open(address, `/q/${paymentId}/status`);
     expect(refused.statusCode).toBe(429);
-    expect(refused.json()).toEqual({ statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests' });
+    expect(refused.json()).toEqual({ statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests', code: 'rate_limited', requestId: refused.headers['x-request-id'] });
     expect(refused.headers['retry-after']).toBe('60');
     expect((await open(address, `/q/${paymentId}`)).statusCode).toBe(429);
   });

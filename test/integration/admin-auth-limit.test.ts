@@ -27,7 +27,7 @@ const newAddress = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 
 const partners = (remoteAddress: string, token: string | null): Promise<LightMyRequestResponse> =>
   ctx.admin.inject({ method: 'GET', url: '/admin/partners', remoteAddress, headers: token === null ? {} : { authorization: `Bearer ${token}` } });
 
-const TOO_MANY_FAILURES = { statusCode: 429, message: 'Too many failed authentications from this address', error: 'Too Many Requests' };
+const TOO_MANY_FAILURES = { statusCode: 429, message: 'Too many failed authentications from this address', error: 'Too Many Requests', code: 'rate_limited' };
 
 describe('wrong operator tokens per client address', () => {
   it('answers 401 to AUTH_FAILURES_PER_MINUTE wrong tokens, then 429 with Retry-After, the right token included', async () => {
@@ -37,7 +37,7 @@ describe('wrong operator tokens per client address', () => {
       const res = await partners(address, `guess-${i.toString().padStart(3, '0')}`);
       codes.push(res.statusCode);
       if (res.statusCode !== 429) continue;
-      expect(res.json()).toEqual(TOO_MANY_FAILURES);
+      expect(res.json()).toEqual({ ...TOO_MANY_FAILURES, requestId: res.headers['x-request-id'] });
       expect(res.headers['retry-after']).toBe('60');
     }
     expect(codes.filter((c) => c === 401)).toHaveLength(AUTH_FAILURES);

@@ -30,20 +30,20 @@ afterAll(async () => {
 });
 
 /** A real request with the Host header given (fetch would not let the test choose it). */
-function get(toPort: number, path: string, host: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; type: string }> {
+function get(toPort: number, path: string, host: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; type: string; requestId: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port: toPort, path, headers: { ...headers, host } }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, type: String(res.headers['content-type']) }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, type: String(res.headers['content-type']), requestId: String(res.headers['x-request-id']) }));
     });
     req.on('error', reject);
     req.end();
   });
 }
 
-const MISDIRECTED = { statusCode: 421, message: 'The admin listener does not answer for this Host', error: 'Misdirected Request' };
+const MISDIRECTED = { statusCode: 421, message: 'The admin listener does not answer for this Host', error: 'Misdirected Request', code: 'misdirected_request' };
 const PATHS = ['/metrics', '/', '/admin/partners', '/admin/payments?cursor=x', '/no-such-path'];
 
 describe('the admin listener answers only for its own address and allowed names', () => {
@@ -51,7 +51,7 @@ describe('the admin listener answers only for its own address and allowed names'
     for (const path of PATHS) {
       const res = await get(port, path, host, { authorization: `Bearer ${ctx.config.adminToken}` });
       expect(res.status, `${host} ${path}`).toBe(421);
-      expect(JSON.parse(res.body)).toEqual(MISDIRECTED);
+      expect(JSON.parse(res.body)).toEqual({ ...MISDIRECTED, requestId: res.requestId });
     }
   });
 

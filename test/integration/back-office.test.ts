@@ -170,7 +170,14 @@ describe('malformed cursors', () => {
     for (const cursor of BAD) {
       const res = await admin('GET', `${path}?cursor=${encodeURIComponent(cursor)}`);
       expect(res.statusCode, `${path} ${cursor}: ${res.body}`).toBe(400);
-      expect(res.json()).toEqual({ statusCode: 400, message: [expect.any(String)], error: 'Bad Request' });
+      expect(res.json()).toEqual({
+        statusCode: 400,
+        message: [expect.any(String)],
+        error: 'Bad Request',
+        code: 'invalid_request',
+        requestId: res.headers['x-request-id'],
+        errors: [{ path: '/cursor', message: res.json<{ message: string[] }>().message[0] }],
+      });
     }
   });
 

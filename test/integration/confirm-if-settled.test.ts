@@ -21,7 +21,7 @@ describe('PaymentRepository.markConfirmedIfSettled', () => {
 
   function confirmIfSettled(payment: { id: string; amount: number }) {
     const payments = createPaymentRepository(ctx.deps.db, ctx.now);
-    const outbox = createEventRepository({ now: ctx.now }).outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: payment.amount } });
+    const outbox = createEventRepository({ now: ctx.now }).outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: payment.amount, partnerReference: null } });
     return payments.markConfirmedIfSettled({ id: payment.id, at: ctx.now(), paidAt: ctx.now(), outbox, why: { cause: 'confirmation_job' } });
   }
 

@@ -28,7 +28,7 @@ const answer = (over: Partial<ObservedResponse> = {}): ObservedResponse => ({
 describe('the contract checker', () => {
   it('passes an answer that matches the document', () => {
     expect(checker.check(answer())).toEqual([]);
-    const error = { statusCode: 404, message: 'Payment not found', error: 'Not Found' };
+    const error = { statusCode: 404, message: 'Payment not found', error: 'Not Found', code: 'not_found', requestId: 'r-1' };
     expect(checker.check(answer({ method: 'DELETE', route: '/api/v1/payments/:id', statusCode: 404, body: JSON.stringify(error) }))).toEqual([]);
   });
 
@@ -39,6 +39,11 @@ describe('the contract checker', () => {
     const pending = { success: true, id: '52c8dc3e-a593-457e-a6cf-59e6e03650b7', status: 'waiting', amount: 1, invoiceId: '52c8dc3e-a593-457e-a6cf-59e6e03650b7', invoiceIds: [] };
     expect(checker.check(answer({ method: 'POST', route: '/api/v1/payments', statusCode: 201, body: JSON.stringify(pending) }))?.join()).toMatch(/\/status must be equal to one of the allowed values/);
     expect(checker.check(answer({ body: 'not json' }))?.join()).toMatch(/not JSON/);
+    // An error's code must be one of its status's, and every error names its request id.
+    const wrongCode = { statusCode: 404, message: 'Payment not found', error: 'Not Found', code: 'rate_limited', requestId: 'r-1' };
+    expect(checker.check(answer({ method: 'DELETE', route: '/api/v1/payments/:id', statusCode: 404, body: JSON.stringify(wrongCode) }))?.join()).toMatch(/\/code must be equal to one of the allowed values/);
+    const noId = { statusCode: 404, message: 'Payment not found', error: 'Not Found', code: 'not_found' };
+    expect(checker.check(answer({ method: 'DELETE', route: '/api/v1/payments/:id', statusCode: 404, body: JSON.stringify(noId) }))?.join()).toMatch(/requestId/);
   });
 
   it('fails a status the operation does not document', () => {
@@ -48,7 +53,7 @@ describe('the contract checker', () => {
 
   it('fails a required header that is missing, and a content type that is not JSON', () => {
     expect(checker.check(answer({ headers: { 'content-type': 'application/json' } }))?.join()).toMatch(/required header X-Request-Id missing/);
-    expect(checker.check(answer({ statusCode: 429, body: JSON.stringify({ statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests' }) }))?.join()).toMatch(/Retry-After missing/);
+    expect(checker.check(answer({ statusCode: 429, body: JSON.stringify({ statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests', code: 'rate_limited', requestId: 'r-1' }) }))?.join()).toMatch(/Retry-After missing/);
     expect(checker.check(answer({ headers: { 'x-request-id': 'r-1', 'content-type': 'text/plain' } }))?.join()).toMatch(/content-type text\/plain/);
   });
 

@@ -49,7 +49,7 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
     const read = await getPayment(ctx, partner.apiKey, payment.id);
     expect(read.statusCode, read.body).toBe(503);
     expect(read.headers['retry-after']).toBe('5');
-    expect(read.json()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: 'Service temporarily unavailable; retry later' });
+    expect(read.json()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: 'Service temporarily unavailable; retry later', code: 'service_unavailable', requestId: read.headers['x-request-id'] });
     const cut = await pay(ctx, second.partner.apiKey, { invoiceId: second.invoice.id }, { 'x-idempotency-key': 'outage-1' });
     expect(cut.statusCode, cut.body).toBe(503);
 

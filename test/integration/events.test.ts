@@ -65,7 +65,7 @@ describe('GET /events', () => {
     const { items, nextCursor } = await list(partner);
     expect(nextCursor).toBeNull();
     expect(items).toEqual([
-      { id: expect.any(String), type: 'payment.submitted', createdAt: expect.any(String), sequence: expect.any(Number), data: { id: payment.id, invoiceId: invoice.id } },
+      { id: expect.any(String), type: 'payment.submitted', createdAt: expect.any(String), sequence: expect.any(Number), data: { id: payment.id, invoiceId: invoice.id, partnerReference: null } },
     ]);
     const event = items[0] as Event;
 
@@ -83,9 +83,9 @@ describe('GET /events', () => {
     const partner = await ctx.partner();
     const [p1, p2] = [randomUUID(), randomUUID()];
     await appendEvents(partner.id, [
-      { event: 'payment.submitted', data: { id: p1, invoiceId: randomUUID() } },
-      { event: 'payment.submitted', data: { id: p2, invoiceId: randomUUID() } },
-      { event: 'payment.confirmed', data: { id: p1, amount: 1500.5 } },
+      { event: 'payment.submitted', data: { id: p1, invoiceId: randomUUID(), partnerReference: null } },
+      { event: 'payment.submitted', data: { id: p2, invoiceId: randomUUID(), partnerReference: null } },
+      { event: 'payment.confirmed', data: { id: p1, amount: 1500.5, partnerReference: null } },
     ]);
     const all = (await list(partner)).items;
     expect(all.map((e) => [e.type, e.data.id])).toEqual([
@@ -108,7 +108,7 @@ describe('GET /events', () => {
     const partner = await ctx.partner();
     await appendEvents(
       partner.id,
-      Array.from({ length: 120 }, () => ({ event: 'payment.submitted' as const, data: { id: randomUUID(), invoiceId: randomUUID() } })),
+      Array.from({ length: 120 }, () => ({ event: 'payment.submitted' as const, data: { id: randomUUID(), invoiceId: randomUUID(), partnerReference: null } })),
     );
     const first = await list(partner);
     expect(first.items).toHaveLength(20);
@@ -163,7 +163,7 @@ describe('GET /events', () => {
 });
 
 const { databaseUrl } = testConfig();
-const payment = (): PaymentEvent => ({ event: 'payment.submitted', data: { id: randomUUID(), invoiceId: randomUUID() } });
+const payment = (): PaymentEvent => ({ event: 'payment.submitted', data: { id: randomUUID(), invoiceId: randomUUID(), partnerReference: null } });
 
 /** All of a partner's events, oldest first, page after page of the feed. */
 async function feed(partner: Partner, after = 0): Promise<Event[]> {
@@ -179,7 +179,7 @@ async function feed(partner: Partner, after = 0): Promise<Event[]> {
 describe('GET /events positions (sequence, afterSequence)', () => {
   it('gives every event a sequence, the same newest first, oldest first and by id', async () => {
     const partner = await ctx.partner();
-    await appendEvents(partner.id, [payment(), payment(), { event: 'payment.confirmed', data: { id: randomUUID(), amount: 10 } }]);
+    await appendEvents(partner.id, [payment(), payment(), { event: 'payment.confirmed', data: { id: randomUUID(), amount: 10, partnerReference: null } }]);
     const newest = (await list(partner)).items;
     const oldest = await list(partner, '?afterSequence=0');
     expect(oldest.nextCursor).toBeNull();
@@ -195,9 +195,9 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     const partner = await ctx.partner();
     const p1 = randomUUID();
     await appendEvents(partner.id, [
-      { event: 'payment.submitted', data: { id: p1, invoiceId: randomUUID() } },
+      { event: 'payment.submitted', data: { id: p1, invoiceId: randomUUID(), partnerReference: null } },
       payment(),
-      { event: 'payment.confirmed', data: { id: p1, amount: 1500.5 } },
+      { event: 'payment.confirmed', data: { id: p1, amount: 1500.5, partnerReference: null } },
       payment(),
     ]);
     const all = await feed(partner);
@@ -239,7 +239,14 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     const { nextCursor } = await list(partner, '?limit=1');
     const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/events?afterSequence=0&cursor=${nextCursor}` });
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ statusCode: 400, error: 'Bad Request', message: ['afterSequence cannot be combined with cursor, from or to'] });
+    expect(res.json()).toEqual({
+      statusCode: 400,
+      error: 'Bad Request',
+      message: ['afterSequence cannot be combined with cursor, from or to'],
+      code: 'invalid_request',
+      requestId: res.headers['x-request-id'],
+      errors: [{ path: '/afterSequence', message: 'afterSequence cannot be combined with cursor, from or to' }],
+    });
   });
 
   it("refuses a cursor that is malformed, unknown or another partner's, as it refuses any bad parameter", async () => {
@@ -262,7 +269,14 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     for (const cursor of refused) {
       const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/events?cursor=${cursor}` });
       expect(res.statusCode, cursor).toBe(400);
-      expect(res.json()).toEqual({ statusCode: 400, error: 'Bad Request', message: ['cursor must be the nextCursor of a previous page'] });
+      expect(res.json()).toEqual({
+        statusCode: 400,
+        error: 'Bad Request',
+        message: ['cursor must be the nextCursor of a previous page'],
+        code: 'invalid_request',
+        requestId: res.headers['x-request-id'],
+        errors: [{ path: '/cursor', message: 'cursor must be the nextCursor of a previous page' }],
+      });
     }
     // Its own cursor, made the same way, is taken.
     expect((await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/events?cursor=${encodeEventCursor(partner.id, 10 ** 15)}` })).statusCode).toBe(200);

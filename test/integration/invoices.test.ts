@@ -109,12 +109,12 @@ describe('single invoice endpoints', () => {
     for (const url of ['/api/v1/invoices/not-a-uuid', '/api/v1/invoices/not-a-uuid/refresh', '/api/v1/invoices/1234']) {
       const res = await get(url);
       expect(res.statusCode).toBe(400);
-      expect(res.json()).toEqual({ statusCode: 400, message: ['id must be a UUID'], error: 'Bad Request' });
+      expect(res.json()).toEqual({ statusCode: 400, message: ['id must be a UUID'], error: 'Bad Request', code: 'invalid_request', requestId: res.headers['x-request-id'], errors: [{ path: '/id', message: 'id must be a UUID' }] });
     }
     for (const url of ['/api/v1/invoices/0b8f7a4e-1c2d-4e5f-9a6b-7c8d9e0f1a2b', '/api/v1/invoices/0b8f7a4e-1c2d-4e5f-9a6b-7c8d9e0f1a2b/refresh']) {
       const res = await get(url);
       expect(res.statusCode).toBe(404);
-      expect(res.json()).toEqual({ statusCode: 404, message: 'Invoice not found', error: 'Not Found' });
+      expect(res.json()).toEqual({ statusCode: 404, message: 'Invoice not found', error: 'Not Found', code: 'not_found', requestId: res.headers['x-request-id'] });
     }
   });
 
@@ -169,7 +169,7 @@ describe('partial upstream failure', () => {
     try {
       const { res } = await search('ttd=5555555');
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable' });
+      expect(res.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable', code: 'ministry_unavailable', requestId: res.headers['x-request-id'] });
       const ref = await get('/api/v1/invoices/ref/MOF-T-1');
       expect(ref.statusCode).toBe(503);
       expect(ref.body).not.toMatch(/mof|etax|police|500/i);

@@ -70,7 +70,7 @@ function lagCases(instances: () => Instances) {
     expect(seen).toMatchObject({ id: invoice.id, status: 'paid' });
     const again = await pay(second, other.apiKey, { invoiceId: invoice.id });
     expect(again.statusCode, again.body).toBe(422);
-    expect(again.json()).toEqual({ success: false, refNum, message: 'Invoice is already paid' });
+    expect(again.json()).toEqual({ success: false, refNum, message: 'Invoice is already paid', code: 'invoice_not_payable', requestId: again.headers['x-request-id'] });
 
     expect((await first.api(payer.apiKey, { method: 'GET', url: `/api/v1/payments/${paid.id}` })).json<Payment>().status).toBe('confirmed');
     expect(await books(first, invoice.id)).toEqual({ confirmed: { n: 1, total: 1000 } });

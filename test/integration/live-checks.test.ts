@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
 import { testConfig } from '../helpers/test-config.js';
-import { getPayment, partnerWithInvoice, partnerWithPayment, payOk, type Payment } from '../helpers/api.js';
+import { approve, getPayment, partnerWithInvoice, partnerWithPayment, payOk, type Payment } from '../helpers/api.js';
 import { createPaymentRepository } from '../../src/db/repositories/payment.repository.js';
 import type { Config } from '../../src/config.js';
 import type { CallReport } from '../../simulator/call-tracker.js';
@@ -10,9 +10,10 @@ import type { CallReport } from '../../simulator/call-tracker.js';
 /*
  * GET /payments/{id} asks the ministry live, within what the ministry system is allowed: the
  * per-system limit the confirmation job's checks share, one status call per payment at a time
- * (across instances: the payment's status-check lease), none again within the live interval,
- * and an answer within the ministry timeout + 1 s whatever the ministry does. Status calls
- * failing never refuse a payment's submit. Counted at the simulator, over real HTTP.
+ * (across instances: the payment's status-check lease), and an answer within the ministry
+ * timeout + 1 s whatever the ministry does. The answer is a ministry answer given after the read
+ * arrived (`X-Status-Source: live`), or the stored status (`stored`). Status calls failing never
+ * refuse a payment's submit. Counted at the simulator, over real HTTP.
  */
 
 /** Status checks in flight per system and instance: the adaptive limit pinned (floor = cap). */
@@ -28,7 +29,6 @@ const POLL_MS = 60_000;
 const LIVE: Partial<Config> = {
   confirmConcurrencyPerSource: LIMIT,
   confirmConcurrencyMaxPerSource: LIMIT,
-  confirmLiveMinIntervalMs: 1000,
   confirmPollMs: POLL_MS,
   confirmBackoffMaxMs: POLL_MS,
 };
@@ -47,19 +47,21 @@ async function context(config: Partial<Config> = {}, opts: Parameters<typeof cre
 interface Submitted {
   apiKey: string;
   id: string;
+  refNum: string;
 }
 
 /** `n` submitted etax payments, each of a partner of its own. */
 async function submittedPayments(c: TestContext, n: number): Promise<Submitted[]> {
   const made: Submitted[] = [];
   for (let i = 0; i < n; i += 1) {
-    const { partner, payment } = await partnerWithPayment(c, 'etax');
-    made.push({ apiKey: partner.apiKey, id: payment.id });
+    const { partner, invoice, payment } = await partnerWithPayment(c, 'etax');
+    made.push({ apiKey: partner.apiKey, id: payment.id, refNum: invoice.refNum });
   }
   return made;
 }
 
-async function setStatusFault(c: TestContext, mode: 'slow' | 'timeout' | 'none', delayMs = 0): Promise<void> {
+/** `late`: the ministry answers at once but its answer arrives `delayMs` later (it says what it knew when asked). */
+async function setStatusFault(c: TestContext, mode: 'slow' | 'late' | 'timeout' | 'none', delayMs = 0): Promise<void> {
   const res = await c.sim('/__control/faults', { source: 'etax', operation: 'status', mode, delayMs });
   expect(res.statusCode, res.body).toBe(200);
 }
@@ -78,14 +80,20 @@ async function resetCalls(c: TestContext): Promise<void> {
 interface Read {
   statusCode: number;
   status: string;
+  /** X-Status-Source: every 200 answer says where its status came from. */
+  source: string | undefined;
   ms: number;
 }
 
 async function timedRead(c: TestContext, p: Submitted): Promise<Read> {
   const startedAt = performance.now();
   const res = await getPayment(c, p.apiKey, p.id);
-  return { statusCode: res.statusCode, status: res.json<Payment>().status, ms: performance.now() - startedAt };
+  const source = res.headers['x-status-source'] as string | undefined;
+  if (res.statusCode === 200) expect(['live', 'stored']).toContain(source);
+  return { statusCode: res.statusCode, status: res.json<Payment>().status, source, ms: performance.now() - startedAt };
 }
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `count` reads at once, spread over the payments, each payment's reads over every instance. */
 function burst(instances: TestContext[], payments: Submitted[], count: number): Promise<Read[]> {
@@ -108,11 +116,12 @@ async function anotherPartnerPays(c: TestContext): Promise<number> {
   return res.statusCode;
 }
 
-/** Each read answered the stored status within the ministry timeout + 1 s (a bound on a hang, not a speed). */
-function expectAnsweredInTime(c: TestContext, reads: Read[]): void {
+/** Each read answered `submitted` within the ministry timeout + 1 s (a bound on a hang, not a speed), from `source` when given. */
+function expectAnsweredInTime(c: TestContext, reads: Read[], source?: 'live' | 'stored'): void {
   for (const read of reads) {
     expect(read.statusCode).toBe(200);
     expect(read.status).toBe('submitted');
+    if (source) expect(read.source).toBe(source);
     expect(read.ms).toBeLessThanOrEqual(c.config.ministryTimeoutMs + 1000);
   }
 }
@@ -133,34 +142,112 @@ describe('live status checks', () => {
     expect(calls.maxInFlightPerPayment).toBe(1);
   });
 
-  it('answers from a check just made, or one under way elsewhere, and asks again after the interval', async () => {
+  it('asks the ministry for every read, and waits out a check under way elsewhere rather than answer from it', async () => {
     const c = await context();
     const [p] = await submittedPayments(c, 1);
     if (!p) throw new Error('no payment');
     await resetCalls(c);
-    expect((await timedRead(c, p)).status).toBe('submitted');
+    expect(await timedRead(c, p)).toMatchObject({ status: 'submitted', source: 'live' });
     expect((await statusCalls(c)).calls).toBe(1);
-    expect((await timedRead(c, p)).status).toBe('submitted');
-    expect((await statusCalls(c)).calls).toBe(1);
-
-    c.advance(c.config.confirmLiveMinIntervalMs + 1);
-    // Another instance holds the payment's status-check lease: its check is under way.
-    const at = c.now();
-    const other = await createPaymentRepository(c.deps.db, c.now).claimStatusCheck({
-      id: p.id,
-      at,
-      leaseUntil: new Date(at.getTime() + 60_000),
-      checkedBefore: at,
-      token: '00000000-0000-4000-8000-000000000001',
-    });
-    expect(other?.id).toBe(p.id);
-    expect((await timedRead(c, p)).status).toBe('submitted');
-    expect((await statusCalls(c)).calls).toBe(1);
-
-    expect(await createPaymentRepository(c.deps.db, c.now).releaseStatusCheck(p.id, '00000000-0000-4000-8000-000000000001', c.now())).toBe(true);
-    c.advance(c.config.confirmLiveMinIntervalMs + 1);
-    await timedRead(c, p);
+    // A check that just ended was asked before this read came: it asks again.
+    expect(await timedRead(c, p)).toMatchObject({ status: 'submitted', source: 'live' });
     expect((await statusCalls(c)).calls).toBe(2);
+
+    // Another instance holds the payment's status-check lease: its check is under way, and what
+    // it asked may be older than the read, so the read waits for it, and answers the stored
+    // status when it does not end in time.
+    const repo = createPaymentRepository(c.deps.db, c.now);
+    const token = '00000000-0000-4000-8000-000000000001';
+    const at = c.now();
+    const other = await repo.claimStatusCheck({ id: p.id, at, leaseUntil: new Date(at.getTime() + 60_000), checkedBefore: at, token });
+    expect(other?.id).toBe(p.id);
+    const held = await timedRead(c, p);
+    expect(held).toMatchObject({ status: 'submitted', source: 'stored' });
+    expect(held.ms).toBeLessThanOrEqual(c.config.ministryTimeoutMs + 1000);
+    expect((await statusCalls(c)).calls).toBe(2);
+
+    // Its check ends while a read waits: the read asks itself, after it.
+    const waiting = timedRead(c, p);
+    await pause(300);
+    expect((await statusCalls(c)).calls).toBe(2);
+    expect(await repo.releaseStatusCheck(p.id, token, c.now())).toBe(true);
+    expect(await waiting).toMatchObject({ status: 'submitted', source: 'live' });
+    expect((await statusCalls(c)).calls).toBe(3);
+  });
+
+  it('gives a read arriving while a check is asking a follow-up check, one shared by every read in that position', async () => {
+    const c = await context();
+    const [p] = await submittedPayments(c, 1);
+    if (!p) throw new Error('no payment');
+    // The ministry says what it knew when asked, 600 ms later.
+    await setStatusFault(c, 'late', 600);
+    await resetCalls(c);
+    const first = timedRead(c, p);
+    await pause(200);
+    // The citizen pays while the first check's question is answered `submitted`.
+    expect((await approve(c, p.refNum)).statusCode).toBe(200);
+    const later = await Promise.all([timedRead(c, p), timedRead(c, p), timedRead(c, p)]);
+    // The first read's check was asked after it arrived: its answer is live, if older than the approval.
+    expect(await first).toMatchObject({ status: 'submitted', source: 'live' });
+    for (const read of later) expect(read).toMatchObject({ statusCode: 200, status: 'confirmed', source: 'live' });
+    const calls = await statusCalls(c);
+    expect(calls.calls).toBe(2);
+    expect(calls.maxInFlightPerPayment).toBe(1);
+    // Confirmed in the books now: no check, the stored status.
+    expect(await timedRead(c, p)).toMatchObject({ status: 'confirmed', source: 'stored' });
+    expect((await statusCalls(c)).calls).toBe(2);
+  });
+
+  it('serves a final answer of the check under way to the reads that arrived while it asked', async () => {
+    const c = await context();
+    const [p] = await submittedPayments(c, 1);
+    if (!p) throw new Error('no payment');
+    await setStatusFault(c, 'late', 600);
+    expect((await approve(c, p.refNum)).statusCode).toBe(200);
+    await resetCalls(c);
+    const first = timedRead(c, p);
+    await pause(200);
+    const later = await Promise.all([timedRead(c, p), timedRead(c, p)]);
+    expect(await first).toMatchObject({ status: 'confirmed', source: 'live' });
+    for (const read of later) expect(read).toMatchObject({ status: 'confirmed', source: 'live' });
+    expect((await statusCalls(c)).calls).toBe(1);
+  });
+
+  it('waits up to CONFIRM_LIVE_WAIT_MS for a slot when the limit is full, then answers the stored status', async () => {
+    const c = await context({ confirmLiveWaitMs: 500 });
+    const [a, b, p] = await submittedPayments(c, 3);
+    if (!a || !b || !p) throw new Error('no payment');
+    // Two slow checks fill etax's limit (2) for 1.5 s: the third read finds no slot within 500 ms.
+    await setStatusFault(c, 'slow', 1500);
+    await resetCalls(c);
+    const filling = Promise.all([timedRead(c, a), timedRead(c, b)]);
+    await pause(100);
+    const starved = await timedRead(c, p);
+    expect(starved).toMatchObject({ status: 'submitted', source: 'stored' });
+    expect(starved.ms).toBeGreaterThanOrEqual(450);
+    expect(starved.ms).toBeLessThan(1400);
+    for (const read of await filling) expect(read).toMatchObject({ status: 'submitted', source: 'live' });
+    expect((await statusCalls(c)).calls).toBe(2);
+
+    // A slot frees within the wait: the read takes it and answers live.
+    await setStatusFault(c, 'slow', 300);
+    await resetCalls(c);
+    const short = Promise.all([timedRead(c, a), timedRead(c, b)]);
+    await pause(50);
+    expect(await timedRead(c, p)).toMatchObject({ status: 'submitted', source: 'live' });
+    await short;
+    const calls = await statusCalls(c);
+    expect(calls.calls).toBe(3);
+    expect(calls.maxInFlight).toBeLessThanOrEqual(LIMIT);
+  });
+
+  it('answers 404 for a payment that is not the partner\'s, without a status source', async () => {
+    const c = await context();
+    const [p] = await submittedPayments(c, 1);
+    if (!p) throw new Error('no payment');
+    const res = await getPayment(c, p.apiKey, '00000000-0000-4000-8000-0000000000ff');
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['x-status-source']).toBeUndefined();
   });
 
   it("never lets status calls timing out refuse another partner's POST /payments to the same system", async () => {
@@ -178,23 +265,49 @@ describe('live status checks', () => {
     if (!p) throw new Error('no payment');
     await expect(c.deps.ministries.etax.getPayment({ paymentId: p.id, refNum: 'any' })).rejects.toMatchObject({ kind: 'circuit-open' });
     // ...and reads answer the stored status at once, while submissions still go through.
-    c.advance(c.config.confirmLiveMinIntervalMs + 1);
-    expectAnsweredInTime(c, await burst([c], payments, 6));
+    const open = await burst([c], payments, 6);
+    expectAnsweredInTime(c, open, 'stored');
+    for (const read of open) expect(read.ms).toBeLessThan(SHORT_TIMEOUT_MS);
     expect(await anotherPartnerPays(c)).toBe(201);
   });
 
-  it('does not hold a read past the ministry timeout + 1 s when a merged check outlives it', async () => {
+  it('does not hold a read past the ministry timeout + 1 s when the check before its follow-up outlives it', async () => {
     const c = await context({ ministryTimeoutMs: SHORT_TIMEOUT_MS });
     const [p] = await submittedPayments(c, 1);
     if (!p) throw new Error('no payment');
     await setStatusFault(c, 'timeout');
     await resetCalls(c);
     const first = timedRead(c, p);
-    // Joins the first read's check, which the ministry holds until its timeout.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Arrives while the first read's check asks, which the ministry holds until its timeout: its
+    // follow-up asks after that, and is held too.
+    await pause(500);
     const reads = await Promise.all([first, timedRead(c, p)]);
-    expectAnsweredInTime(c, reads);
-    expect((await statusCalls(c)).calls).toBe(1);
+    expectAnsweredInTime(c, reads, 'stored');
+    const calls = await statusCalls(c);
+    expect(calls.calls).toBe(2);
+    expect(calls.maxInFlightPerPayment).toBe(1);
+  });
+
+  it('answers confirmed, live, right after the approval while the confirmation job checks every CONFIRM_POLL_MS', async () => {
+    const c = await context({ confirmPollMs: 500, confirmBackoffMaxMs: 500 });
+    const jobs = c.deps.startJobs();
+    try {
+      const payments = await submittedPayments(c, 3);
+      // Status answers say what the ministry knew when asked, a little later: a job check asked
+      // before the approval answers `submitted`.
+      await setStatusFault(c, 'late', 150);
+      // The job checks every payment in the background: each check in flight or just ended.
+      await expect.poll(async () => (await c.deps.db.selectFrom('payments').select('status_checked_at').where('id', 'in', payments.map((p) => p.id)).execute()).every((r) => r.status_checked_at !== null), { timeout: 5000 }).toBe(true);
+      for (const p of payments) {
+        expect((await approve(c, p.refNum)).statusCode).toBe(200);
+        const read = await timedRead(c, p);
+        expect(read).toMatchObject({ statusCode: 200, status: 'confirmed', source: 'live' });
+        expect(read.ms).toBeLessThanOrEqual(c.config.ministryTimeoutMs + 1000);
+        await pause(170);
+      }
+    } finally {
+      await jobs.stop();
+    }
   });
 });
 

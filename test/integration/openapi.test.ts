@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { createContractChecker, documentPath, type ContractDocument } from '../helpers/contract.js';
 import { PartnerBody, UpdatePartnerBody } from '../../src/schemas/admin.schema.js';
+import { ERROR_CODES } from '../../src/domain/errors.js';
+import { codesOfStatus } from '../../src/http/plugins/errors.plugin.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -119,6 +121,34 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.components.schemas).every((name) => /^[A-Z][A-Za-z]+$/.test(name))).toBe(true);
   });
 
+  it("names the codes of every error response: an enum of the closed list, each response its status's", async () => {
+    const doc = await fetchDoc();
+    const schemas = doc.components.schemas as Record<string, { properties?: { code?: { enum?: string[] } } }>;
+    expect(schemas.Error?.properties?.code?.enum).toEqual([...ERROR_CODES]);
+    /** The codes a response's schema allows: a component's enum, narrowed by an allOf's, or the union of anyOf branches. */
+    const codesOf = (schema: unknown): string[] => {
+      const s = schema as { $ref?: string; allOf?: unknown[]; anyOf?: unknown[]; properties?: { code?: { enum?: string[] } } };
+      if (s.anyOf) return s.anyOf.flatMap(codesOf);
+      if (s.allOf) return s.properties?.code?.enum ?? s.allOf.flatMap(codesOf);
+      if (s.$ref) return schemas[s.$ref.replace('#/components/schemas/', '')]?.properties?.code?.enum ?? [];
+      return s.properties?.code?.enum ?? [];
+    };
+    let responses = 0;
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) < 400) continue;
+          const codes = codesOf(response.content?.['application/json']?.schema);
+          const where = `${method} ${path} ${status}`;
+          expect(codes.length, where).toBeGreaterThan(0);
+          for (const code of codes) expect(codesOfStatus(Number(status)), where).toContain(code);
+          responses += 1;
+        }
+      }
+    }
+    expect(responses).toBeGreaterThan(50);
+  });
+
   it('describes every response, with its headers and examples that match its schema', async () => {
     const doc = await fetchDoc();
     const checker = createContractChecker(doc);
@@ -147,7 +177,8 @@ describe('OpenAPI document', () => {
     const created = doc.paths['/payments']?.post?.responses['201'];
     expect(created?.headers?.['Idempotent-Replayed']).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
     expect(created?.content?.['application/json']?.examples?.created?.value).toMatchObject({ status: 'submitted' });
-    expect(Object.keys(doc.components.headers).sort()).toEqual(['IdempotentReplayed', 'RateLimit', 'RateLimitPolicy', 'RetryAfter', 'XRequestId']);
+    expect(doc.paths['/payments/{id}']?.get?.responses['200']?.headers?.['X-Status-Source']).toEqual({ $ref: '#/components/headers/XStatusSource' });
+    expect(Object.keys(doc.components.headers).sort()).toEqual(['IdempotentReplayed', 'RateLimit', 'RateLimitPolicy', 'RetryAfter', 'XRequestId', 'XStatusSource']);
   });
 
   it("states that the rate-limit policy header carries the partner's own limits", async () => {

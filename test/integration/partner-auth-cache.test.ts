@@ -104,7 +104,7 @@ describe('API key verification cache', () => {
     await service.update(id, { active: false });
     release();
     await inFlight;
-    await expect(service.authenticate(apiKey)).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(service.authenticate(apiKey)).rejects.toMatchObject({ code: 'partner_inactive' });
   });
 
   it('remembers an unknown key for the TTL: a flood of it reads the database once per TTL', async () => {
@@ -195,7 +195,7 @@ describe('unknown API keys over HTTP', () => {
         for (let i = 0; i < 30; i++) {
           const res = await app.inject({ method: 'GET', url: `/api/v1/invoices?ttd=${REG}`, headers: { 'x-api-key': unknownKey } });
           expect(res.statusCode).toBe(401);
-          expect(res.json()).toEqual({ statusCode: 401, message: 'Invalid or missing API key', error: 'Unauthorized' });
+          expect(res.json()).toEqual({ statusCode: 401, message: 'Invalid or missing API key', error: 'Unauthorized', code: 'unauthenticated', requestId: res.headers['x-request-id'] });
         }
         expect(reads).toHaveBeenCalledTimes(1);
       } finally {

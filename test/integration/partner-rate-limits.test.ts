@@ -74,19 +74,19 @@ describe('per-partner rate limits through the admin API', () => {
   });
 
   it.each([
-    ['zero', { ...OWN, perSecond: 0 }, 'rateLimits.perSecond must be >= 1'],
-    ['negative', { ...OWN, perMinute: -5 }, 'rateLimits.perMinute must be >= 1'],
-    ['fractional', { ...OWN, perHour: 1.5 }, 'rateLimits.perHour must be of type integer'],
-    ['a string', { ...OWN, perSecond: '7' }, 'rateLimits.perSecond must be of type integer'],
-    ['missing a member', { perSecond: 7, perMinute: 100 }, 'property rateLimits.perHour is required'],
-    ['an extra member', { ...OWN, perDay: 9000 }, 'property rateLimits.perDay should not exist'],
-    ['not an object', 'fast', 'rateLimits must be of type object,null'],
-  ])('refuses limits %s with 400 in the validation error shape, and keeps the stored ones', async (_, rateLimits, message) => {
+    ['zero', { ...OWN, perSecond: 0 }, 'rateLimits.perSecond must be >= 1', '/rateLimits/perSecond'],
+    ['negative', { ...OWN, perMinute: -5 }, 'rateLimits.perMinute must be >= 1', '/rateLimits/perMinute'],
+    ['fractional', { ...OWN, perHour: 1.5 }, 'rateLimits.perHour must be of type integer', '/rateLimits/perHour'],
+    ['a string', { ...OWN, perSecond: '7' }, 'rateLimits.perSecond must be of type integer', '/rateLimits/perSecond'],
+    ['missing a member', { perSecond: 7, perMinute: 100 }, 'property rateLimits.perHour is required', '/rateLimits/perHour'],
+    ['an extra member', { ...OWN, perDay: 9000 }, 'property rateLimits.perDay should not exist', '/rateLimits/perDay'],
+    ['not an object', 'fast', 'rateLimits must be of type object,null', '/rateLimits'],
+  ])('refuses limits %s with 400 in the validation error shape, and keeps the stored ones', async (_, rateLimits, message, path) => {
     const { id } = await ctx.partner();
     expect((await patch(id, { rateLimits: OWN })).statusCode).toBe(200);
     const res = await patch(id, { rateLimits, active: false });
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ statusCode: 400, error: 'Bad Request', message: [message] });
+    expect(res.json()).toEqual({ statusCode: 400, error: 'Bad Request', message: [message], code: 'invalid_request', requestId: res.headers['x-request-id'], errors: [{ path, message }] });
     expect(await listed(ctx.admin, ctx.config, id)).toMatchObject({ rateLimits: OWN, active: true });
   });
 

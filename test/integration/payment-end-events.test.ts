@@ -75,14 +75,14 @@ async function expectOneEnd(s: Awaited<ReturnType<typeof submittedPayment>>, typ
   const all = await events(s.partner, `paymentId=${s.payment.id}`);
   expect(all.map((e) => [e.type, e.data])).toEqual([
     [type, data],
-    ['payment.submitted', { id: s.payment.id, invoiceId: s.invoice.id }],
+    ['payment.submitted', { id: s.payment.id, invoiceId: s.invoice.id, partnerReference: null }],
   ]);
   expect(await events(s.partner, `paymentId=${s.payment.id}&type=${type}`)).toEqual([all[0]]);
   const one = await ctx.api(s.partner.apiKey, { method: 'GET', url: `/api/v1/events/${all[0]?.id}` });
   expect(one.json()).toEqual(all[0]);
   expect(received(s.ends)).toEqual([[type, data]]);
   expect(s.ends.received[0]?.headers['webhook-id']).toBe(all[0]?.id);
-  expect(received(s.others)).toEqual([['payment.submitted', { id: s.payment.id, invoiceId: s.invoice.id }]]);
+  expect(received(s.others)).toEqual([['payment.submitted', { id: s.payment.id, invoiceId: s.invoice.id, partnerReference: null }]]);
   expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
 }
 
@@ -102,7 +102,7 @@ describe('payment.failed', () => {
     expect((await ctx.sim('/__control/payments/outcome', { refNum: s.invoice.refNum, outcome })).statusCode).toBe(200);
     await confirmationPass();
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'failed', status_event: move });
-    await expectOneEnd(s, 'payment.failed', { id: s.payment.id, invoiceId: s.invoice.id });
+    await expectOneEnd(s, 'payment.failed', { id: s.payment.id, invoiceId: s.invoice.id, partnerReference: null });
   });
 
   it('is never sent for a payment refused with the 422 of its creation', async () => {
@@ -124,7 +124,7 @@ describe('payment.canceled', () => {
     const res = await cancelPayment(ctx, s.partner.apiKey, s.payment.id);
     expect(res.statusCode, res.body).toBe(200);
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'canceled', status_event: 'partner_canceled' });
-    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'partner' });
+    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'partner', partnerReference: null });
   });
 
   it('says reason ministry when the ministry canceled it', async () => {
@@ -132,7 +132,7 @@ describe('payment.canceled', () => {
     expect((await ctx.sim('/__control/payments/outcome', { refNum: s.invoice.refNum, outcome: 'canceled' })).statusCode).toBe(200);
     await confirmationPass();
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'canceled', status_event: 'ministry_canceled' });
-    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'ministry' });
+    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'ministry', partnerReference: null });
   });
 
   it('says reason expired when the payment expired unpaid', async () => {
@@ -143,7 +143,7 @@ describe('payment.canceled', () => {
     const intent = await ctx.deps.db.selectFrom('ministry_cancellations').selectAll().where('payment_id', '=', s.payment.id).executeTakeFirstOrThrow();
     expect(intent).toMatchObject({ kind: 'expiry', last_error: null });
     expect(intent.done_at).not.toBeNull();
-    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'expired' });
+    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'expired', partnerReference: null });
   });
 });
 
@@ -175,7 +175,7 @@ describe("an expiry's cancel is recorded before the ministry is asked", () => {
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'canceled', status_event: 'expired' });
     const done = await ctx.deps.db.selectFrom('ministry_cancellations').select('done_at').where('payment_id', '=', s.payment.id).executeTakeFirstOrThrow();
     expect(done.done_at).not.toBeNull();
-    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'expired' });
+    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'expired', partnerReference: null });
   });
 
   it('stays an expiry when the ministry canceled it before the service recorded it (a crash between the two)', async () => {
@@ -190,7 +190,7 @@ describe("an expiry's cancel is recorded before the ministry is asked", () => {
     // The status check sees the ministry's cancel first: the open intent says whose it was.
     await checkWhenDue(s.payment.id);
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'canceled', status_event: 'expired' });
-    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'expired' });
+    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'expired', partnerReference: null });
   });
 
   it("leaves a partner's cancel the ministry made before the service recorded it a partner's cancel", async () => {
@@ -204,7 +204,7 @@ describe("an expiry's cancel is recorded before the ministry is asked", () => {
     }
     await checkWhenDue(s.payment.id);
     expect(await statusEvent(s.payment.id)).toEqual({ status: 'canceled', status_event: 'partner_canceled' });
-    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'partner' });
+    await expectOneEnd(s, 'payment.canceled', { id: s.payment.id, invoiceId: s.invoice.id, reason: 'partner', partnerReference: null });
   });
 });
 

@@ -54,7 +54,8 @@ describe('payment lifecycle', () => {
     expect(res.statusCode).toBe(201);
     const created = res.json<PaymentCreated>();
     expect(created).toMatchObject({ success: true, status: 'submitted', amount: 12000.5, invoiceId, invoiceIds: [invoiceId] });
-    expect(Object.keys(created).sort()).toEqual(['amount', 'id', 'invoiceId', 'invoiceIds', 'qrpay', 'status', 'success']);
+    expect(Object.keys(created).sort()).toEqual(['amount', 'id', 'invoiceId', 'invoiceIds', 'partnerReference', 'qrpay', 'status', 'success']);
+    expect(created.partnerReference).toBeNull();
     // The PNG's base64 spells random letters ("mOF" in one CI run); what it encodes is qrText,
     // which stays in the checked text and is compared with the decoded image below.
     const withoutImage = JSON.stringify({ ...created, qrpay: created.qrpay && { ...created.qrpay, qrImage: '' } });
@@ -72,7 +73,7 @@ describe('payment lifecycle', () => {
     expect(qrpay.shortUrl).toContain(created.id);
 
     const before = (await getPayment(ctx, apiKey, created.id)).json<Payment>();
-    expect(before).toEqual({ id: created.id, status: 'submitted', amount: 12000.5, invoiceId, invoiceIds: [invoiceId] });
+    expect(before).toEqual({ id: created.id, status: 'submitted', amount: 12000.5, invoiceId, invoiceIds: [invoiceId], partnerReference: null });
 
     expect((await approve(ctx, invoice.refNum)).statusCode).toBe(200);
     const confirmed = (await getPayment(ctx, apiKey, created.id)).json<Payment>();
@@ -82,13 +83,13 @@ describe('payment lifecycle', () => {
 
     const events = await ctx.deps.db.selectFrom('events').select(['event', 'payload']).where('partner_id', '=', partner.id).orderBy('created_at').execute();
     expect(events).toEqual([
-      { event: 'payment.submitted', payload: { id: created.id, invoiceId } },
-      { event: 'payment.confirmed', payload: { id: created.id, amount: 12000.5 } },
+      { event: 'payment.submitted', payload: { id: created.id, invoiceId, partnerReference: null } },
+      { event: 'payment.confirmed', payload: { id: created.id, amount: 12000.5, partnerReference: null } },
     ]);
 
     const paidAgain = await pay(ctx, apiKey, { invoiceId });
     expect(paidAgain.statusCode).toBe(422);
-    expect(paidAgain.json()).toEqual({ success: false, refNum: invoice.refNum, message: 'Invoice is already paid' });
+    expect(paidAgain.json()).toEqual({ success: false, refNum: invoice.refNum, message: 'Invoice is already paid', code: 'invoice_not_payable', requestId: paidAgain.headers['x-request-id'] });
 
     const canceled = await cancelPayment(ctx, apiKey, created.id);
     expect(canceled.statusCode).toBe(200);
@@ -150,7 +151,7 @@ describe('part-payments', () => {
     const { partner, invoice } = await partnerWithInvoice(ctx, source, { amount: 1000 });
     const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id, amount: 0.01 });
     expect(res.statusCode).toBe(422);
-    expect(res.json()).toEqual({ success: false, refNum: invoice.refNum, message: 'amount does not match the invoice balance' });
+    expect(res.json()).toEqual({ success: false, refNum: invoice.refNum, message: 'amount does not match the invoice balance', code: 'amount_not_accepted', requestId: res.headers['x-request-id'] });
     expect((await paymentsOf(invoice.id)).map((p) => p.status)).toEqual(['failed']);
     const atSimulator = (await ctx.simulator.inject({ method: 'GET', url: '/__control/payments' })).json<{ payments: { refNum: string }[] }>();
     expect(atSimulator.payments.filter((p) => p.refNum === invoice.refNum)).toEqual([]);
@@ -178,7 +179,8 @@ describe('part-payments', () => {
     expect((await getPayment(ctx, partner.apiKey, rest.id)).json<Payment>()).toMatchObject({ status: 'confirmed', amount: 700 });
     expect(await getInvoice(ctx, partner.apiKey, invoice.id)).toMatchObject({ status: 'paid' });
     expect((await atMinistry(ctx, source, invoice.refNum))?.status).toBe('paid');
-    expect((await pay(ctx, partner.apiKey, { invoiceId: invoice.id })).json()).toEqual({ success: false, refNum: invoice.refNum, message: 'Invoice is already paid' });
+    const again = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
+    expect(again.json()).toEqual({ success: false, refNum: invoice.refNum, message: 'Invoice is already paid', code: 'invoice_not_payable', requestId: again.headers['x-request-id'] });
     expect(await checkInvariants(kyselyRunner(ctx.deps.db))).toEqual([]);
   });
 
@@ -230,27 +232,28 @@ describe('refusals', () => {
   it('refuses an invoice paid at the ministry and an amount above the balance', async () => {
     const p = await ctx.partner();
     const paid = await ownInvoice(ctx, p, 'mof', { status: 'paid' });
-    expect((await pay(ctx, p.apiKey, { invoiceId: paid.id })).json()).toEqual({ success: false, refNum: paid.refNum, message: 'Invoice is already paid' });
+    const paidAgain = await pay(ctx, p.apiKey, { invoiceId: paid.id });
+    expect(paidAgain.json()).toEqual({ success: false, refNum: paid.refNum, message: 'Invoice is already paid', code: 'invoice_not_payable', requestId: paidAgain.headers['x-request-id'] });
     const open = await ownInvoice(ctx, p, 'etax', { amount: 25000.25 });
     const over = await pay(ctx, p.apiKey, { invoiceId: open.id, amount: 25000.26 });
     expect(over.statusCode).toBe(422);
-    expect(over.json()).toEqual({ success: false, refNum: open.refNum, message: 'Amount does not match the invoice balance' });
+    expect(over.json()).toEqual({ success: false, refNum: open.refNum, message: 'Amount does not match the invoice balance', code: 'amount_not_accepted', requestId: over.headers['x-request-id'] });
   });
 
   it('validates the body strictly', async () => {
     const { partner, invoice } = await partnerWithInvoice(ctx, 'etax', { amount: 25000.25 });
     const invoiceId = invoice.id;
-    const cases: [unknown, string][] = [
-      [{ invoiceId, extra: 1 }, 'property extra should not exist'],
-      [{ invoiceId, amount: '100' }, 'amount must be of type number'],
-      [{ invoiceId: 'nope' }, 'invoiceId must be a UUID'],
-      [{}, 'property invoiceId is required'],
-      [{ invoiceId, amount: 10.123 }, 'amount must be a positive number with at most 2 decimals'],
+    const cases: [unknown, string, string][] = [
+      [{ invoiceId, extra: 1 }, 'property extra should not exist', '/extra'],
+      [{ invoiceId, amount: '100' }, 'amount must be of type number', '/amount'],
+      [{ invoiceId: 'nope' }, 'invoiceId must be a UUID', '/invoiceId'],
+      [{}, 'property invoiceId is required', '/invoiceId'],
+      [{ invoiceId, amount: 10.123 }, 'amount must be a positive number with at most 2 decimals', '/amount'],
     ];
-    for (const [payload, message] of cases) {
+    for (const [payload, message, path] of cases) {
       const res = await pay(ctx, partner.apiKey, payload);
       expect(res.statusCode).toBe(400);
-      expect(res.json()).toEqual({ statusCode: 400, message: [message], error: 'Bad Request' });
+      expect(res.json()).toEqual({ statusCode: 400, message: [message], error: 'Bad Request', code: 'invalid_request', requestId: res.headers['x-request-id'], errors: [{ path, message }] });
     }
     const arr = await pay(ctx, partner.apiKey, [{ invoiceId }]);
     expect(arr.statusCode).toBe(400);
@@ -275,7 +278,7 @@ describe('refusals', () => {
     expect(failed?.status).toBe('failed');
     const res = await cancelPayment(ctx, partner.apiKey, failed?.id ?? '');
     expect(res.statusCode).toBe(409);
-    expect(res.json()).toEqual({ statusCode: 409, message: 'Payment cannot be canceled in status failed', error: 'Conflict' });
+    expect(res.json()).toEqual({ statusCode: 409, message: 'Payment cannot be canceled in status failed', error: 'Conflict', code: 'illegal_transition', requestId: res.headers['x-request-id'] });
   });
 });
 
@@ -344,7 +347,8 @@ describe('idempotency', () => {
     const first = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, { 'idempotency-key': 'ietf-key' });
     expect(first.statusCode, first.body).toBe(201);
     // One key under either name: a retry under the other name, or under both, is the replay.
-    for (const headers of [{ 'x-idempotency-key': 'ietf-key' }, { 'idempotency-key': 'ietf-key' }, { 'idempotency-key': 'ietf-key', 'x-idempotency-key': 'ietf-key' }]) {
+    const retries: Record<string, string>[] = [{ 'x-idempotency-key': 'ietf-key' }, { 'idempotency-key': 'ietf-key' }, { 'idempotency-key': 'ietf-key', 'x-idempotency-key': 'ietf-key' }];
+    for (const headers of retries) {
       const replay = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, headers);
       expect(replay.statusCode, replay.body).toBe(201);
       expect(replay.headers['idempotent-replayed']).toBe('true');
@@ -405,7 +409,7 @@ describe('upstream failure during payment', () => {
     await ctx.sim('/__control/faults', { source: 'etax', mode: 'error' });
     const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
     expect(res.statusCode).toBe(503);
-    expect(res.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable' });
+    expect(res.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable', code: 'ministry_unavailable', requestId: res.headers['x-request-id'] });
     await ctx.sim('/__control/faults', { source: 'etax', mode: 'none' });
     const stranded = await paymentsOf(invoice.id);
     expect(stranded.map((p) => p.status)).toEqual(['pending']);

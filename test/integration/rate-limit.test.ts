@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => ctx.close());
 
-const TOO_MANY = { statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests' };
+const TOO_MANY = { statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests', code: 'rate_limited' };
 const POLICY = '"per-second";q=5;w=1, "per-minute";q=60;w=60, "per-hour";q=1000;w=3600';
 
 const summary = (apiKey: string) => ctx.api(apiKey, { method: 'GET', url: '/api/v1/reports/summary' });
@@ -44,7 +44,7 @@ describe('per-key rate limits over HTTP', () => {
     const refused = responses.filter((r) => r.statusCode === 429);
     expect(refused).toHaveLength(3);
     for (const r of refused) {
-      expect(r.json()).toEqual(TOO_MANY);
+      expect(r.json()).toEqual({ ...TOO_MANY, requestId: r.headers['x-request-id'] });
       expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(r.headers['ratelimit-policy']).toBe(POLICY);
       expect(r.headers['ratelimit']).toMatch(/^"per-second";r=0;t=1, "per-minute";r=55;t=60, "per-hour";r=995;t=3600$/);
@@ -143,7 +143,7 @@ describe('store failure', () => {
       const res = await down.api(apiKey, { method: 'GET', url: '/api/v1/reports/summary' });
       expect(res.statusCode).toBe(503);
       expect(res.headers['retry-after']).toBe('1');
-      expect(res.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable', error: 'Service Unavailable' });
+      expect(res.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable', error: 'Service Unavailable', code: 'service_unavailable', requestId: res.headers['x-request-id'] });
     } finally {
       await down.close();
     }

@@ -119,7 +119,9 @@ describe('the request deadline (REQUEST_TIMEOUT_MS)', () => {
     expect(closed).toBe(true);
     expect(statusLines(text)).toEqual(['HTTP/1.1 408 Request Timeout']);
     expect(text).toMatch(/\r\nConnection: close\r\n/i);
-    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toEqual({ statusCode: 408, error: 'Request Timeout', message: 'Request was not received in time' });
+    const requestId = /\r\nX-Request-Id: ([^\r]+)\r\n/i.exec(text)?.[1];
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toEqual({ statusCode: 408, error: 'Request Timeout', message: 'Request was not received in time', code: 'request_timeout', requestId });
   });
 
   it('closes a connection that sends nothing by the same deadline', async () => {

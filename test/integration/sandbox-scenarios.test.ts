@@ -191,7 +191,7 @@ describe('the scenarios, walked through the API', () => {
     const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
     expect(res.statusCode).toBe(422);
     const body = res.json<PaymentFailed>();
-    expect(body).toEqual({ success: false, refNum: expect.any(String), message: expect.any(String) });
+    expect(body).toEqual({ success: false, refNum: expect.any(String), message: expect.any(String), code: 'ministry_rejected', requestId: expect.any(String) });
     const [row] = await ctx.deps.db.selectFrom('payments').select(['id', 'status']).where('invoice_id', '=', invoice.id).execute();
     expect(row?.status).toBe('failed');
     expect(await timeline(row?.id ?? '')).toEqual([SUBMITTED, ['pending', 'failed', 'ministry_refused']]);
@@ -216,7 +216,7 @@ describe('the scenarios, walked through the API', () => {
     const headers = { 'x-idempotency-key': randomUUID() };
     const down = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, headers);
     expect(down.statusCode).toBe(503);
-    expect(down.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable' });
+    expect(down.json()).toEqual({ statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable', code: 'ministry_unavailable', requestId: down.headers['x-request-id'] });
     const stranded = await ctx.deps.db.selectFrom('payments').select(['id', 'status']).where('invoice_id', '=', invoice.id).execute();
     expect(stranded.map((p) => p.status)).toEqual(['pending']);
     // The confirmation job asking past the pending grace finds the ministry down too: still pending.

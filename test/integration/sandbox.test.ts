@@ -4,8 +4,7 @@ import { getPayment, partnerWithPayment, type Payment } from '../helpers/api.js'
 
 let ctx: TestContext;
 beforeAll(async () => {
-  // The service's default live interval, which an approval must see past: a read within it answers from the last check.
-  ctx = await createTestContext({ config: { confirmLiveMinIntervalMs: 1000 } });
+  ctx = await createTestContext();
 });
 afterAll(() => ctx.close());
 
@@ -105,7 +104,7 @@ describe('POST /sandbox/approve', () => {
     expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/sandbox/approve', payload: { paymentId: id } })).statusCode).toBe(401);
     const res = await approve(stranger.apiKey, { paymentId: id });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ statusCode: 404, message: 'Payment not found', error: 'Not Found' });
+    expect(res.json()).toEqual({ statusCode: 404, message: 'Payment not found', error: 'Not Found', code: 'not_found', requestId: res.headers['x-request-id'] });
     expect((await status(owner.apiKey, id)).status).toBe('submitted');
     expect((await approve(owner.apiKey, { paymentId: id })).statusCode).toBe(200);
   });

@@ -14,7 +14,7 @@ afterAll(() => ctx.close());
 
 const fault = (source: string, mode: string, delayMs?: number) => ctx.sim('/__control/faults', { source, mode, delayMs });
 const search = () => ctx.api(key, { method: 'GET', url: `/api/v1/invoices?ttd=${REG}` });
-const GENERIC = { statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable' };
+const GENERIC = { statusCode: 503, message: 'Service temporarily unavailable, please retry later', error: 'Service Unavailable', code: 'ministry_unavailable' };
 
 async function upstreamCalls(source: string, operation: string, outcome: string): Promise<number> {
   const text = await ctx.deps.metrics.registry.getSingleMetricAsString('ministry_call_duration_seconds');
@@ -32,7 +32,7 @@ describe('upstream faults', () => {
       expect(res.json<{ invoices: unknown[] }>().invoices).toHaveLength(healthy);
       const ref = await ctx.api(key, { method: 'GET', url: '/api/v1/invoices/ref/MOF-T-1' });
       expect(ref.statusCode).toBe(503);
-      expect(ref.json()).toEqual(GENERIC);
+      expect(ref.json()).toEqual({ ...GENERIC, requestId: ref.headers['x-request-id'] });
     } finally {
       await fault('mof', 'none');
     }
@@ -54,7 +54,7 @@ describe('upstream faults', () => {
     try {
       const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id });
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toEqual(GENERIC);
+      expect(res.json()).toEqual({ ...GENERIC, requestId: res.headers['x-request-id'] });
       const rows = await ctx.deps.db.selectFrom('payments').select('status').where('invoice_id', '=', invoice.id).execute();
       expect(rows.map((r) => r.status)).toEqual(['pending']);
       const events = await ctx.deps.db.selectFrom('events').select('id').where('partner_id', '=', partner.id).execute();

@@ -40,7 +40,7 @@ async function registerOk(apiKey: string, url: string): Promise<string> {
 /** One `payment.submitted` event of the partner: a due delivery per webhook it has. */
 async function submitted(partnerId: string, n: number): Promise<void> {
   const events = createEventRepository({ now: ctx.now });
-  for (let i = 0; i < n; i++) await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv' } }));
+  for (let i = 0; i < n; i++) await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv', partnerReference: null } }));
 }
 
 function deliveryJob(): Job {
@@ -200,10 +200,12 @@ describe('webhooks per partner', () => {
   beforeAll(openContext);
   afterAll(closeContext);
 
-  const limitBody = (max: number) => ({
+  const limitBody = (max: number, requestId: unknown) => ({
     statusCode: 409,
     error: 'Conflict',
     message: `A partner may have at most ${max} webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another`,
+    code: 'webhook_limit_reached',
+    requestId,
   });
 
   it('refuses the 11th webhook with 409 until one is deleted', async () => {
@@ -215,7 +217,7 @@ describe('webhooks per partner', () => {
 
     const refused = await register(p.apiKey, 'https://hooks.example.com/11');
     expect(refused.statusCode).toBe(409);
-    expect(refused.json()).toEqual(limitBody(10));
+    expect(refused.json()).toEqual(limitBody(10, refused.headers['x-request-id']));
     // The cap is per partner.
     await registerOk(other.apiKey, 'https://hooks.example.com/other');
 

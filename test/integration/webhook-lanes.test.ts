@@ -48,7 +48,7 @@ async function registerOk(apiKey: string, url: string): Promise<string> {
 /** `n` `payment.submitted` events of the partner: a due delivery each per webhook it has. */
 async function submitted(partnerId: string, n: number): Promise<void> {
   const events = createEventRepository({ now: ctx.now });
-  for (let i = 0; i < n; i++) await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv' } }));
+  for (let i = 0; i < n; i++) await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv', partnerReference: null } }));
 }
 
 /** A partner with as many webhooks as it may have, all at one receiver that never answers, and a backlog at each. */

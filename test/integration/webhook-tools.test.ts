@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook } from '../../sdk/src/webhook.js';
+import { verifyWebhook } from '../../sdk/src/webhook-node.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { receiverPool } from '../helpers/webhook-receiver.js';
 import type { DeliveryAttempt } from '../helpers/api.js';

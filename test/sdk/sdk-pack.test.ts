@@ -38,7 +38,8 @@ async function sh(file: string, args: string[], cwd: string, env: NodeJS.Process
 const ESM_SCRIPT = `
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
-import { BadRequestError, RedirectError, ResponseTooLargeError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
+import { BadRequestError, RedirectError, ResponseTooLargeError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest, verifyWebhookRequestAsync } from '${PACKAGE}';
+import { parseWebhookRequestAsync as parsePortable, verifyWebhookRequestAsync as verifyPortable } from '${PACKAGE}/webhook';
 
 const api = createClient({ baseUrl: process.env.GPC_BASE_URL, apiKey: process.env.GPC_API_KEY, retryBaseMs: 10 });
 const { invoices, total } = await api.invoices.search({ ttd: process.env.GPC_TTD });
@@ -133,6 +134,10 @@ console.log(JSON.stringify({
     standard: verifyWebhookRequest(body, standardHeaders(sentAt), secret),
     standardStale: verifyWebhookRequest(body, standardHeaders(staleAt), secret),
     standardParsed: parseWebhookRequest(body, standardHeaders(sentAt), [secret]).eventId === events[0].id,
+    webCrypto: await verifyWebhookRequestAsync(Buffer.from(body), standardHeaders(sentAt), secret),
+    webCryptoStale: await verifyWebhookRequestAsync(body, standardHeaders(staleAt), secret),
+    portable: (await parsePortable(body, new Headers(standardHeaders(sentAt)), [secret])).eventId === events[0].id,
+    portableTampered: await verifyPortable(body.replace('d-1', 'd-2'), standardHeaders(sentAt), secret),
   },
   guard: {
     redirect: redirected instanceof RedirectError && redirected.status === 307 && redirected.location.endsWith('/steal'),
@@ -152,7 +157,8 @@ console.log(JSON.stringify({
 /** A TypeScript partner: type-checks against the shipped declarations only (nothing from sdk/src). */
 const TS_CONSUMER = `
 import { BadRequestError, RedirectError, ResponseTooLargeError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
-import type { ClientOptions, Invoice, InvoiceSearch, Payment, PaymentChannelClient, Webhook, WebhookMessage, WebhookRecoverQueued } from '${PACKAGE}';
+import type { ClientOptions, Invoice, InvoiceSearch, Payment, PaymentChannelClient, PaymentEvent, Webhook, WebhookMessage, WebhookRecoverQueued } from '${PACKAGE}';
+import { parseWebhookRequestAsync, type WebhookMessage as PortableMessage } from '${PACKAGE}/webhook';
 
 const options: ClientOptions = { baseUrl: 'http://127.0.0.1:1/api/v1', apiKey: 'gpk_sandbox_x', retries: 1, maxResponseBytes: 8 * 1024 * 1024 };
 const api: PaymentChannelClient = createClient(options);
@@ -198,6 +204,14 @@ export async function followConfirmed(afterSequence: number, signal: AbortSignal
 export function onStandardDelivery(body: Buffer, headers: Record<string, string | string[] | undefined>): string {
   return verifyWebhookRequest(body, headers, ['new-secret', 'old-secret'], { toleranceSeconds: 300 }) ? parseWebhookRequest(body, headers, 'new-secret').eventId : '';
 }
+
+export async function onPortableDelivery(req: { text(): Promise<string>; headers: { get(name: string): string | null } }): Promise<number | undefined> {
+  const message: PortableMessage = await parseWebhookRequestAsync(await req.text(), req.headers, ['new-secret', 'old-secret']);
+  return message.event === 'payment.confirmed' ? message.data.amount : undefined;
+}
+
+// Known types narrow data; a type this SDK does not know comes through untyped.
+export const describeEvent = (event: PaymentEvent): string => (event.type === 'payment.canceled' ? event.data.reason : event.type === 'payment.confirmed' ? String(event.data.amount) : String(event.type));
 
 export async function catchUp(webhookId: string, since: string): Promise<number> {
   const hook: Webhook = await api.webhooks.update(webhookId, { enabled: true });
@@ -279,7 +293,7 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
       payment: { id: string; status: string; paidAt: string | null };
       invoiceStatus: string;
       badRequest: { isBadRequest: boolean; status: number; messages: number };
-      webhook: { valid: boolean; tampered: boolean; wrongSecret: boolean; parsed: string; standard: boolean; standardStale: boolean; standardParsed: boolean };
+      webhook: Record<string, boolean | string>;
       guard: { redirect: boolean; heard: number; tooLarge: boolean };
       events: string[];
       eventIds: string[];
@@ -302,7 +316,20 @@ describe('SDK package: npm pack, install into a scratch project, use it', () => 
     expect(out.invoiceStatus).toBe('paid');
     expect(out.badRequest).toMatchObject({ isBadRequest: true, status: 400 });
     expect(out.badRequest.messages).toBeGreaterThan(0);
-    expect(out.webhook).toEqual({ valid: true, tampered: false, wrongSecret: false, parsed: 'payment.confirmed', standard: true, standardStale: false, standardParsed: true });
+    expect(out.webhook).toEqual({
+      valid: true,
+      tampered: false,
+      wrongSecret: false,
+      parsed: 'payment.confirmed',
+      standard: true,
+      standardStale: false,
+      standardParsed: true,
+      // The Web Crypto verifier, from the root and from the /webhook entry point alone.
+      webCrypto: true,
+      webCryptoStale: false,
+      portable: true,
+      portableTampered: false,
+    });
     expect(out.guard).toEqual({ redirect: true, heard: 0, tooLarge: true });
     // Paged one by one, newest first: the confirmation, then the submission.
     expect(out.events).toEqual(['payment.confirmed', 'payment.submitted']);

@@ -18,10 +18,13 @@ import {
   parseWebhook,
   verifyWebhook,
   WebhookVerificationError,
+  ERROR_CODES,
+  type ErrorCode,
   type FetchLike,
   type InvoiceSearch,
   type PaymentChannelClient,
 } from '../../sdk/src/index.js';
+import { errorFromResponse } from '../../sdk/src/errors.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { PLATE, REG, TAX_REF } from '../helpers/fixtures.js';
 import { addOwnInvoice } from '../helpers/own-invoice.js';
@@ -159,7 +162,9 @@ describe('SDK against the real service', () => {
     expect(Array.isArray(err.messages)).toBe(true);
     expect(err.messages.length).toBeGreaterThan(0);
     expect(err.requestId).toBeTruthy();
-    expect(err.body).toMatchObject({ statusCode: 400, error: 'Bad Request' });
+    expect(err.body).toMatchObject({ statusCode: 400, error: 'Bad Request', requestId: err.requestId });
+    expect(err.code).toBe('invalid_request');
+    expect(err.errors).toEqual([{ path: '/id', message: 'id must be a UUID' }]);
 
     const twoFilters = { ttd: REG, vehicle: PLATE } as unknown as InvoiceSearch;
     const many = await client.invoices.search(twoFilters).catch((e: unknown) => e);
@@ -168,6 +173,7 @@ describe('SDK against the real service', () => {
 
     const badAmount = await client.payments.create({ invoiceId: randomUUID(), amount: -5 }).catch((e: unknown) => e);
     expect(badAmount).toBeInstanceOf(BadRequestError);
+    expect((badAmount as BadRequestError).errors.map((e) => e.path)).toEqual(['/amount']);
   });
 
   it('maps 401, 403 and 404', async () => {
@@ -175,6 +181,7 @@ describe('SDK against the real service', () => {
     const unauthorized = await badKey.reports.summary().catch((e: unknown) => e);
     expect(unauthorized).toBeInstanceOf(AuthenticationError);
     expect((unauthorized as AuthenticationError).status).toBe(401);
+    expect((unauthorized as AuthenticationError).code).toBe('unauthenticated');
 
     const inactive = await ctx.partner({ active: false });
     const forbidden = await createClient({ baseUrl, apiKey: inactive.apiKey })
@@ -182,12 +189,14 @@ describe('SDK against the real service', () => {
       .catch((e: unknown) => e);
     expect(forbidden).toBeInstanceOf(ForbiddenError);
     expect((forbidden as ForbiddenError).status).toBe(403);
+    expect((forbidden as ForbiddenError).code).toBe('partner_inactive');
 
     await expect(client.invoices.get(randomUUID())).rejects.toBeInstanceOf(NotFoundError);
     await expect(client.payments.get(randomUUID())).rejects.toBeInstanceOf(NotFoundError);
     const unknownRef = await client.invoices.byRef('NO-SUCH-REF').catch((e: unknown) => e);
     expect(unknownRef).toBeInstanceOf(NotFoundError);
     expect((unknownRef as NotFoundError).requestId).toBeTruthy();
+    expect((unknownRef as NotFoundError).code).toBe('not_found');
   });
 
   it('maps a ministry refusal to PaymentFailedError with the refNum', async () => {
@@ -198,7 +207,8 @@ describe('SDK against the real service', () => {
     const failed = err as PaymentFailedError;
     expect(failed.status).toBe(422);
     expect(failed.refNum).toBe('MOF-T-REJECT');
-    expect(failed.body).toMatchObject({ success: false, refNum: 'MOF-T-REJECT' });
+    expect(failed.body).toMatchObject({ success: false, refNum: 'MOF-T-REJECT', code: 'ministry_rejected', requestId: failed.requestId });
+    expect(failed.code).toBe('ministry_rejected');
     // 422 is never retried.
     expect(recorder.calls).toHaveLength(1);
   });
@@ -669,5 +679,26 @@ describe('verifyWebhook', () => {
     expect(message.event).toBe('payment.confirmed');
     if (message.event === 'payment.confirmed') expect(message.data.amount).toBe(12000.5);
     expect(() => parseWebhook(body, sign('other'), secret)).toThrow(WebhookVerificationError);
+  });
+});
+
+describe('error codes in the SDK', () => {
+  it('types the code of an error body, takes the request id from the body when the header is missing, and the refused fields of a 400', () => {
+    const bad = errorFromResponse(
+      400,
+      { statusCode: 400, message: ['amount must be of type number'], error: 'Bad Request', code: 'invalid_request', requestId: 'r-body', errors: [{ path: '/amount', message: 'amount must be of type number' }] },
+      undefined,
+      undefined,
+    );
+    expect(bad).toBeInstanceOf(BadRequestError);
+    expect(bad).toMatchObject({ code: 'invalid_request', requestId: 'r-body', errors: [{ path: '/amount', message: 'amount must be of type number' }] });
+    const refused = errorFromResponse(422, { success: false, refNum: 'MOF-T-1', message: 'Invoice is already paid', code: 'invoice_not_payable', requestId: 'r-body' }, 'r-header', undefined);
+    expect(refused).toBeInstanceOf(PaymentFailedError);
+    expect(refused).toMatchObject({ code: 'invoice_not_payable', requestId: 'r-header' });
+    const code: ErrorCode | undefined = refused.code;
+    expect(ERROR_CODES).toContain(code);
+    // A body that is not the service's (a proxy's) has no code, and an unknown one is not passed off as one.
+    expect(errorFromResponse(502, '<html>Bad gateway</html>', undefined, undefined).code).toBeUndefined();
+    expect(errorFromResponse(409, { statusCode: 409, message: 'x', error: 'Conflict', code: 'made_up' }, 'r', undefined).code).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { deliveryBody, deliveryHeaders, signBody, standardSigningKey } from '../../src/domain/webhook-message.js';
-import { standardSigningKey as sdkSigningKey, verifyWebhook, verifyWebhookRequest } from '../../sdk/src/webhook.js';
+import { standardSigningKey as sdkSigningKey, verifyWebhook, verifyWebhookRequest } from '../../sdk/src/webhook-node.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
 
 const message = {

@@ -4,11 +4,12 @@ import { systemClock, type Clock } from '../../domain/clock.port.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { CancelReason } from '../../domain/vocabulary.js';
 
+/** `partnerReference` is the partner's own reference of the payment (X-Partner-Reference), null when none came. */
 export type PaymentEvent =
-  | { event: 'payment.submitted'; data: { id: string; invoiceId: string } }
-  | { event: 'payment.confirmed'; data: { id: string; amount: number } }
-  | { event: 'payment.failed'; data: { id: string; invoiceId: string } }
-  | { event: 'payment.canceled'; data: { id: string; invoiceId: string; reason: CancelReason } };
+  | { event: 'payment.submitted'; data: { id: string; invoiceId: string; partnerReference: string | null } }
+  | { event: 'payment.confirmed'; data: { id: string; amount: number; partnerReference: string | null } }
+  | { event: 'payment.failed'; data: { id: string; invoiceId: string; partnerReference: string | null } }
+  | { event: 'payment.canceled'; data: { id: string; invoiceId: string; reason: CancelReason; partnerReference: string | null } };
 
 export interface EventRepositoryOptions {
   now?: Clock;

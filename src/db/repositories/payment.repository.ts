@@ -20,7 +20,7 @@ export type PaymentRow = Selectable<PaymentsTable>;
 const PAYMENT_COLUMNS = tableColumns<PaymentsTable>()([
   'id', 'partner_id', 'invoice_id', 'amount', 'source', 'status', 'failure_reason', 'submitted_at', 'paid_at', 'canceled_at', 'next_check_at',
   'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance', 'status_check_until', 'status_check_token',
-  'status_checked_at', 'expiry_ms', 'trace_parent', 'trace_state', 'created_at', 'updated_at',
+  'status_checked_at', 'expiry_ms', 'trace_parent', 'trace_state', 'partner_reference', 'created_at', 'updated_at',
 ]);
 const paymentColumns = columnList(PAYMENT_COLUMNS);
 
@@ -164,6 +164,8 @@ export interface PendingPayment {
   nextCheckAt: Date;
   lease?: IdempotencyLease;
   userId?: string;
+  /** The partner's own reference (X-Partner-Reference). */
+  partnerReference?: string;
   qrText: string;
   /** The creating request's span context, continued by the payment's background work. */
   trace?: TraceContext | null;
@@ -192,9 +194,9 @@ function paymentInserts(db: Db) {
         : sql``;
       const inserted = sql<PaymentRow>`
         WITH ${leaseCte}p AS (
-          INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text, expiry_ms, trace_parent, trace_state)
+          INSERT INTO payments (id, partner_id, invoice_id, source, amount, status, next_check_at, user_id, qr_text, expiry_ms, trace_parent, trace_state, partner_reference)
           SELECT ${input.id}::uuid, ${input.partnerId}::uuid, ${input.invoiceId}::uuid, ${input.source}, ${input.amount}::numeric, 'pending', ${input.nextCheckAt}::timestamptz, ${input.userId ?? null}, ${input.qrText},
-            (SELECT s.payment_expiry_ms FROM sandbox_invoices s WHERE s.invoice_id = ${input.invoiceId}::uuid), ${traceColumns(input.trace)}
+            (SELECT s.payment_expiry_ms FROM sandbox_invoices s WHERE s.invoice_id = ${input.invoiceId}::uuid), ${traceColumns(input.trace)}, ${input.partnerReference ?? null}
           WHERE ${lease ? sql`EXISTS (SELECT 1 FROM lease)` : sql`true`}
           RETURNING ${paymentColumns}
         ), held AS (
@@ -455,7 +457,7 @@ function paymentReads(db: Db) {
       return db
         .selectFrom('payments as p')
         .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
-        .select(['p.id', 'p.status', 'p.amount', 'p.partner_id', 'p.created_at', 'i.ref_num', 'p.source'])
+        .select(['p.id', 'p.status', 'p.amount', 'p.partner_id', 'p.created_at', 'i.ref_num', 'p.source', 'p.partner_reference'])
         .where('p.partner_id', '=', partnerId)
         .where('p.created_at', '<', before)
         .orderBy('p.created_at', 'desc')
@@ -467,21 +469,22 @@ function paymentReads(db: Db) {
 
     /**
      * Which of these payment ids (as the ministry's settlement names them) are this partner's own
-     * and still stand: a canceled or failed payment claims no settlement entry.
+     * and still stand: a canceled or failed payment claims no settlement entry. Each with the
+     * partner's own reference of it (null when none came).
      */
-    async ownSettledIds(partnerId: string, paymentIds: string[]): Promise<Set<string>> {
+    async ownSettledIds(partnerId: string, paymentIds: string[]): Promise<Map<string, string | null>> {
       // A ministry may name payment ids that are not ours at all; only UUIDs can be compared.
       const ids = paymentIds.filter(isUuid);
-      if (ids.length === 0) return new Set();
+      if (ids.length === 0) return new Map();
       const rows = await db
         .selectFrom('payments')
-        .select('id')
+        .select(['id', 'partner_reference'])
         .where('partner_id', '=', partnerId)
         // One array parameter: a busy day's settlement names more payments than a query may have parameters.
         .where('id', '=', sql<string>`ANY(${ids}::uuid[])`)
         .where('status', 'in', ['submitted', 'confirmed'])
         .execute();
-      return new Set(rows.map((r) => r.id));
+      return new Map(rows.map((r) => [r.id, r.partner_reference]));
     },
   };
 }

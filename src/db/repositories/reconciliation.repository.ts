@@ -42,7 +42,7 @@ const discrepancyColumns = [
 const paymentColumns = [
   'id', 'partner_id', 'invoice_id', 'amount', 'source', 'status', 'failure_reason', 'submitted_at', 'paid_at', 'canceled_at',
   'next_check_at', 'check_attempts', 'status_event', 'status_cause', 'status_detail', 'user_id', 'qr_text', 'remaining_balance',
-  'status_check_until', 'status_check_token', 'status_checked_at', 'expiry_ms', 'trace_parent', 'trace_state', 'created_at', 'updated_at',
+  'status_check_until', 'status_check_token', 'status_checked_at', 'expiry_ms', 'trace_parent', 'trace_state', 'partner_reference', 'created_at', 'updated_at',
 ] as const;
 
 /** Findings per INSERT: a busy day's findings would pass the parameters one statement may have. */

@@ -31,7 +31,7 @@ import {
   WebhookListBody,
   WebhookTestQueuedBody,
 } from '../../schemas/webhook.schema.js';
-import { Live, Ready } from '../routes/health.routes.js';
+import { Live, NotReady, Ready } from '../routes/health.routes.js';
 import { ApproveBody, ApprovedBody } from '../routes/sandbox.routes.js';
 import { CreateSandboxInvoiceBody, ScenarioListBody } from '../../schemas/sandbox.schema.js';
 
@@ -82,6 +82,7 @@ export const NAMED_SCHEMAS: ReadonlyArray<readonly [name: string, schema: object
   ['SandboxInvoiceRequest', CreateSandboxInvoiceBody],
   ['Liveness', Live],
   ['Readiness', Ready],
+  ['NotReady', NotReady],
 ];
 
 const REF_PREFIX = '#/components/schemas/';

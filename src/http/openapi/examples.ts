@@ -12,8 +12,10 @@ const PARTNER_ID = '8c93c40c-2c15-4997-a084-f84d7338892e';
 const WEBHOOK_ID = 'ab6378ea-fc44-4927-90ea-3a735ff903eb';
 const DELIVERY_ID = 'f955ff13-fab8-493b-a7e4-d4687c1999f7';
 const EVENT_ID = '3f1d7c52-8e0b-4a57-9c4e-2b6f1e0d9a84';
+/** A bank's own reference of the payment (X-Partner-Reference). */
+const PARTNER_REFERENCE = 'TXN-20261125-000417';
 
-export const EXAMPLE_IDS = { PAYMENT_ID, INVOICE_ID, WEBHOOK_ID, DELIVERY_ID, EVENT_ID };
+export const EXAMPLE_IDS = { PAYMENT_ID, INVOICE_ID, WEBHOOK_ID, DELIVERY_ID, EVENT_ID, PARTNER_REFERENCE };
 
 export const invoice = {
   id: INVOICE_ID,
@@ -57,6 +59,7 @@ export const paymentCreated = {
   amount: 12000.5,
   invoiceId: INVOICE_ID,
   invoiceIds: [INVOICE_ID],
+  partnerReference: PARTNER_REFERENCE,
   qrpay: {
     qrText: QR_TEXT,
     qrImage: 'iVBORw0KGgoAAAANSUhEUgAAAPQAAAD0AQAAAACEVDZTAAADTElEQVR4Ae2YQW4cUQhEuQH3vyU3IHqPbkeWYq9SUSJlRhrLXYvfQFEUv/b7T30P73/8+…',
@@ -80,14 +83,14 @@ export const paymentCreated = {
 
 export const paymentReplayed = { ...paymentCreated, message: 'idempotent' };
 
-export const payment = { id: PAYMENT_ID, status: 'submitted', amount: 12000.5, invoiceId: INVOICE_ID, invoiceIds: [INVOICE_ID] };
+export const payment = { id: PAYMENT_ID, status: 'submitted', amount: 12000.5, invoiceId: INVOICE_ID, invoiceIds: [INVOICE_ID], partnerReference: PARTNER_REFERENCE };
 export const paymentConfirmed = { ...payment, status: 'confirmed', paidAt: '2026-11-25T08:58:54.108Z' };
 
 export const settlement = {
   financeDay: '2026-11-25',
   success: true,
   entries: [
-    { refNum: 'MOF-T-1', amount: 12000.5, payerReg: '7000001', payerName: 'Тест ХХК', description: 'Төлбөр', date: '2026-11-25T08:58:54.108Z' },
+    { refNum: 'MOF-T-1', paymentId: PAYMENT_ID, partnerReference: PARTNER_REFERENCE, amount: 12000.5, payerReg: '7000001', payerName: 'Тест ХХК', description: 'Төлбөр', date: '2026-11-25T08:58:54.108Z' },
   ],
 };
 
@@ -95,8 +98,8 @@ export const summary = { total: 8, open: 6, overdue: 1, paid: 1, totalAmountDue:
 
 export const paymentList = {
   items: [
-    { id: 'effc01f5-c646-4aff-a55f-816a01d58be2', refNum: 'MOF-T-REJECT', status: 'failed', amount: 10000, source: 'mof', partnerId: PARTNER_ID, createdAt: '2026-11-25T08:59:20.222Z' },
-    { id: PAYMENT_ID, refNum: 'MOF-T-1', status: 'canceled', amount: 12000.5, source: 'mof', partnerId: PARTNER_ID, createdAt: '2026-11-25T08:59:20.034Z' },
+    { id: 'effc01f5-c646-4aff-a55f-816a01d58be2', refNum: 'MOF-T-REJECT', status: 'failed', amount: 10000, source: 'mof', partnerId: PARTNER_ID, partnerReference: null, createdAt: '2026-11-25T08:59:20.222Z' },
+    { id: PAYMENT_ID, refNum: 'MOF-T-1', status: 'canceled', amount: 12000.5, source: 'mof', partnerId: PARTNER_ID, partnerReference: PARTNER_REFERENCE, createdAt: '2026-11-25T08:59:20.034Z' },
   ],
   total: 2,
   page: 1,
@@ -139,10 +142,10 @@ export const deliveryList = {
   nextCursor: null,
 };
 
-export const event = { id: EVENT_ID, type: 'payment.confirmed', createdAt: '2026-11-25T08:59:54.612Z', sequence: 48213, data: { id: PAYMENT_ID, amount: 12000.5 } };
+export const event = { id: EVENT_ID, type: 'payment.confirmed', createdAt: '2026-11-25T08:59:54.612Z', sequence: 48213, data: { id: PAYMENT_ID, amount: 12000.5, partnerReference: PARTNER_REFERENCE } };
 
 export const eventList = {
-  items: [event, { id: 'a0c2e1f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b', type: 'payment.submitted', createdAt: '2026-11-25T08:58:54.108Z', sequence: 48190, data: { id: PAYMENT_ID, invoiceId: INVOICE_ID } }],
+  items: [event, { id: 'a0c2e1f4-5b6d-4e7f-8a9b-0c1d2e3f4a5b', type: 'payment.submitted', createdAt: '2026-11-25T08:58:54.108Z', sequence: 48190, data: { id: PAYMENT_ID, invoiceId: INVOICE_ID, partnerReference: PARTNER_REFERENCE } }],
   nextCursor: 'ZTE6OGM5M2M0MGMtMmMxNS00OTk3LWEwODQtZjg0ZDczMzg4OTJlOjQ4MTkw',
 };
 
@@ -151,22 +154,43 @@ export const eventFeed = { items: [eventList.items[1], event], nextCursor: null 
 
 export const device = { id: '9dfe60ff-fe65-4612-82f4-1456e4423b64', platform: 'android', createdAt: '2026-11-25T08:58:54.625Z' };
 
+/** The X-Request-Id the error examples carry: every error body repeats its answer's header. */
+export const REQUEST_ID = '3f6c2a8e-5d1b-4c7a-9e0f-2b8d4a6c1e97';
+
+const error = (statusCode: number, error: string, code: string, message: string) => ({ statusCode, message, error, code, requestId: REQUEST_ID });
+
+/** A 400 refusing each `[path, message]`: one `message` entry and one `errors` entry per field. */
+export const badRequest = (...fields: [path: string, message: string][]) => ({
+  statusCode: 400,
+  message: fields.map(([, message]) => message),
+  error: 'Bad Request',
+  code: 'invalid_request',
+  requestId: REQUEST_ID,
+  errors: fields.map(([path, message]) => ({ path, message })),
+});
+
 export const errors = {
-  400: { statusCode: 400, message: ['property extra should not exist', 'invoiceId must be a UUID'], error: 'Bad Request' },
-  401: { statusCode: 401, message: 'Invalid or missing API key', error: 'Unauthorized' },
-  403: { statusCode: 403, message: 'Partner account is inactive', error: 'Forbidden' },
-  404: { statusCode: 404, message: 'Payment not found', error: 'Not Found' },
-  409: { statusCode: 409, message: 'A request with this idempotency key is still in progress', error: 'Conflict' },
-  413: { statusCode: 413, message: 'Request body is too large', error: 'Payload Too Large' },
-  415: { statusCode: 415, message: 'Content-Type must be application/json', error: 'Unsupported Media Type' },
-  422: { statusCode: 422, message: 'Idempotency key was already used with a different request', error: 'Unprocessable Entity' },
-  429: { statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests' },
-  500: { statusCode: 500, message: 'Internal server error', error: 'Internal Server Error' },
-  503: { statusCode: 503, message: 'Service temporarily unavailable', error: 'Service Unavailable' },
-} as const;
+  400: badRequest(['/extra', 'property extra should not exist'], ['/invoiceId', 'invoiceId must be a UUID']),
+  401: error(401, 'Unauthorized', 'unauthenticated', 'Invalid or missing API key'),
+  403: error(403, 'Forbidden', 'partner_inactive', 'Partner account is inactive'),
+  404: error(404, 'Not Found', 'not_found', 'Payment not found'),
+  409: error(409, 'Conflict', 'idempotency_key_in_use', 'A request with this idempotency key is still in progress'),
+  413: error(413, 'Payload Too Large', 'payload_too_large', 'Request body is too large'),
+  415: error(415, 'Unsupported Media Type', 'unsupported_media_type', 'Content-Type must be application/json'),
+  422: error(422, 'Unprocessable Entity', 'idempotency_key_reuse', 'Idempotency key was already used with a different request'),
+  429: error(429, 'Too Many Requests', 'rate_limited', 'Too Many Requests'),
+  500: error(500, 'Internal Server Error', 'internal_error', 'Internal server error'),
+  503: error(503, 'Service Unavailable', 'ministry_unavailable', 'Service temporarily unavailable, please retry later'),
+};
 
 /** A 404 naming what was not found, as the service words it. */
 export const notFound = (what: string) => ({ ...errors[404], message: `${what} not found` });
+
+/** A 409 in the error shape with its code. */
+export const conflict = (code: string, message: string) => error(409, 'Conflict', code, message);
+
+/** A 422 payment refusal: `{ success: false, refNum, message, code, requestId }`. */
+export const refusal = (refNum: string, code: string, message: string) => ({ success: false, refNum, message, code, requestId: REQUEST_ID });
 
 export const sandboxScenarios = {
   scenarios: SANDBOX_SCENARIOS.map((name) => ({ name, description: SCENARIO_DESCRIPTIONS[name] })),

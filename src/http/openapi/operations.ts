@@ -1,4 +1,5 @@
 import * as ex from './examples.js';
+import { codesOfStatus } from '../plugins/errors.plugin.js';
 
 /*
  * What the route schemas cannot say: a description of every response, its headers, and examples
@@ -64,7 +65,10 @@ const DEFAULT_RESPONSES: Record<string, Required<ResponseDoc>> = {
   503: {
     description:
       'Temporarily unavailable: a ministry system is unreachable (or its circuit is open), the database is (a restart or failover; with `Retry-After`), or the rate limiter is (then with `Retry-After`). Nothing half-done stays behind: retry later, with the same `X-Idempotency-Key` for a payment.',
-    examples: one({ ...ex.errors[503], message: 'Service temporarily unavailable, please retry later' }),
+    examples: {
+      ministry: { summary: 'A ministry system is unreachable', value: ex.errors[503] },
+      database: { summary: 'The database is away (with Retry-After)', value: { ...ex.errors[503], code: 'service_unavailable', message: 'Service temporarily unavailable; retry later' } },
+    },
   },
 };
 
@@ -77,7 +81,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
   'get /invoices': {
     responses: {
       200: { description: 'The invoices found in every ministry system for the filter (possibly none).', examples: one(ex.invoiceList) },
-      400: { examples: one({ ...ex.errors[400], message: ['exactly one of ttd, vehicle or taxRef must be given'] }) },
+      400: { examples: one(ex.badRequest(['', 'exactly one of ttd, vehicle or taxRef must be given'])) },
     },
   },
   'get /invoices/ref/{refNum}': {
@@ -109,10 +113,11 @@ const OPERATIONS: Record<string, OperationDoc> = {
       422: {
         description:
           'The ministry system refused the payment, or the invoice is not payable (paid, another payment in progress) (`PaymentFailed`); ' +
-          'or the `X-Idempotency-Key` was already used with a different request (`Error`).',
+          'or the `X-Idempotency-Key` was already used with a different request, another `X-Partner-Reference` included (`Error`).',
         examples: {
-          rejected: { summary: 'Refused by the ministry system', value: { success: false, refNum: 'MOF-T-REJECT', message: 'not accepted at this time' } },
-          inProgress: { summary: 'Another payment is in progress', value: { success: false, refNum: 'MOF-T-1', message: 'Another payment for this invoice is in progress' } },
+          rejected: { summary: 'Refused by the ministry system', value: ex.refusal('MOF-T-REJECT', 'ministry_rejected', 'not accepted at this time') },
+          inProgress: { summary: 'Another payment is in progress', value: ex.refusal('MOF-T-1', 'invoice_not_payable', 'Another payment for this invoice is in progress') },
+          amount: { summary: 'The amount is not accepted', value: ex.refusal('MOF-T-1', 'amount_not_accepted', 'Amount does not match the invoice balance') },
           idempotencyMismatch: { summary: 'Key reused with another request', value: ex.errors[422] },
         },
       },
@@ -133,7 +138,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
       404: paymentNotFound,
       409: {
         description: 'The payment cannot be canceled in its status (only `submitted` or `confirmed` can).',
-        examples: one({ statusCode: 409, message: 'Payment cannot be canceled in status canceled', error: 'Conflict' }),
+        examples: one(ex.conflict('illegal_transition', 'Payment cannot be canceled in status canceled')),
       },
     },
   },
@@ -149,14 +154,10 @@ const OPERATIONS: Record<string, OperationDoc> = {
     request: one(ex.createWebhook),
     responses: {
       201: { description: 'Registered; the only response that shows the secret.', examples: one({ ...ex.webhook, secret: ex.createWebhook.secret }) },
-      400: { examples: one({ ...ex.errors[400], message: ['url must use https'] }) },
+      400: { examples: one(ex.badRequest(['/url', 'url must use https'])) },
       409: {
         description: 'The partner already has the most webhooks allowed (`WEBHOOK_MAX_PER_PARTNER`); delete one first.',
-        examples: one({
-          statusCode: 409,
-          message: 'A partner may have at most 10 webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another',
-          error: 'Conflict',
-        }),
+        examples: one(ex.conflict('webhook_limit_reached', 'A partner may have at most 10 webhooks; delete one (DELETE /api/v1/webhooks/{id}) before registering another')),
       },
     },
   },
@@ -171,7 +172,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
     request: { enable: { summary: 'Enable it again', value: { enabled: true } }, edit: { summary: 'Move it', value: { url: ex.createWebhook.url, events: ['payment.confirmed'] } } },
     responses: {
       200: { description: 'The webhook as changed; with `enabled: true`, its deliveries waiting for a retry are made due and go at once.', examples: one(ex.webhook) },
-      400: { examples: one({ ...ex.errors[400], message: ['property secret should not exist'] }) },
+      400: { examples: one(ex.badRequest(['/secret', 'property secret should not exist'])) },
       404: webhookNotFound,
     },
   },
@@ -196,7 +197,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
       },
       400: {
         description: 'The request is invalid, or `since` reaches back further than the events are kept (`EVENT_RETENTION_MS`). Nothing was queued.',
-        examples: one({ ...ex.errors[400], message: ['since must be within the event retention of 90 days (EVENT_RETENTION_MS)'] }),
+        examples: one(ex.badRequest(['/since', 'since must be within the event retention of 90 days (EVENT_RETENTION_MS)'])),
       },
       404: webhookNotFound,
     },
@@ -247,7 +248,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
     responses: {
       200: { description: 'Approved in the simulated ministry system; the payment becomes `confirmed` on the next `GET /payments/{id}`.', examples: one({ id: ex.EXAMPLE_IDS.PAYMENT_ID, approved: true }) },
       404: paymentNotFound,
-      409: { description: 'The payment is not `submitted`.', examples: one({ statusCode: 409, message: 'Only a submitted payment can be approved; this one is confirmed', error: 'Conflict' }) },
+      409: { description: 'The payment is not `submitted`.', examples: one(ex.conflict('conflict', 'Only a submitted payment can be approved; this one is confirmed')) },
     },
   },
   'get /sandbox/scenarios': {
@@ -267,7 +268,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
   'get /health/ready': {
     responses: {
       200: { description: 'The database answers.', examples: one({ status: 'ok', db: 'ok', timestamp: '2026-11-25T08:58:54.632Z' }) },
-      503: { description: 'The database does not answer.', examples: one({ status: 'unavailable', db: 'down', timestamp: '2026-11-25T08:58:54.632Z' }) },
+      503: { description: 'The database does not answer.', examples: one({ status: 'unavailable', db: 'down', timestamp: '2026-11-25T08:58:54.632Z', code: 'service_unavailable', requestId: ex.REQUEST_ID }) },
     },
   },
 };
@@ -298,6 +299,12 @@ export const HEADER_COMPONENTS = {
     { type: 'string', enum: ['true'] },
     'true',
   ),
+  XStatusSource: header(
+    "Where the status came from: `live`, a ministry status answer given after this request arrived (or a final state such an answer reached); `stored`, the service's books (a payment already final, or no live answer in time: no ministry slot free within `CONFIRM_LIVE_WAIT_MS`, the ministry's circuit open, the check failed or passed the ministry's deadline).",
+    { type: 'string', enum: ['live', 'stored'] },
+    'live',
+    true,
+  ),
 };
 
 const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/components/headers/${name}` });
@@ -314,6 +321,7 @@ function responseHeaders(key: string, status: string, secured: boolean): Record<
     headers['Retry-After'] = { ...HEADER_COMPONENTS.RetryAfter, required: false, description: 'Present when the database or the rate limiter is unavailable: seconds to wait.' };
   }
   if (key === 'post /payments' && (status === '201' || status === '422')) headers['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
+  if (key === 'get /payments/{id}' && status === '200') headers['X-Status-Source'] = headerRef('XStatusSource');
   return headers;
 }
 
@@ -338,7 +346,23 @@ export function describeOperations(doc: OpenApiObject): void {
           delete media.example;
           media.examples = examples;
         }
+        if (media && Number(status) >= 400) media.schema = withStatusCodes(media.schema, Number(status));
       }
     }
   }
+}
+
+const ERROR_REF = '#/components/schemas/Error';
+
+/**
+ * An error response's schema naming the codes of its own status: the `Error` component lists
+ * every code of the closed list (docs/errors.md); each response narrows `code` to its status's.
+ */
+function withStatusCodes(schema: unknown, status: number): unknown {
+  if (schema === null || typeof schema !== 'object') return schema;
+  const { $ref, anyOf } = schema as { $ref?: unknown; anyOf?: unknown };
+  if (Array.isArray(anyOf)) return { ...schema, anyOf: anyOf.map((branch) => withStatusCodes(branch, status)) };
+  const codes = codesOfStatus(status);
+  if ($ref !== ERROR_REF || codes.length === 0) return schema;
+  return { allOf: [{ $ref }], properties: { code: { type: 'string', enum: codes } } };
 }

@@ -158,16 +158,23 @@ export function webhooksSection() {
     'payment.submitted': delivery('payment.submitted', 'PaymentSubmittedEvent', 'A payment was submitted', {
       id: EXAMPLE_IDS.PAYMENT_ID,
       invoiceId: EXAMPLE_IDS.INVOICE_ID,
+      partnerReference: EXAMPLE_IDS.PARTNER_REFERENCE,
     }),
-    'payment.confirmed': delivery('payment.confirmed', 'PaymentConfirmedEvent', 'A payment was confirmed', { id: EXAMPLE_IDS.PAYMENT_ID, amount: 12000.5 }),
+    'payment.confirmed': delivery('payment.confirmed', 'PaymentConfirmedEvent', 'A payment was confirmed', {
+      id: EXAMPLE_IDS.PAYMENT_ID,
+      amount: 12000.5,
+      partnerReference: EXAMPLE_IDS.PARTNER_REFERENCE,
+    }),
     'payment.failed': delivery('payment.failed', 'PaymentFailedEvent', 'A payment failed after it was accepted', {
       id: EXAMPLE_IDS.PAYMENT_ID,
       invoiceId: EXAMPLE_IDS.INVOICE_ID,
+      partnerReference: EXAMPLE_IDS.PARTNER_REFERENCE,
     }),
     'payment.canceled': delivery('payment.canceled', 'PaymentCanceledEvent', 'A payment was canceled', {
       id: EXAMPLE_IDS.PAYMENT_ID,
       invoiceId: EXAMPLE_IDS.INVOICE_ID,
       reason: 'expired',
+      partnerReference: EXAMPLE_IDS.PARTNER_REFERENCE,
     }),
     [WEBHOOK_TEST_EVENT]: delivery(WEBHOOK_TEST_EVENT, 'WebhookTestEvent', 'A test delivery', {
       webhookId: EXAMPLE_IDS.WEBHOOK_ID,

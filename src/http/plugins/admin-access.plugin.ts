@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { ForbiddenError } from '../../domain/errors.js';
-import { errorBody } from './errors.plugin.js';
+import { sendError } from './errors.plugin.js';
 
 const LOOPBACK_CALLERS = new Set(['127.0.0.1', '::1']);
 
@@ -38,7 +38,7 @@ export function registerAdminHostCheck(app: FastifyInstance, allowedHosts: reado
   app.addHook('onRequest', async (request, reply) => {
     const local = { address: request.socket.localAddress, port: request.socket.localPort };
     if (hostAllowed(request.headers.host, local, allowedNames)) return;
-    return reply.code(421).send(errorBody(421, 'The admin listener does not answer for this Host'));
+    return sendError(reply, 'misdirected_request', 'The admin listener does not answer for this Host');
   });
 }
 

@@ -11,7 +11,10 @@ const DESCRIPTION = `Government invoice lookup and payment channel for banks, fi
 Every path except the health checks requires the \`X-API-Key\` header. \`POST /payments\` accepts an
 optional \`X-Idempotency-Key\` header: a repeat with the same key returns the first response with
 \`message: "idempotent"\` and \`Idempotent-Replayed: true\`. Errors use
-\`{ statusCode, message, error }\`; on 400, \`message\` is an array with one entry per violation.
+\`{ statusCode, message, error, code, requestId }\`: \`code\` is one of a closed list (docs/errors.md: when to retry,
+what to tell the customer), \`requestId\` the answer's \`X-Request-Id\`; on 400, \`message\` is an array and
+\`errors\` a list of \`{ path, message }\` (\`path\` a JSON pointer such as \`/amount\`), one entry per violation.
+A refused payment (422) is \`{ success: false, refNum, message, code, requestId }\`.
 Rate limits: 5 requests per second, 60 per minute and 1000 per hour per key, and 60 failed
 authentications per minute per client address (429 with \`Retry-After\`). Every response carries \`X-Request-Id\` (yours, when you send a safe one).
 A path parameter longer than 200 characters is refused with 414 before routing.

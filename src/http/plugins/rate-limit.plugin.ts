@@ -3,7 +3,7 @@ import { windowsFromSettings, type RateLimitDecision, type RateLimitSettings, ty
 import type { RateLimitOutcome, RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { clientAddressKey } from '../../domain/client-address.js';
 import { UnauthenticatedError } from '../../domain/errors.js';
-import { errorBody } from './errors.plugin.js';
+import { sendError } from './errors.plugin.js';
 
 const toSeconds = (ms: number) => Math.ceil(ms / 1000);
 
@@ -69,15 +69,12 @@ export function registerRateLimit(app: FastifyInstance, limiter: RateLimitServic
     const outcome = await limiter.check(request.partner.keyId, policy.windows);
     if (outcome.kind === 'bypassed') return;
     if (outcome.kind === 'unavailable') {
-      return reply.code(503).header('retry-after', '1').send(errorBody(503, 'Service temporarily unavailable'));
+      return sendError(reply.header('retry-after', '1'), 'service_unavailable', 'Service temporarily unavailable');
     }
     const { decision } = outcome;
     reply.header('ratelimit-policy', policy.header).header('ratelimit', formatRateLimitHeader(decision));
     if (decision.allowed) return;
-    return reply
-      .code(429)
-      .header('retry-after', String(retryAfterSeconds(decision)))
-      .send(errorBody(429, 'Too Many Requests'));
+    return sendError(reply.header('retry-after', String(retryAfterSeconds(decision))), 'rate_limited', 'Too Many Requests');
   });
 }
 
@@ -96,8 +93,8 @@ export function refusalOf(outcome: RateLimitOutcome): Refusal | null {
 
 /** A refusal in the service's JSON error shape, with Retry-After. */
 export function sendRefusal(reply: FastifyReply, refusal: Refusal, message = 'Too Many Requests') {
-  const text = refusal.statusCode === 429 ? message : 'Service temporarily unavailable';
-  return reply.code(refusal.statusCode).header('retry-after', String(refusal.retryAfterSeconds)).send(errorBody(refusal.statusCode, text));
+  const waiting = reply.header('retry-after', String(refusal.retryAfterSeconds));
+  return refusal.statusCode === 429 ? sendError(waiting, 'rate_limited', message) : sendError(waiting, 'service_unavailable', 'Service temporarily unavailable');
 }
 
 /** The client a per-address limit counts: the connection's address (see clientAddressKey). */

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { StringEnum } from '../../schemas/common.schema.js';
 
 /** Exported for the OpenAPI document's named components. */
 export const Live = Type.Object({ status: Type.String(), timestamp: Type.String({ format: 'date-time' }) });
@@ -9,6 +10,12 @@ export const Ready = Type.Object({
   timestamp: Type.String({ format: 'date-time' }),
   /** Background loops of this process that have completed no pass for 3 × their interval. */
   stalledWork: Type.Optional(Type.Array(Type.String())),
+});
+/** The 503 of readiness (the database is down): the readiness body, with an error answer's code and request id. */
+export const NotReady = Type.Object({
+  ...Ready.properties,
+  code: StringEnum(['service_unavailable'] as const),
+  requestId: Type.String({ description: 'The X-Request-Id of this answer' }),
 });
 
 export interface HealthOptions {
@@ -25,12 +32,13 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app
   );
   app.get(
     '/health/ready',
-    { schema: { tags: ['Health'], summary: 'Readiness: database connectivity (no key needed)', security: [], response: { 200: Ready, 503: Ready } } },
-    async (_request, reply) => {
+    { schema: { tags: ['Health'], summary: 'Readiness: database connectivity (no key needed)', security: [], response: { 200: Ready, 503: NotReady } } },
+    async (request, reply) => {
       const ok = await opts.isDbReady();
       const stalled = opts.stalledWork?.() ?? [];
-      reply.code(ok ? 200 : 503);
-      return { status: ok ? 'ok' : 'unavailable', db: ok ? 'ok' : 'down', timestamp: new Date().toISOString(), ...(stalled.length > 0 ? { stalledWork: stalled } : {}) };
+      const body = { status: ok ? 'ok' : 'unavailable', db: ok ? 'ok' : 'down', timestamp: new Date().toISOString(), ...(stalled.length > 0 ? { stalledWork: stalled } : {}) };
+      if (ok) return body;
+      return reply.code(503).send({ ...body, code: 'service_unavailable' as const, requestId: request.id });
     },
   );
 };

@@ -28,10 +28,12 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
       },
     },
     async (request, reply) => {
-      const outcome = await opts.payments.create(request.partner, { ...request.body, userId: request.headers['x-user-id'] }, idempotencyKeyOf(request.headers));
+      const { 'x-user-id': userId, 'x-partner-reference': partnerReference } = request.headers;
+      const outcome = await opts.payments.create(request.partner, { ...request.body, userId, partnerReference }, idempotencyKeyOf(request.headers));
       if (outcome.replayed) reply.header('idempotent-replayed', 'true');
-      reply.code(outcome.kind === 'created' ? 201 : 422);
-      return outcome.body;
+      if (outcome.kind === 'created') return reply.code(201).send(outcome.body);
+      // A refusal, first or replayed, carries this answer's own request id.
+      return reply.code(422).send({ ...outcome.body, requestId: request.id });
     },
   );
 
@@ -45,7 +47,11 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         response: { 200: PaymentBody, 404: ErrorBody, ...commonErrors },
       },
     },
-    async (request) => opts.payments.get(request.partner.id, request.params.id),
+    async (request, reply) => {
+      const { body, source } = await opts.payments.get(request.partner.id, request.params.id);
+      reply.header('x-status-source', source);
+      return body;
+    },
   );
 
   app.delete(

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ErrorBody } from '../../schemas/common.schema.js';
 import { ShortLinkParams, ShortLinkStatusBody } from '../../schemas/short-link.schema.js';
 import type { ShortLinkService, ShortLinkView } from '../../services/short-link.service.js';
-import { DATABASE_RETRY_AFTER_SECONDS, errorBody } from '../plugins/errors.plugin.js';
+import { DATABASE_RETRY_AFTER_SECONDS, sendError } from '../plugins/errors.plugin.js';
 import { limitPerAddress, sendRefusal, type Refusal } from '../plugins/rate-limit.plugin.js';
 import type { RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { redactDbError } from '../db-error.redactor.js';
@@ -128,7 +128,7 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
     async (request, reply) => {
       const body = request.validationError ? null : await opts.shortLinks.status(request.params.paymentId);
       reply.header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
-      if (!body) return reply.code(404).send(errorBody(404, 'Payment not found'));
+      if (!body) return sendError(reply, 'not_found', 'Payment not found');
       return body;
     },
   );
