@@ -99,6 +99,19 @@ export async function approveAndConfirm(ctx: TestContext, refNum: string): Promi
   await ctx.runJobs();
 }
 
+/** An answer's X-Request-Id, which its error body names as `requestId`. */
+export const requestIdOf = (res: { headers: Record<string, unknown> }): string => res.headers['x-request-id'] as string;
+
+/** The exact 400 body refusing each `[path, message]`, with the answer's own request id. */
+export const badRequest = (res: { headers: Record<string, unknown> }, ...fields: [path: string, message: string][]) => ({
+  statusCode: 400,
+  message: fields.map(([, message]) => message),
+  error: 'Bad Request',
+  code: 'invalid_request',
+  requestId: requestIdOf(res),
+  errors: fields.map(([path, message]) => ({ path, message })),
+});
+
 /** Pays and expects the 201; the created payment. */
 export async function payOk(ctx: TestContext, apiKey: string, payload: unknown, headers: Record<string, string> = {}): Promise<PaymentCreated> {
   const res = await pay(ctx, apiKey, payload, headers);

@@ -7,7 +7,7 @@ import type { Static } from 'typebox';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { testConfig } from '../helpers/test-config.js';
 import { encodeEventCursor } from '../../src/domain/event-cursor.js';
-import { ownInvoice, partnerWithPayment, payOk, type Partner } from '../helpers/api.js';
+import { badRequest, ownInvoice, partnerWithPayment, payOk, type Partner } from '../helpers/api.js';
 import { createEventRepository, type PaymentEvent } from '../../src/db/repositories/event.repository.js';
 import { createEventLogRepository } from '../../src/db/repositories/event-log.repository.js';
 import type { EventBody, EventListBody } from '../../src/schemas/event.schema.js';
@@ -239,14 +239,7 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     const { nextCursor } = await list(partner, '?limit=1');
     const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/events?afterSequence=0&cursor=${nextCursor}` });
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({
-      statusCode: 400,
-      error: 'Bad Request',
-      message: ['afterSequence cannot be combined with cursor, from or to'],
-      code: 'invalid_request',
-      requestId: res.headers['x-request-id'],
-      errors: [{ path: '/afterSequence', message: 'afterSequence cannot be combined with cursor, from or to' }],
-    });
+    expect(res.json()).toEqual(badRequest(res, ['/afterSequence', 'afterSequence cannot be combined with cursor, from or to']));
   });
 
   it("refuses a cursor that is malformed, unknown or another partner's, as it refuses any bad parameter", async () => {
@@ -269,14 +262,7 @@ describe('GET /events positions (sequence, afterSequence)', () => {
     for (const cursor of refused) {
       const res = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/events?cursor=${cursor}` });
       expect(res.statusCode, cursor).toBe(400);
-      expect(res.json()).toEqual({
-        statusCode: 400,
-        error: 'Bad Request',
-        message: ['cursor must be the nextCursor of a previous page'],
-        code: 'invalid_request',
-        requestId: res.headers['x-request-id'],
-        errors: [{ path: '/cursor', message: 'cursor must be the nextCursor of a previous page' }],
-      });
+      expect(res.json()).toEqual(badRequest(res, ['/cursor', 'cursor must be the nextCursor of a previous page']));
     }
     // Its own cursor, made the same way, is taken.
     expect((await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/events?cursor=${encodeEventCursor(partner.id, 10 ** 15)}` })).statusCode).toBe(200);

@@ -7,7 +7,7 @@ import { createTestContext, type TestContext } from '../helpers/test-context.js'
 import { REG } from '../helpers/fixtures.js';
 import { testConfig } from '../helpers/test-config.js';
 import { startDatabaseProxy } from '../helpers/tcp-proxy.js';
-import { approveAndConfirm, cancelPayment, partnerWithInvoice, pay, payOk } from '../helpers/api.js';
+import { approveAndConfirm, badRequest, cancelPayment, partnerWithInvoice, pay, payOk, requestIdOf } from '../helpers/api.js';
 
 let ctx: TestContext;
 let key: string;
@@ -19,16 +19,6 @@ beforeAll(async () => {
 afterAll(() => ctx.close());
 
 type Answer = { headers: Record<string, unknown> };
-const requestIdOf = (res: Answer) => res.headers['x-request-id'] as string;
-/** The exact 400 body refusing each `[path, message]`, with the answer's own request id. */
-const bad = (res: Answer, ...fields: [path: string, message: string][]) => ({
-  statusCode: 400,
-  message: fields.map(([, message]) => message),
-  error: 'Bad Request',
-  code: 'invalid_request',
-  requestId: requestIdOf(res),
-  errors: fields.map(([path, message]) => ({ path, message })),
-});
 /** The exact body of any other error answer. */
 const failure = (res: Answer, statusCode: number, error: string, code: string, message: string) => ({ statusCode, message, error, code, requestId: requestIdOf(res) });
 const adminPost = (url: string, payload: string | object, headers: Record<string, string> = {}) =>
@@ -43,9 +33,9 @@ describe('400 body shape', () => {
   it('rejects zero and several invoice filters', async () => {
     const none = await ctx.api(key, { method: 'GET', url: '/api/v1/invoices' });
     expect(none.statusCode).toBe(400);
-    expect(none.json()).toEqual(bad(none, ['', 'exactly one of ttd, vehicle or taxRef must be given']));
+    expect(none.json()).toEqual(badRequest(none, ['', 'exactly one of ttd, vehicle or taxRef must be given']));
     const two = await ctx.api(key, { method: 'GET', url: `/api/v1/invoices?ttd=${REG}&vehicle=X` });
-    expect(two.json()).toEqual(bad(two, ['', 'exactly one of ttd, vehicle or taxRef must be given']));
+    expect(two.json()).toEqual(badRequest(two, ['', 'exactly one of ttd, vehicle or taxRef must be given']));
   });
 
   it('rejects unknown query parameters, one message per violation', async () => {
@@ -86,7 +76,7 @@ describe('400 body shape', () => {
   it('answers malformed JSON with 400, never 500', async () => {
     const res = await adminPost('/admin/partners', '{"name": "x",');
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual(bad(res, ['', 'body must be valid JSON']));
+    expect(res.json()).toEqual(badRequest(res, ['', 'body must be valid JSON']));
   });
 
   it('answers an oversized body with 413', async () => {
@@ -347,11 +337,11 @@ describe('error codes', () => {
     const res = await pay(ctx, partner.apiKey, { invoiceId: 'nope', amount: 'ten', extra: 1 }, { 'x-request-id': 'codes-400' });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual(
-      bad(res, ['/extra', 'property extra should not exist'], ['/invoiceId', 'invoiceId must be a UUID'], ['/amount', 'amount must be of type number']),
+      badRequest(res, ['/extra', 'property extra should not exist'], ['/invoiceId', 'invoiceId must be a UUID'], ['/amount', 'amount must be of type number']),
     );
     expect(bodyOf(res).requestId).toBe('codes-400');
     const missing = await pay(ctx, partner.apiKey, {});
-    expect(missing.json()).toEqual(bad(missing, ['/invoiceId', 'property invoiceId is required']));
+    expect(missing.json()).toEqual(badRequest(missing, ['/invoiceId', 'property invoiceId is required']));
   });
 
   it('unauthenticated (401), partner_inactive (403), not_found (404)', async () => {

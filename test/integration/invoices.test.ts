@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { OTHER_REG, PLATE, REG, TAX_REF } from '../helpers/fixtures.js';
 import { addOwnInvoice, unique } from '../helpers/own-invoice.js';
-import type { Invoice, InvoiceList } from '../helpers/api.js';
+import { badRequest, type Invoice, type InvoiceList } from '../helpers/api.js';
 
 
 const INVOICE_KEYS = ['amount', 'description', 'dueDate', 'id', 'issuedAt', 'payee', 'payer', 'status', 'vehicleNo'];
@@ -109,7 +109,7 @@ describe('single invoice endpoints', () => {
     for (const url of ['/api/v1/invoices/not-a-uuid', '/api/v1/invoices/not-a-uuid/refresh', '/api/v1/invoices/1234']) {
       const res = await get(url);
       expect(res.statusCode).toBe(400);
-      expect(res.json()).toEqual({ statusCode: 400, message: ['id must be a UUID'], error: 'Bad Request', code: 'invalid_request', requestId: res.headers['x-request-id'], errors: [{ path: '/id', message: 'id must be a UUID' }] });
+      expect(res.json()).toEqual(badRequest(res, ['/id', 'id must be a UUID']));
     }
     for (const url of ['/api/v1/invoices/0b8f7a4e-1c2d-4e5f-9a6b-7c8d9e0f1a2b', '/api/v1/invoices/0b8f7a4e-1c2d-4e5f-9a6b-7c8d9e0f1a2b/refresh']) {
       const res = await get(url);

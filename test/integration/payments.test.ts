@@ -7,6 +7,7 @@ import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decod
 import {
   approve,
   approveAndConfirm,
+  badRequest,
   atMinistry,
   cancelPayment,
   getInvoice,
@@ -253,7 +254,7 @@ describe('refusals', () => {
     for (const [payload, message, path] of cases) {
       const res = await pay(ctx, partner.apiKey, payload);
       expect(res.statusCode).toBe(400);
-      expect(res.json()).toEqual({ statusCode: 400, message: [message], error: 'Bad Request', code: 'invalid_request', requestId: res.headers['x-request-id'], errors: [{ path, message }] });
+      expect(res.json()).toEqual(badRequest(res, [path, message]));
     }
     const arr = await pay(ctx, partner.apiKey, [{ invoiceId }]);
     expect(arr.statusCode).toBe(400);
