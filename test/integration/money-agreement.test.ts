@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { approve, approveAndConfirm, atMinistry, cancelPayment, getInvoice, getPayment, lookupRef, ownInvoice, pay, payOk, type OwnInvoice, type Partner, type Payment, type PaymentCreated } from '../helpers/api.js';
@@ -91,11 +91,12 @@ describe('reversing a confirmed part-payment', () => {
 });
 
 describe('a submit that reaches the ministry late', () => {
+  // A context of each test's own: the wait is measured against its clock, which each test moves far.
   let held: TestContext;
-  beforeAll(async () => {
+  beforeEach(async () => {
     held = await createTestContext();
   });
-  afterAll(() => held.close());
+  afterEach(() => held.close());
 
   /** The id of the payment whose submit the simulator holds for the invoice. */
   async function heldPaymentId(refNum: string): Promise<string> {
