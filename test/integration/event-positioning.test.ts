@@ -1,13 +1,23 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rm } from 'node:fs/promises';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { testConfig } from '../helpers/test-config.js';
+import { seededDataDir } from '../helpers/database-image.js';
 import { createEventLogRepository, positionStatement } from '../../src/db/repositories/event-log.repository.js';
 
 let ctx: TestContext;
+let dataDir: string | undefined;
 beforeAll(async () => {
-  ctx = await createTestContext();
+  // On PGlite, a database of its own rather than the worker's reused one: the plan asserted below
+  // depends on what the events table holds, and other files' events must not sway it.
+  dataDir = testConfig().databaseUrl ? undefined : await seededDataDir('gpc-positioning-');
+  ctx = await createTestContext(dataDir ? { config: { dataDir } } : {});
 });
-afterAll(() => ctx.close());
+afterAll(async () => {
+  await ctx.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
 
 interface PlanNode {
   'Node Type': string;
