@@ -230,12 +230,15 @@ export function isConcurrentSchemaDrop(err: unknown): boolean {
   return CONCURRENT_DROP_CODES.has(pgErrorCode(err) ?? '');
 }
 
-/** Applies pending migrations; concurrent starters are serialised by Kysely's migration lock. */
-export async function migrateToLatest(db: Db, schema?: string): Promise<void> {
+/**
+ * Applies pending migrations, up to `target` when given (a test of one migration stops short of
+ * it); concurrent starters are serialised by Kysely's migration lock.
+ */
+export async function migrateToLatest(db: Db, schema?: string, target?: string): Promise<void> {
   // Naming the schema keeps Kysely from mistaking another schema's migration table for ours.
   const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
   for (let attempt = 1; ; attempt++) {
-    const { error, results } = await migrator.migrateToLatest();
+    const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
     const failed = results?.find((r) => r.status === 'Error');
     if (!error && !failed) return;
     // Safe to repeat: applied migrations are recorded and skipped.

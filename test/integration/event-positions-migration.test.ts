@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, migrateToLatest, migrationProvider, type Db } from '../../src/db/database.js';
+import { createDatabase, migrateToLatest, type Db } from '../../src/db/database.js';
 import { createEventLogRepository } from '../../src/db/repositories/event-log.repository.js';
 import { createEventRepository } from '../../src/db/repositories/event.repository.js';
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
@@ -17,9 +17,8 @@ describe('migration 021 (event positions) on existing events', () => {
   let db: Db;
   beforeAll(async () => {
     db = await createDatabase({ databaseUrl: databaseUrl ?? null, dataDir: 'memory://', schema, image: databaseUrl ? undefined : await initdbImage() });
-    const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
-    const { error } = await migrator.migrateTo('020-status-check-lease');
-    if (error) throw error;
+    // Through the service's own migrate, which survives another test dropping its schema meanwhile.
+    await migrateToLatest(db, schema, '020-status-check-lease');
   });
   afterAll(async () => {
     await db?.destroy();
