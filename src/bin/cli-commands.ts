@@ -132,7 +132,7 @@ const COMMANDS: Record<string, Command> = {
       get(withQuery('/admin/payments', { partnerId: o.partner, status: o.status, refNum: o.ref, invoiceId: o.invoice, from: o.from, to: o.to, cursor: o.cursor })),
   },
   'deliveries list': {
-    synopsis: '[--partner ID] [--status pending|delivered|failed|canceled] [--cursor C]',
+    synopsis: '[--partner ID] [--status pending|succeeded|failed|canceled] [--cursor C]',
     options: ['partner', 'status', 'cursor'],
     request: (_, o) => get(withQuery('/admin/deliveries', { partnerId: o.partner, status: o.status, cursor: o.cursor })),
   },

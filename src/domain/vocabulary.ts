@@ -103,7 +103,11 @@ export type DiscrepancyStatus = (typeof DISCREPANCY_STATUSES)[number];
 export const RECONCILIATION_STATUSES = ['completed', 'partial'] as const;
 export type ReconciliationStatus = (typeof RECONCILIATION_STATUSES)[number];
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'canceled'] as const;
+/**
+ * A webhook delivery's status as the operator sees it, in the words of the partner's delivery log
+ * (`succeeded`, `failed`, `pending`), plus `canceled`: dropped unsent, its webhook deleted.
+ */
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'canceled'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** Every operator action the audit log records. */

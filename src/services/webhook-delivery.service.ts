@@ -9,7 +9,7 @@ import { parseTraceparent } from '../domain/trace-context.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 
-export type DeliveryResult = 'delivered' | 'retry' | 'failed';
+export type DeliveryResult = 'succeeded' | 'retry' | 'failed';
 
 export interface AttemptReport {
   result: DeliveryResult;
@@ -79,7 +79,7 @@ export function createWebhookDeliveryService(deps: {
     }
     const finished = await deps.deliveries.finish(claim, outcome, now());
     if (!finished.recorded) deps.onStaleLease?.('webhook_attempt', claim.id);
-    const result: DeliveryResult = outcome.succeeded ? 'delivered' : outcome.nextAttemptAt ? 'retry' : 'failed';
+    const result: DeliveryResult = outcome.succeeded ? 'succeeded' : outcome.nextAttemptAt ? 'retry' : 'failed';
     if (!outcome.succeeded) {
       const trace = deps.tracer?.active();
       deps.log.warn({ deliveryId: claim.id, webhookId: claim.webhookId, attempt: claim.attempt, error: outcome.error, result, traceId: trace?.traceId, spanId: trace?.spanId }, 'webhook delivery failed');

@@ -285,7 +285,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await page.click('#tab-deliveries');
     await page.fill('#del-partnerId', partner.id);
     await page.click('#deliveries-search');
-    const delivery = page.locator('#deliveries-table tr.delivery-row[data-status="delivered"]');
+    const delivery = page.locator('#deliveries-table tr.delivery-row[data-status="succeeded"]');
     await delivery.waitFor();
     await expect.poll(() => page.locator('#deliveries-table tr.delivery-row').count()).toBe(1);
     expect(await delivery.getAttribute('data-attempts')).toBe('1');
@@ -299,7 +299,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     await ctx.runJobs();
     await expect.poll(deliveredFor).toBe(2);
     await page.click('#deliveries-search');
-    await page.locator(`#deliveries-table tr.delivery-row[data-id="${deliveryId}"][data-status="delivered"][data-attempts="2"]`).waitFor();
+    await page.locator(`#deliveries-table tr.delivery-row[data-id="${deliveryId}"][data-status="succeeded"][data-attempts="2"]`).waitFor();
     await expectLocalTimes(page);
     // At a laptop's width every column is in view, and the URL reads in lines of many characters, not one.
     await page.setViewportSize({ width: 1280, height: 900 });
@@ -333,7 +333,7 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     expect(await redeliverEntry.getAttribute('data-operator')).toBe('admin');
     expect(await resolveEntry.locator('td.operator').textContent()).toBe('admin');
     expect(await resolveEntry.textContent()).toContain(note);
-    expect(await redeliverEntry.textContent()).toMatch(/status: delivered\s*→\s*pending/);
+    expect(await redeliverEntry.textContent()).toMatch(/status: succeeded\s*→\s*pending/);
     // Newest first: the redelivery came after the resolution.
     const actions = await page.$$eval('#audit-table tr.audit-row', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.action));
     expect(actions.indexOf('delivery.redeliver')).toBeLessThan(actions.indexOf('discrepancy.resolve'));

@@ -144,17 +144,25 @@ describe('webhook deliveries across partners', () => {
     const { items } = await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}`);
     expect(items).toHaveLength(1);
     const [delivery] = items;
-    expect(delivery).toMatchObject({ partnerId: partner.id, url: receiver.url, event: 'payment.confirmed', status: 'delivered', attempts: 1, lastStatusCode: 200, lastError: null });
+    expect(delivery).toMatchObject({ partnerId: partner.id, url: receiver.url, event: 'payment.confirmed', status: 'succeeded', attempts: 1, lastStatusCode: 200, lastError: null });
     expect((await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}&status=failed`)).items).toEqual([]);
+    // The partner's delivery log and the operator's say it with one word.
+    expect((await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}&status=succeeded`)).items.map((d) => d.id)).toEqual([delivery?.id]);
+    const partnerLog = await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/webhooks/${hook.json<{ id: string }>().id}/deliveries` });
+    expect(partnerLog.json<{ items: { status: string }[] }>().items.map((e) => e.status)).toEqual(['succeeded']);
+    expect((await admin('GET', `/admin/deliveries?status=delivered`)).statusCode).toBe(400);
+    expect((await ctx.admin.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^webhook_deliveries_total\{outcome="succeeded"\} [1-9]/m);
 
     const again = await admin('POST', `/admin/deliveries/${delivery?.id}/redeliver`, undefined, DORJ.token);
     expect(again.statusCode, again.body).toBe(200);
     expect(again.json()).toMatchObject({ id: delivery?.id, status: 'pending' });
     await ctx.runJobs();
     expect(receiver.received.filter((r) => r.body.includes(payment.id))).toHaveLength(2);
-    expect((await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}`)).items[0]).toMatchObject({ status: 'delivered', attempts: 2 });
+    expect((await getJson<DeliveryList>(`/admin/deliveries?partnerId=${partner.id}`)).items[0]).toMatchObject({ status: 'succeeded', attempts: 2 });
     const audit = await getJson<AuditList>(`/admin/audit?targetId=${delivery?.id}`);
-    expect(audit.items.map((e) => [e.operator, e.action])).toEqual([['dorj', 'delivery.redeliver']]);
+    expect(audit.items.map((e) => [e.operator, e.action, e.before, e.after])).toEqual([
+      ['dorj', 'delivery.redeliver', { status: 'succeeded', attempts: 1 }, { status: 'pending', attempts: 1 }],
+    ]);
 
     expect((await admin('POST', '/admin/deliveries/00000000-0000-4000-8000-000000000000/redeliver')).statusCode).toBe(404);
     const webhookId = hook.json<{ id: string }>().id;

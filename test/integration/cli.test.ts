@@ -150,7 +150,7 @@ describe('operator CLI (in-process)', () => {
       expect(again.out).toMatchObject({ id, status: 'pending' });
       await ctx.runJobs();
       expect(receiver.received.filter((r) => r.body.includes(payment.id))).toHaveLength(2);
-      expect((await cli('deliveries', 'list', '--partner', partner.id)).out).toMatchObject({ items: [{ id, status: 'delivered', attempts: 2 }] });
+      expect((await cli('deliveries', 'list', '--partner', partner.id)).out).toMatchObject({ items: [{ id, status: 'succeeded', attempts: 2 }] });
       const audit = (await cli('audit', '--target', id)).out as { items: { operator: string; action: string }[] };
       expect(audit.items.map((e) => [e.operator, e.action])).toEqual([['dorj', 'delivery.redeliver']]);
 
@@ -176,7 +176,7 @@ describe('operator CLI (in-process)', () => {
       [['partner', 'create', '--name', 'Enum Bank', '--qr-standard', 'qrcode'], 'qrStandard must be one of: qrpay, govstd'],
       [['partner', 'create', '--name', 'Enum Bank', '--env', 'staging'], 'environment must be one of: sandbox, production'],
       [['partner', 'set-qr-standard', partner.id, 'emvco'], 'qrStandard must be one of: qrpay, govstd'],
-      [['deliveries', 'list', '--status', 'sent'], 'status must be one of: pending, delivered, failed, canceled'],
+      [['deliveries', 'list', '--status', 'sent'], 'status must be one of: pending, succeeded, failed, canceled'],
       [['payments', 'search', '--status', 'paid'], 'status must be one of: pending, submitted, confirmed, failed, canceled'],
     ];
     for (const [argv, message] of cases) {

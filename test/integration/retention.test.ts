@@ -5,7 +5,7 @@ import { createIdempotencyRepository } from '../../src/db/repositories/idempoten
 import { createRetentionRepository } from '../../src/db/repositories/retention.repository.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { testConfig } from '../helpers/test-config.js';
-import type { DeliveryStatus } from '../../src/db/db.types.js';
+import type { StoredDeliveryStatus } from '../../src/db/db.types.js';
 import type { Job } from '../../src/jobs/job-runner.js';
 
 const DAY = 24 * 3600 * 1000;
@@ -37,7 +37,7 @@ function seeder(ctx: TestContext) {
         .executeTakeFirstOrThrow();
       return row.id;
     },
-    async delivery(webhookId: string, eventId: string, status: DeliveryStatus, attemptAgesMs: number[] = []): Promise<{ id: string; attempts: string[] }> {
+    async delivery(webhookId: string, eventId: string, status: StoredDeliveryStatus, attemptAgesMs: number[] = []): Promise<{ id: string; attempts: string[] }> {
       const d = await db
         .insertInto('webhook_deliveries')
         .values({ webhook_id: webhookId, event_id: eventId, status, next_attempt_at: ctx.now() })

@@ -11,9 +11,9 @@ describe('audit entries in the console', () => {
   });
 
   it('lists only the fields a change changed', () => {
-    expect(auditChange({ action: 'delivery.redeliver', before: { status: 'delivered', attempts: 1 }, after: { status: 'pending', attempts: 1 } })).toEqual({
+    expect(auditChange({ action: 'delivery.redeliver', before: { status: 'succeeded', attempts: 1 }, after: { status: 'pending', attempts: 1 } })).toEqual({
       kind: 'changes',
-      changes: [{ key: 'status', before: 'delivered', after: 'pending' }],
+      changes: [{ key: 'status', before: 'succeeded', after: 'pending' }],
     });
     expect(auditChange({ action: 'partner.update', before: null, after: null })).toEqual({ kind: 'none' });
     expect(auditValue(null)).toBe('∅');

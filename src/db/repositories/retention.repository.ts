@@ -1,9 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../database.js';
-import type { DeliveryStatus } from '../db.types.js';
+import type { StoredDeliveryStatus } from '../db.types.js';
 
 /** Deliveries nothing will send again; anything else (pending, or a state added later) is kept. */
-const TERMINAL: readonly DeliveryStatus[] = ['delivered', 'failed', 'canceled'];
+const TERMINAL: readonly StoredDeliveryStatus[] = ['delivered', 'failed', 'canceled'];
 
 export interface RetentionCutoffs {
   /** Attempts of finished deliveries created before this go. */

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database } from '../db.types.js';
+import type { Database, StoredDeliveryStatus } from '../db.types.js';
 import type { Db } from '../database.js';
 import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus, type WebhookDisabledReason } from '../../domain/vocabulary.js';
@@ -178,6 +178,10 @@ export function waitingPast(d: string, at: Date): RawBuilder<boolean> {
   )))`;
 }
 
+/** The stored status in the words of both APIs (StoredDeliveryStatus says why they differ). */
+const shownStatus = sql<DeliveryStatus>`CASE d.status WHEN 'delivered' THEN 'succeeded' ELSE d.status END`.as('status');
+const storedStatus = (status: DeliveryStatus): StoredDeliveryStatus => (status === 'succeeded' ? 'delivered' : status);
+
 /** Deliveries as the operator lists them, each with its latest attempt's answer. */
 const logRows = (executor: Kysely<Database>) =>
   executor
@@ -189,7 +193,7 @@ const logRows = (executor: Kysely<Database>) =>
       (join) => join.onTrue(),
     )
     .select([
-      'd.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'e.event', 'd.event_id', 'd.status', 'd.attempts',
+      'd.id', 'd.webhook_id', 'w.partner_id', 'w.url', 'e.event', 'd.event_id', shownStatus, 'd.attempts',
       'last.status_code as last_status_code', 'last.error as last_error', 'd.next_attempt_at', 'd.delivered_at', 'd.created_at',
       'w.disabled_reason as webhook_disabled_reason',
     ]);
@@ -352,7 +356,7 @@ function deliveryLog(db: Db) {
     async listLog(filter: { partnerId?: string; status?: DeliveryStatus }, after: string | null, limit: number): Promise<DeliveryLogRow[]> {
       let q = logRows(db).orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit);
       if (filter.partnerId) q = q.where('w.partner_id', '=', filter.partnerId);
-      if (filter.status) q = q.where('d.status', '=', filter.status);
+      if (filter.status) q = q.where('d.status', '=', storedStatus(filter.status));
       if (after) q = q.where(sql<boolean>`(d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = ${after}::uuid)`);
       return q.execute();
     },
