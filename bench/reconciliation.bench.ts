@@ -22,6 +22,7 @@ import { createAuditRepository } from '../src/db/repositories/audit.repository.j
 import { createPaymentResolver } from '../src/services/payment-resolution.service.js';
 import { createReconciliationService } from '../src/services/reconciliation.service.js';
 import { financeDayBounds } from '../src/domain/finance-day.js';
+import { systemClock } from '../src/domain/clock.port.js';
 import { SOURCES, type Source } from '../src/domain/vocabulary.js';
 import type { MinistryAdapter, MinistryAdapters, SettlementEntry } from '../src/adapters/ministry/ministry.types.js';
 
@@ -91,22 +92,23 @@ function adaptersFor(files: Record<Source, SettlementEntry[]>): MinistryAdapters
 async function measure(db: Db) {
   const files = await settlementFiles(db);
   const ministries = adaptersFor(files);
-  const payments = createPaymentRepository(db);
-  const events = createEventRepository({ firstAttemptDelayMs: 0 });
+  const payments = createPaymentRepository(db, systemClock);
+  const events = createEventRepository({ now: systemClock, firstAttemptDelayMs: 0 });
   const cancellations = createMinistryCancellationRepository(db);
   const resolver = createPaymentResolver({
     payments,
-    invoices: createInvoiceRepository(db),
+    invoices: createInvoiceRepository(db, systemClock),
     events,
     ministries,
     // confirm() is all reconciliation uses; it never submits, ends or cancels.
     submitter: { submit: () => Promise.reject(new Error('unused')), neverReceived: () => Promise.reject(new Error('unused')) },
-    ender: createPaymentEnder({ payments, events, cancellations, expiryMs: 3_600_000 }),
+    ender: createPaymentEnder({ payments, events, cancellations, expiryMs: 3_600_000, now: systemClock }),
     cancellations,
     ministryCancellation: { attempt: () => Promise.reject(new Error('unused')) },
     expiryMs: 3_600_000,
     unknownOutcomeMs: 3_600_000,
     cancelGraceMs: 0,
+    now: systemClock,
   });
   const service = createReconciliationService({
     reconciliations: createReconciliationRepository(db),
@@ -115,6 +117,7 @@ async function measure(db: Db) {
     audit: createAuditRepository(db),
     settings: { scheduleAtMinutes: 120, retryMs: 60_000, leaseMs: 300_000, waitMs: 0 },
     log: { info: () => undefined, warn: (o: unknown) => console.warn(o), error: (o: unknown) => console.error(o) },
+    now: systemClock,
   });
   let peakHeap = 0;
   const sampler = setInterval(() => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)), 20);

@@ -14,6 +14,7 @@ import { createPaymentRepository } from '../src/db/repositories/payment.reposito
 import { createReportRepository } from '../src/db/repositories/report.repository.js';
 import { createRetentionRepository } from '../src/db/repositories/retention.repository.js';
 import { createWebhookDeliveryRepository } from '../src/db/repositories/webhook-delivery.repository.js';
+import { systemClock } from '../src/domain/clock.port.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -31,13 +32,13 @@ function steps(partnerId: string, webhookId: string, settledIds: string[], lastO
   return [
     ['GET /reports/summary', (db) => createReportRepository(db).summary(partnerId, new Date())],
     ['GET /reports/payments page 1: position', (db) => createReportRepository(db).paymentPosition(partnerId, 0)],
-    ['GET /reports/payments page 1: rows', (db) => createPaymentRepository(db).listForPartnerBefore(partnerId, new Date(Date.now() + DAY), 0, 20)],
+    ['GET /reports/payments page 1: rows', (db) => createPaymentRepository(db, systemClock).listForPartnerBefore(partnerId, new Date(Date.now() + DAY), 0, 20)],
     ['GET /reports/payments last page: position', (db) => createReportRepository(db).paymentPosition(partnerId, lastOffset)],
-    ['POST /payments/report: settlement ownership', (db) => createPaymentRepository(db).ownSettledIds(partnerId, settledIds)],
+    ['POST /payments/report: settlement ownership', (db) => createPaymentRepository(db, systemClock).ownSettledIds(partnerId, settledIds)],
     ['GET /webhooks/{id}/deliveries', (db) => createWebhookDeliveryRepository(db).listAttempts(webhookId, 50)],
     ['admin GET /metrics: payments by status', (db) => createReportRepository(db).paymentsByStatus()],
     ['admin GET /metrics: pending deliveries', (db) => createWebhookDeliveryRepository(db).countPending()],
-    ['confirmation claim', (db) => createPaymentRepository(db).claimDue(new Date(), lease(), limits)],
+    ['confirmation claim', (db) => createPaymentRepository(db, systemClock).claimDue(new Date(), lease(), limits)],
     ['owed ministry cancellations claim', (db) => createMinistryCancellationRepository(db).claimDue(new Date(), lease(), limits)],
     ['webhook delivery claim', (db) => createWebhookDeliveryRepository(db).claimDue(new Date(), lease(), claimLimits)],
     ['counter roll-up', (db) => createCounterRepository(db).rollup(5000)],

@@ -15,6 +15,7 @@ import { createWebhookDeliveryRepository } from '../src/db/repositories/webhook-
 import { createRetentionRepository } from '../src/db/repositories/retention.repository.js';
 import { createIdempotencyRepository } from '../src/db/repositories/idempotency.repository.js';
 import { createInvoiceRepository } from '../src/db/repositories/invoice.repository.js';
+import { systemClock } from '../src/domain/clock.port.js';
 
 const ROWS = Number(process.argv.find((a) => a.startsWith('--rows='))?.slice(7) ?? 2_000_000);
 const RUNS = 20;
@@ -81,12 +82,12 @@ async function time(label: string, run: () => Promise<unknown>): Promise<{ label
 }
 
 async function measure(db: Db) {
-  const payments = createPaymentRepository(db);
+  const payments = createPaymentRepository(db, systemClock);
   const cancellations = createMinistryCancellationRepository(db);
   const deliveries = createWebhookDeliveryRepository(db);
   const retention = createRetentionRepository(db);
   const idempotency = createIdempotencyRepository(db);
-  const invoices = createInvoiceRepository(db);
+  const invoices = createInvoiceRepository(db, systemClock);
   const partner = '00000000-0000-4000-8000-000000000007';
   const ownIds = Array.from({ length: 300 }, (_, i) => `20000000-0000-4000-8000-${(7 + i * 200).toString(16).padStart(12, '0')}`);
   const limits = { mof: 4, etax: 4, police: 4 };

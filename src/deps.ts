@@ -82,8 +82,9 @@ export interface DepsOptions {
   logger?: PinoLogger;
   /** PostgreSQL schema, for test isolation. */
   dbSchema?: string;
-  now?: Clock;
-  /** Rate-limiter clock in epoch ms; defaults to `now`, else Date.now (memory) or the Redis server clock. */
+  /** Replaces the database's clock everywhere, the rate limiters' too: a test moves it forward. */
+  testClock?: Clock;
+  /** Rate-limiter clock in epoch ms; defaults to `testClock`, else Date.now (memory) or the Redis server clock. */
   rateLimitClock?: () => number;
   /** Put before the rate limiters' Redis keys: a test that moves their clock keeps its own counts. */
   rateLimitNamespace?: string;
@@ -95,6 +96,10 @@ export interface DepsOptions {
   asyncContext?: AsyncContext;
 }
 
+function epochMs(clock: Clock | undefined): (() => number) | undefined {
+  return clock ? () => clock().getTime() : undefined;
+}
+
 /**
  * Plain factories wired by hand, one area after the other in the order they depend on each
  * other: every dependency is explicit and replaceable in tests.
@@ -102,13 +107,13 @@ export interface DepsOptions {
 export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
   const data = await createData(config, opts);
   // Leases and due times are compared on the database's clock, the same for every instance.
-  const now = opts.now ?? data.clock;
+  const now = opts.testClock ?? data.clock;
   const { db, logger, metrics, onStaleLease } = data;
   const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, tracer: data.tracer, now });
   const checks = { limits: ministries.confirmLimits, slots: ministries.checkSlots };
   const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, leases: data.leases, checks, ministryUrls: opts.ministryUrls, tracer: data.tracer, now });
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
-  const access = await createAccess(config, { db, logger, metrics, now: opts.now, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace });
+  const access = await createAccess(config, { db, logger, metrics, now, rateLimitClock: opts.rateLimitClock ?? epochMs(opts.testClock), rateLimitNamespace: opts.rateLimitNamespace });
   const webhooks = createWebhooks(config, { ...data, now });
   const pushes = await createPushes(config, { ...data, now });
   const services: AppServices = {

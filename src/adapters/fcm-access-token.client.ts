@@ -2,7 +2,7 @@ import { createSign } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { request } from 'undici';
 import { readBoundedText, ResponseTooLargeError } from './bounded-body.helper.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 /** The scope FCM HTTP v1 asks of an OAuth access token. */
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
@@ -75,8 +75,8 @@ export function serviceAccountAssertion(account: ServiceAccount, at: Date): stri
  * Access tokens minted from a service account and kept until shortly before they expire; one
  * mint at a time, shared by the sends that wait for it.
  */
-export function serviceAccountAccessTokens(account: ServiceAccount, opts: { timeoutMs: number; now?: Clock }): AccessTokenSource {
-  const now = opts.now ?? systemClock;
+export function serviceAccountAccessTokens(account: ServiceAccount, opts: { timeoutMs: number; now: Clock }): AccessTokenSource {
+  const { now } = opts;
   let current: { token: string; refreshAt: number } | null = null;
   let minting: Promise<string> | null = null;
 

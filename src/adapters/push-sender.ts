@@ -86,7 +86,7 @@ export function createFcmPushSender(settings: { projectId: string; tokens: Acces
  * FCM when a project and a credential are configured: a service account key (its tokens minted and
  * renewed here), or else a static access token. Otherwise nothing leaves the process.
  */
-export async function createPushSender(settings: FcmSettings, deps: { log: Logger; timeoutMs: number; now?: Clock }): Promise<PushSender> {
+export async function createPushSender(settings: FcmSettings, deps: { log: Logger; timeoutMs: number; now: Clock }): Promise<PushSender> {
   const account = settings.serviceAccountFile ? await loadServiceAccount(settings.serviceAccountFile) : null;
   const projectId = settings.projectId ?? account?.projectId ?? null;
   const tokens = account ? serviceAccountAccessTokens(account, { timeoutMs: deps.timeoutMs, now: deps.now }) : settings.accessToken ? staticAccessToken(settings.accessToken) : null;

@@ -11,8 +11,9 @@ export interface AccessDeps {
   db: Db;
   logger: PinoLogger;
   metrics: Metrics;
-  now?: Clock;
-  /** Rate-limiter clock in epoch ms; defaults to `now`. */
+  /** The database's clock: a rotated key's grace ends at the same moment on every instance. */
+  now: Clock;
+  /** Rate-limiter clock in epoch ms; by default Date.now in memory, the Redis server's clock on Redis. */
   rateLimitClock?: () => number;
   rateLimitNamespace?: string;
 }
@@ -21,10 +22,6 @@ export interface AccessDeps {
 export interface Access {
   partners: PartnerService;
   rateLimiters: RateLimiters;
-}
-
-function epochMs(now: (() => Date) | undefined): (() => number) | undefined {
-  return now ? () => now().getTime() : undefined;
 }
 
 function createPartners(config: Config, deps: Pick<AccessDeps, 'db' | 'now'>): PartnerService {
@@ -40,7 +37,7 @@ function createPartners(config: Config, deps: Pick<AccessDeps, 'db' | 'now'>): P
 export async function createAccess(config: Config, deps: AccessDeps): Promise<Access> {
   const rateLimiters = await createRateLimitersFromConfig(config, {
     log: deps.logger,
-    clock: deps.rateLimitClock ?? epochMs(deps.now),
+    clock: deps.rateLimitClock,
     keyNamespace: deps.rateLimitNamespace,
     counters: { rejections: deps.metrics.rateLimitRejections, storeErrors: deps.metrics.rateLimitStoreErrors },
   });

@@ -31,7 +31,7 @@ export interface BackOfficeDeps {
   onStaleLease: StaleLeaseReport;
   /** Wrong operator tokens per client address. */
   operatorAuthFailures: RateLimitService;
-  now?: Clock;
+  now: Clock;
 }
 
 export interface BackOffice {

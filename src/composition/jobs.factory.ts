@@ -30,7 +30,7 @@ export interface JobsDeps {
   webhooks: Pick<Webhooks, 'job' | 'repo'>;
   pushes: Pushes;
   reconciliation: ReconciliationService;
-  now?: Clock;
+  now: Clock;
 }
 
 function confirmationJob(config: Config, deps: JobsDeps): Job {

@@ -32,7 +32,7 @@ function createConfirmLimits(config: Config, metrics: Metrics): Record<Source, A
   return limits;
 }
 
-export function createMinistries(config: Config, deps: { urls: Record<Source, string>; metrics: Metrics; tracer: Tracer; now?: Clock }): Ministries {
+export function createMinistries(config: Config, deps: { urls: Record<Source, string>; metrics: Metrics; tracer: Tracer; now: Clock }): Ministries {
   const { tracer } = deps;
   // The partners' requests keep the 16 connections they had beside the background checks at their cap.
   const upstream = createMinistryAdapters({

@@ -20,7 +20,7 @@ import type { Clock } from '../domain/clock.port.js';
 import { leasePolicyOf } from './data.factory.js';
 
 /** Invoice and payment rows behind the invoice cache, with the cache's own Redis bus when there is one. */
-export async function createInvoiceStores(config: Config, deps: { db: Db; logger: PinoLogger; now?: Clock }) {
+export async function createInvoiceStores(config: Config, deps: { db: Db; logger: PinoLogger; now: Clock }) {
   const invoiceRepo = createInvoiceRepository(deps.db, deps.now);
   const paymentRepo = createPaymentRepository(deps.db, deps.now);
   const localCache = createInvoiceCache(config.invoiceCache);
@@ -47,7 +47,7 @@ export interface PaymentFlowDeps {
   logger: PinoLogger;
   metrics: Metrics;
   onStaleLease: StaleLeaseReport;
-  now?: Clock;
+  now: Clock;
 }
 
 /** A payment's way through the ministry: submit, check, resolve, and the cancellations owed to it. */

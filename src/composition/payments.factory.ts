@@ -38,7 +38,7 @@ export interface PaymentsDeps {
   /** The simulator's control API, for the sandbox's approve. */
   ministryUrls: Record<Source, string>;
   tracer: Tracer;
-  now?: Clock;
+  now: Clock;
 }
 
 interface PaymentServiceParts {
@@ -53,7 +53,7 @@ interface PaymentServiceParts {
   leases: LeasePolicy;
   checks: PaymentsDeps['checks'];
   tracer: Tracer;
-  now?: Clock;
+  now: Clock;
 }
 
 function liveCheckOf(config: Config, parts: PaymentServiceParts) {
@@ -102,7 +102,7 @@ function paymentService(config: Config, parts: PaymentServiceParts) {
   return { payments, idempotency };
 }
 
-function sandboxServices(config: Config, parts: { stores: InvoiceStores; ministries: MinistryAdapters; ministryUrls: Record<Source, string>; now?: Clock }): { sandbox?: SandboxService } {
+function sandboxServices(config: Config, parts: { stores: InvoiceStores; ministries: MinistryAdapters; ministryUrls: Record<Source, string>; now: Clock }): { sandbox?: SandboxService } {
   if (!sandboxEnabled(config.appEnv)) return {};
   const { stores, ministries, now } = parts;
   const simulator = createSimulatorControlClient({ baseUrl: parts.ministryUrls.mof, timeoutMs: config.ministryTimeoutMs });

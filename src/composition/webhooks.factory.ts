@@ -17,7 +17,7 @@ import { webhookTargetPolicy } from '../domain/webhook-target.js';
 import type { Clock } from '../domain/clock.port.js';
 import type { Data } from './data.factory.js';
 
-export type WebhooksDeps = Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'priority' | 'onStaleLease' | 'leases' | 'tracer'> & { now?: Clock };
+export type WebhooksDeps = Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'priority' | 'onStaleLease' | 'leases' | 'tracer'> & { now: Clock };
 
 /** The outbox's delivery: its HTTP client, the per-attempt service and the job that drives them. */
 function createWebhookDelivery(config: Config, cipher: SecretCipher, deps: WebhooksDeps) {

@@ -13,7 +13,7 @@ import type { Logger } from '../domain/logger.port.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { parseTraceparent } from '../domain/trace-context.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export interface PaymentConfirmationJobDeps {
   payments: PaymentRepository;
@@ -40,7 +40,7 @@ export interface PaymentConfirmationJobDeps {
   log: Logger;
   /** Errors that only say the database is away are its to log (once per outage). */
   outage?: DatabaseOutage;
-  now?: Clock;
+  now: Clock;
   /** A check outlived its lease and another instance took the payment: its reschedule was refused. */
   onStaleLease?: StaleLeaseReport;
   /** Called after a check resolved a payment (a confirmation wrote an outbox row): the webhook job delivers it now. */
@@ -95,7 +95,7 @@ function ministryClaim(deps: PaymentConfirmationJobDeps) {
  * fewer when its latency climbs or its calls fail.
  */
 export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): Job {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const elapsed = deps.elapsed ?? (() => performance.now());
   // Due a little early, so the pass one interval later always finds it due.
   const slackMs = Math.floor(deps.schedule.intervalMs / 10);

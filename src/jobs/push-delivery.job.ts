@@ -18,7 +18,7 @@ export interface PushDeliveryJobDeps {
   limits: { total: number; perPartner: number };
   log: Logger;
   outage?: DatabaseOutage;
-  now?: Clock;
+  now: Clock;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Job } from './job-runner.js';
 import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
 import type { RetentionRepository } from '../db/repositories/retention.repository.js';
 import type { Logger } from '../domain/logger.port.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export interface RetentionSettings {
   sweepMs: number;
@@ -25,9 +25,9 @@ export function createRetentionSweepJob(deps: {
   /** A pass past this is abandoned (Job.deadlineMs). */
   deadlineMs?: number;
   log: Logger;
-  now?: Clock;
+  now: Clock;
 }): Job {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const { settings } = deps;
   return {
     name: 'retention-sweep',

@@ -39,7 +39,7 @@ export interface WebhookDeliveryJobDeps {
   outage?: DatabaseOutage;
   /** Runs a pass as background work (WorkPriority), wherever the nudge came from. */
   background?: <T>(fn: () => Promise<T>) => Promise<T>;
-  now?: Clock;
+  now: Clock;
 }
 
 function countBy(claims: Iterable<ClaimedDelivery>, key: (c: ClaimedDelivery) => string): Map<string, number> {

@@ -1,7 +1,7 @@
 import type { Job } from './job-runner.js';
 import type { WebhookRepository } from '../db/repositories/webhook.repository.js';
 import type { Logger } from '../domain/logger.port.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 /** Most webhooks disabled in one pass; more wait for the next. */
 const BATCH = 100;
@@ -19,9 +19,9 @@ export function createWebhookHealthJob(deps: {
   /** A pass past this is abandoned (Job.deadlineMs). */
   deadlineMs?: number;
   log: Logger;
-  now?: Clock;
+  now: Clock;
 }): Job {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   return {
     name: 'webhook-health',
     intervalMs: deps.intervalMs,

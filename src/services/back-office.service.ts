@@ -9,7 +9,7 @@ import type { AuditRepository } from '../db/repositories/audit.repository.js';
 import type { AdminDeliveryView, AdminPaymentDetailView, DiscrepancyView, PushCountsView } from '../schemas/back-office.schema.js';
 import { auditView, deliveryProgress, deliveryView, paymentView, timelineEntryView } from './back-office.view.js';
 import { discrepancyView, runView } from './reconciliation.view.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
 
 export { runView } from './reconciliation.view.js';
@@ -20,7 +20,7 @@ export interface BackOfficeDeps {
   pushes: Pick<PushDeliveryRepository, 'countByStatus'>;
   reconciliations: ReconciliationRepository;
   audit: AuditRepository;
-  now?: Clock;
+  now: Clock;
   /** Called when a delivery was queued again: the webhook job sends it now. */
   onRedeliver?: () => void;
 }
@@ -41,7 +41,7 @@ function page<R, V>(rows: R[], view: (r: R) => V, cursorOf: (r: R) => string) {
 
 /** The operator's reads across partners, and the actions that leave an audit entry. */
 export function createBackOfficeService(deps: BackOfficeDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
 
   /** The audit entry of an operator's action, to write in the action's own transaction. */
   function audit(operator: string, action: AuditAction, targetType: string, targetId: string, before: object | null, after: object | null): (uow: UnitOfWork) => Promise<void> {

@@ -1,14 +1,14 @@
 import type { Static } from 'typebox';
 import type { DeviceBody } from '../schemas/device.schema.js';
 import type { DeviceRepository } from '../db/repositories/device.repository.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 import type { Platform } from '../domain/vocabulary.js';
 
 type DeviceView = Static<typeof DeviceBody>;
 
 /** Devices of the partners' end users; pushes to them go out through the push delivery job. */
-export function createDeviceService(deps: { devices: DeviceRepository; now?: Clock }) {
-  const now = deps.now ?? systemClock;
+export function createDeviceService(deps: { devices: DeviceRepository; now: Clock }) {
+  const { now } = deps;
   return {
     /** Upsert on (partner, userId, fcmToken); `created` tells a new device from a known one. */
     async register(partnerId: string, input: { userId: string; fcmToken: string; platform: Platform }): Promise<{ created: boolean; device: DeviceView }> {

@@ -6,7 +6,7 @@ import { SOURCES, type Source } from '../domain/vocabulary.js';
 import type { InvoiceBody, InvoiceListBody } from '../schemas/invoice.schema.js';
 import { sharedInvoiceView, sumAmounts, toInvoiceView } from './invoice.view.js';
 import type { Logger } from '../domain/logger.port.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 /** Asks every ministry system at once: the answers of those that answered, and those that failed (logged). */
 async function fanOut<T>(log: Logger, call: (source: Source) => Promise<T>) {
@@ -88,9 +88,9 @@ async function storeFound(deps: StoreDeps, found: UpstreamInvoice): Promise<Invo
 
 export function createInvoiceService(deps: StoreDeps & {
   ministries: MinistryAdapters;
-  now?: Clock;
+  now: Clock;
 }) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
 
   /**
    * The rows this partner may be shown: not the sandbox invoices another partner planted, which the

@@ -3,7 +3,7 @@ import type { MinistryCancellationRepository, MinistryCancellationRow } from '..
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { CancellationKind, StaleLeaseReport } from '../domain/vocabulary.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export interface MinistryCancellationServiceDeps {
   cancellations: MinistryCancellationRepository;
@@ -14,7 +14,7 @@ export interface MinistryCancellationServiceDeps {
   /** An attempt outlived its claim and another instance took the row: its failure was not recorded. */
   onStaleLease?: StaleLeaseReport;
   log: Logger;
-  now?: Clock;
+  now: Clock;
 }
 
 /**
@@ -24,7 +24,7 @@ export interface MinistryCancellationServiceDeps {
  * settle an invoice, and no partner's cancel is left half done.
  */
 export function createMinistryCancellationService(deps: MinistryCancellationServiceDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const backoff = checkBackoff(deps.schedule);
 
   return {

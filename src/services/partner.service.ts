@@ -5,7 +5,7 @@ import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnv
 import type { KeyLookupRow, PartnerPatch, PartnerRateLimits, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';
 import type { AlsoInTransaction } from '../db/unit-of-work.js';
 import type { AppEnv, KeyEnvironment, QrStandard } from '../domain/vocabulary.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export type Partner = PartnerRow;
 
@@ -48,7 +48,7 @@ interface FetchContext {
 const freshFor = (ms: number) => Math.max(Math.ceil(ms) - 1, 1);
 
 /** Keys checked against the database, kept for up to the TTL (see lookup), and how a change here forgets them. */
-function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: number; now?: Clock }, accepted: KeyEnvironment) {
+function verifiedKeys(deps: { partners: PartnerRepository; authCacheTtlMs?: number; now: Clock }, accepted: KeyEnvironment) {
   const ttl = deps.authCacheTtlMs ?? 0;
   const injected = deps.now;
   // Read on every request: without an injected clock, no Date is built for it.
@@ -125,11 +125,11 @@ export function createPartnerService(deps: {
   keyRotationGraceMs: number;
   /** How long a verified key is trusted without a database read; 0 disables the cache. */
   authCacheTtlMs?: number;
-  now?: Clock;
+  now: Clock;
   /** Makes each new key; the domain's random generator unless a test needs to know the next one. */
   generateKey?: (environment: KeyEnvironment) => string;
 }) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const accepted = acceptedKeyEnvironment(deps.appEnv);
   const generateKey = deps.generateKey ?? generateApiKey;
 

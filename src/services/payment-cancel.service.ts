@@ -3,7 +3,7 @@ import { IllegalTransitionError } from '../domain/payment-transitions.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 import type { Source } from '../domain/vocabulary.js';
 
 export interface PaymentCancelDeps {
@@ -14,7 +14,7 @@ export interface PaymentCancelDeps {
   attempt(row: { payment_id: string; source: Source; ref_num: string; attempts: number; kind: 'partner' }): Promise<boolean>;
   /** How long the request has to finish its own attempt before the job may take the intent. */
   graceMs: number;
-  now?: Clock;
+  now: Clock;
 }
 
 /**
@@ -25,7 +25,7 @@ export interface PaymentCancelDeps {
  * makes the move.
  */
 export function createPaymentCancelService(deps: PaymentCancelDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
 
   return {
     async cancel(partnerId: string, id: string): Promise<{ id: string; canceled: true }> {

@@ -4,7 +4,7 @@ import type { MinistryCancellationRepository } from '../db/repositories/ministry
 import type { UnitOfWork } from '../db/unit-of-work.js';
 import { PAYMENT_ENDINGS, type PaymentChange, type PaymentEvent } from '../domain/payment-transitions.js';
 import type { CancellationKind } from '../domain/vocabulary.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export interface PaymentEnderDeps {
   payments: PaymentRepository;
@@ -12,7 +12,7 @@ export interface PaymentEnderDeps {
   cancellations: MinistryCancellationRepository;
   /** The expiry rule's age, recorded in an expired payment's timeline. */
   expiryMs: number;
-  now?: Clock;
+  now: Clock;
 }
 
 /** The cancels recorded as intents before the ministry is asked, and the move that finishes each. */
@@ -39,7 +39,7 @@ function endingEvent(event: PaymentEvent, payment: PaymentRow): OutboxEvent | nu
  * nothing to move and writes no event).
  */
 export function createPaymentEnder(deps: PaymentEnderDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
 
   const intentMoves: Record<CancelIntentKind, { event: PaymentEvent; why: PaymentChange }> = {
     partner: { event: 'partner_canceled', why: { cause: 'partner_request', detail: { ministry: 'canceled' } } },

@@ -6,7 +6,7 @@ import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
 import type { Source, StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Logger } from '../domain/logger.port.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export interface LiveCheckDeps {
   payments: PaymentRepository;
@@ -28,7 +28,7 @@ export interface LiveCheckDeps {
   pollMs?: number;
   log: Logger;
   onStaleLease?: StaleLeaseReport;
-  now?: Clock;
+  now: Clock;
   /** Monotonic milliseconds for the deadlines; the injected clock may jump. */
   elapsed?: () => number;
 }
@@ -96,7 +96,7 @@ async function takeSlot(deps: LiveCheckDeps, elapsed: () => number, source: Sour
  * lease with the token; true when the ministry answered and the lease was still ours.
  */
 async function askUnderLease(deps: LiveCheckDeps, claim: StatusCheckClaim, flight: Flight, inFlight: number, mark: () => number): Promise<boolean> {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   let answered = false;
   // The system's limit learns from the ministry's answer alone (MinistryAnswerReport).
   const onAnswer: MinistryAnswerReport = ({ latencyMs, ok }) => {
@@ -177,7 +177,7 @@ async function fly(deps: LiveCheckDeps, clocks: FlightClocks, id: string, source
  * out (its lease), then this read's check follows. A check waits up to `slotWaitMs` for a slot.
  */
 export function createPaymentLiveCheck(deps: LiveCheckDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const elapsed = deps.elapsed ?? (() => performance.now());
   const flights = new Map<string, Flight>();
   // Orders reads' arrivals and checks' calls on this instance.

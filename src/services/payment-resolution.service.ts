@@ -10,7 +10,7 @@ import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import type { PaymentEnder } from './payment-end.service.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export interface PaymentResolverDeps {
   payments: PaymentRepository;
@@ -29,7 +29,7 @@ export interface PaymentResolverDeps {
   unknownOutcomeMs: number;
   /** How long a check has to make its own expiry cancel before the job may take the intent over. */
   cancelGraceMs: number;
-  now?: Clock;
+  now: Clock;
   /** Monotonic milliseconds for the ministry's answer time; the injected clock may jump. */
   elapsed?: () => number;
   /** A payment was confirmed `lagMs` after the ministry approved it (for the latency metric). */
@@ -97,7 +97,7 @@ const expiryOf = (payment: PaymentRow, defaultMs: number): number => payment.exp
  * the transition table, so no payment stays unresolved for ever or holds invoices it cannot pay.
  */
 export function createPaymentResolver(deps: PaymentResolverDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const elapsed = deps.elapsed ?? (() => performance.now());
   const { expire, canceledAtMinistry } = ministryCancels(deps, now);
 

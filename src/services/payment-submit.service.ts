@@ -9,7 +9,7 @@ import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import { UpstreamUnavailableError } from '../domain/errors.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';
 import type { Logger } from '../domain/logger.port.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 const LINKED_INVOICE_TAKEN = 'An invoice the ministry settles together with this one is already being paid or is paid';
 const LINKED_INVOICE_UNKNOWN = 'An invoice the ministry settles together with this one is unknown to the ministry system';
@@ -24,7 +24,7 @@ export interface PaymentSubmitterDeps {
   cancellations: MinistryCancellationRepository;
   ministryCancellation: MinistryCancellationService;
   log: Logger;
-  now?: Clock;
+  now: Clock;
 }
 
 type SubmitStores = Pick<PaymentSubmitterDeps, 'payments' | 'invoices' | 'events' | 'ministries' | 'cancellations'>;
@@ -119,7 +119,7 @@ async function failNeverKnown(deps: PaymentSubmitterDeps, payment: PaymentRow, r
  * payment is refused and, in the same transaction, a cancellation at the ministry is owed.
  */
 export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
 
   async function refuse(payment: PaymentRow, event: PaymentEvent, reason: string, why: PaymentChange): Promise<void> {
     await deps.payments.transaction(async (uow) => {

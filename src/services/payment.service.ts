@@ -14,7 +14,7 @@ import type { AuthenticatedPartner } from './partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { billNumberFor, type QrBuildInput, type QrService } from './qr.service.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 import { EmvcoPayloadError } from '../domain/emvco-qr.js';
 import type { QrStandard, StaleLeaseReport } from '../domain/vocabulary.js';
 
@@ -48,7 +48,7 @@ export interface PaymentServiceDeps {
   onStaleLease?: StaleLeaseReport;
   /** The request's trace, stored with a new payment so its background work continues it. */
   tracer?: Tracer;
-  now?: Clock;
+  now: Clock;
   /** Monotonic milliseconds for a read's deadline; the injected clock may jump. */
   elapsed?: () => number;
   /** A new payment's id; it is chosen before the insert because the QR payload carries it. */
@@ -142,7 +142,7 @@ type Execute = (partner: AuthenticatedPartner, input: CreateInput, lease: Idempo
 
 /** A payment's creation: a new pending payment sent to its ministry, or one a key's earlier request left pending. */
 function paymentCreation(deps: PaymentServiceDeps): Execute {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const newId = deps.newId ?? randomUUID;
   // A pending payment is left alone while the request that made it may still submit it: the lease
   // on a request's key covers its reads, the insert, the submit and the writes that record it.
@@ -227,7 +227,7 @@ function replayOf(answer: Extract<IdempotencyAnswer, { kind: 'replay' }>): Creat
  * VM) and lost the key to a retry changes nothing and answers as the retry did.
  */
 function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
 
   /** False when the key was taken over; a release that failed (the database is away) leaves the key to its lease. */
   async function releaseOrLeave(lease: IdempotencyLease): Promise<boolean> {
@@ -273,7 +273,7 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
 }
 
 export function createPaymentService(deps: PaymentServiceDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const elapsed = deps.elapsed ?? (() => performance.now());
   const readWithinMs = deps.ministryTimeoutMs + 1000 - READ_ANSWER_MARGIN_MS;
   const execute = paymentCreation(deps);

@@ -5,7 +5,7 @@ import type { Logger } from '../domain/logger.port.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { parseTraceparent } from '../domain/trace-context.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 /** What the end user's phone shows for an event; the data lets the partner's app open the payment. */
 function messageFor(claim: ClaimedPush) {
@@ -36,11 +36,11 @@ export interface PushDeliveryServiceDeps {
   onResult?: (result: PushResult) => void;
   /** Each attempt is a span of the trace of the request that created its payment. */
   tracer?: Tracer;
-  now?: Clock;
+  now: Clock;
 }
 
 export function createPushDeliveryService(deps: PushDeliveryServiceDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const backoff = listBackoff(deps.retryScheduleMs);
 
   function traced<T>(claim: ClaimedPush, fn: () => Promise<T>): Promise<T> {

@@ -8,7 +8,7 @@ import type { SourceOutcome } from '../db/db.types.js';
 import type { AuditRepository } from '../db/repositories/audit.repository.js';
 import type { PaymentResolver } from './payment-resolution.service.js';
 import type { Logger } from '../domain/logger.port.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 import { runTotals } from './reconciliation.view.js';
 
 export interface ReconciliationSettings {
@@ -29,7 +29,7 @@ export interface ReconciliationDeps {
   audit: AuditRepository;
   settings: ReconciliationSettings;
   log: Logger;
-  now?: Clock;
+  now: Clock;
   /** Called when a reconciliation confirmed payments (their outbox rows wait for delivery). */
   onConfirmed?: () => void;
   /** A run outlived its lease and another instance took the day and source: its writes were refused. */
@@ -223,7 +223,7 @@ function dayRunner(deps: ReconciliationDeps, now: Clock, onProgress: OnProgress)
  * confirmed through the state machine; every disagreement is stored as a discrepancy, once.
  */
 export function createReconciliationService(deps: ReconciliationDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const repo = deps.reconciliations;
   let progressAt = 0;
   const runSources = dayRunner(deps, now, () => (progressAt = Date.now()));

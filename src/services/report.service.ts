@@ -6,12 +6,12 @@ import { type MinistryAdapters, type SettlementEntry } from '../adapters/ministr
 import { SOURCES } from '../domain/vocabulary.js';
 import type { PaymentListBody, SettlementBody, SummaryBody } from '../schemas/payment.schema.js';
 import type { Logger } from '../domain/logger.port.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 
-export function createReportService(deps: { reports: ReportRepository; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now?: Clock }) {
-  const now = deps.now ?? systemClock;
+export function createReportService(deps: { reports: ReportRepository; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now: Clock }) {
+  const { now } = deps;
   const { reports } = deps;
 
   return {

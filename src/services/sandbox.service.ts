@@ -18,7 +18,7 @@ import type { SimulatorControl, SimulatorInvoice } from '../adapters/simulator-c
 import type { InvoiceBody } from '../schemas/invoice.schema.js';
 import type { ScenarioListBody } from '../schemas/sandbox.schema.js';
 import { toInvoiceView } from './invoice.view.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 /**
  * Sandbox-only helpers (APP_ENV local/sandbox; never created in production). The partner API never
@@ -32,7 +32,7 @@ export interface SandboxServiceDeps {
   /** The simulated ministry scenario invoices are planted at, read back through its ordinary adapter. */
   ministry: Pick<MinistryAdapter, 'getByRef'>;
   transaction: InUnitOfWork;
-  now?: Clock;
+  now: Clock;
 }
 
 export interface ScenarioRequest {
@@ -93,7 +93,7 @@ async function readBack(ministry: SandboxServiceDeps['ministry'], planted: Simul
 }
 
 export function createSandboxService(deps: SandboxServiceDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
 
   return {
     scenarios(): ScenarioListBody {

@@ -7,7 +7,7 @@ import type { Logger } from '../domain/logger.port.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { parseTraceparent } from '../domain/trace-context.js';
 import type { StaleLeaseReport } from '../domain/vocabulary.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export type DeliveryResult = 'succeeded' | 'retry' | 'failed';
 
@@ -29,9 +29,9 @@ export function createWebhookDeliveryService(deps: {
   onStaleLease?: StaleLeaseReport;
   /** Each attempt is a span of the trace of the request that created its payment, and carries it as its traceparent. */
   tracer?: Tracer;
-  now?: Clock;
+  now: Clock;
 }) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const backoff = listBackoff(deps.retryScheduleMs);
 
   function failure(claim: ClaimedDelivery, statusCode: number | null, durationMs: number, error: string): AttemptOutcome {

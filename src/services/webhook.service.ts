@@ -8,7 +8,7 @@ import type { DeliveryLogEntry, DeliveryLogKey, DeliveryLogRepository, RecoverBa
 import type { TargetGuard } from '../adapters/webhook-target.guard.js';
 import type { Static } from 'typebox';
 import type { DeliveryListBody, RecoverQueuedBody, RedeliveryQueuedBody, SecretRotatedBody, WebhookTestQueuedBody } from '../schemas/webhook.schema.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 import { decodeScopedCursor, encodeScopedCursor } from '../domain/page-cursor.js';
 import { CURSOR_VIOLATION } from '../schemas/cursor.schema.js';
 import { deliveryLogItem, webhookView, type WebhookView } from './webhook.view.js';
@@ -66,7 +66,7 @@ export interface WebhookServiceDeps {
   onQueued?: () => void;
   /** One statement of a recovery or an enable ran, and queued or made due this many deliveries. */
   onRecoverBatch?: (queued: number) => void;
-  now?: Clock;
+  now: Clock;
 }
 
 /** Makes the webhook's waiting deliveries due at `at`, a batch per statement; how many. */
@@ -237,7 +237,7 @@ function webhookDeliveryTools(deps: WebhookServiceDeps, now: Clock) {
 }
 
 export function createWebhookService(deps: WebhookServiceDeps) {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   return { ...webhookRecords(deps, now), ...webhookDeliveryTools(deps, now) };
 }
 

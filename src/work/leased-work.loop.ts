@@ -3,7 +3,7 @@ import { createKeyedPool, type KeyedPool, type KeyedPoolOptions } from './keyed-
 import { createSerialPass } from './serial-pass.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
-import { systemClock, type Clock } from '../domain/clock.port.js';
+import type { Clock } from '../domain/clock.port.js';
 
 /** A lane's slots as its claim sees them: what is free, and the work holding the rest. */
 export interface LaneSlots<W> {
@@ -57,7 +57,7 @@ export interface LeasedWorkLoopDeps {
   outage?: DatabaseOutage;
   /** Runs a pass as background work (WorkPriority), wherever the nudge came from. */
   background?: <T>(fn: () => Promise<T>) => Promise<T>;
-  now?: Clock;
+  now: Clock;
   /** A pass (its claims) past this is abandoned by the job runner; see Job.deadlineMs. */
   passDeadlineMs?: number;
 }
@@ -104,7 +104,7 @@ function start(into: RunningLane, work: unknown, deps: Pick<LeasedWorkLoopDeps, 
  * any number of instances: the claims are leased.
  */
 export function createLeasedWorkLoop(deps: LeasedWorkLoopDeps): LeasedWorkJob {
-  const now = deps.now ?? systemClock;
+  const { now } = deps;
   const running: RunningLane[] = deps.lanes.map(runningLane);
 
   function runningLane(lane: WorkLane<unknown>): RunningLane {

@@ -93,7 +93,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const urls = Object.fromEntries(SOURCES.map((s) => [s, opts.ministryUrl ?? simulatorUrl])) as Record<Source, string>;
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
-  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, embeddedDatabase: await embeddedDatabaseFor(config) });
+  const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, testClock: now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, embeddedDatabase: await embeddedDatabaseFor(config) });
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: config.bodyLimitBytes,

@@ -39,10 +39,11 @@ beforeAll(async () => {
   });
   // No auth cache: every made-up key would be a read, so only the limit keeps the count down.
   const partners = createPartnerService({
-    partners: createPartnerRepository(ctx.deps.db.withPlugin(countingPlugin)),
+    partners: createPartnerRepository(ctx.deps.db.withPlugin(countingPlugin), ctx.now),
     appEnv: ctx.config.appEnv,
     keyRotationGraceMs: 0,
     authCacheTtlMs: 0,
+    now: ctx.now,
   });
   api = await buildApp({ logger: ctx.deps.logger, bodyLimitBytes: ctx.config.bodyLimitBytes, services: { ...ctx.deps.services, partners }, isDbReady: ctx.deps.isDbReady });
 });

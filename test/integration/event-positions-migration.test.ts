@@ -49,7 +49,7 @@ describe('migration 021 (event positions) on existing events', () => {
     // Retention removed the newest; its number is not given again.
     await sql`DELETE FROM events WHERE sequence = 4`.execute(db);
     const eventId = await unitOfWorkRunner(db)((uow) =>
-      createEventRepository().append(uow, partnerId, { event: 'payment.confirmed', data: { id: randomUUID(), amount: 100, partnerReference: null } }),
+      createEventRepository({ now: () => new Date() }).append(uow, partnerId, { event: 'payment.confirmed', data: { id: randomUUID(), amount: 100, partnerReference: null } }),
     );
     const log = createEventLogRepository(db);
     await log.assignPending();

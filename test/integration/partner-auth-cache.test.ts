@@ -10,6 +10,7 @@ import { generateApiKey } from '../../src/domain/api-key.js';
 import { createTestContext } from '../helpers/test-context.js';
 import { databaseImage } from '../helpers/database-image.js';
 import { REG } from '../helpers/fixtures.js';
+import { systemClock } from '../../src/domain/clock.port.js';
 
 /** Keys the service will hand out next, so a test can look a key up before it exists. */
 const nextKeys: string[] = [];
@@ -25,7 +26,7 @@ describe('API key verification cache', () => {
   beforeAll(async () => {
     db = await createDatabase({ databaseUrl: databaseUrl ?? null, dataDir: 'memory://', schema, image: databaseUrl ? undefined : await databaseImage() });
     await migrateToLatest(db, schema);
-    repo = createPartnerRepository(db);
+    repo = createPartnerRepository(db, systemClock);
   });
 
   afterAll(async () => {
@@ -161,7 +162,7 @@ describe('API key verification cache', () => {
 
   it('a key created through another instance is refused here for at most the TTL', async () => {
     const here = setUp();
-    const there = createPartnerService({ partners: repo, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS, generateKey });
+    const there = createPartnerService({ partners: repo, appEnv: 'local', keyRotationGraceMs: 0, authCacheTtlMs: TTL_MS, generateKey, now: systemClock });
     const key = generateApiKey('sandbox');
     await expect(here.service.authenticate(key)).rejects.toMatchObject({ code: 'unauthenticated' });
     nextKeys.push(key);
@@ -185,10 +186,10 @@ describe('unknown API keys over HTTP', () => {
   it('a flood of one unknown key is answered 401 with one database read', async () => {
     const ctx = await createTestContext();
     try {
-      const repo = createPartnerRepository(ctx.deps.db);
+      const repo = createPartnerRepository(ctx.deps.db, ctx.now);
       const reads = vi.spyOn(repo, 'findByKeyHash');
       // A TTL no test run outlasts, so the count does not depend on timing.
-      const partners = createPartnerService({ partners: repo, appEnv: ctx.config.appEnv, keyRotationGraceMs: 0, authCacheTtlMs: 3_600_000 });
+      const partners = createPartnerService({ partners: repo, appEnv: ctx.config.appEnv, keyRotationGraceMs: 0, authCacheTtlMs: 3_600_000, now: ctx.now });
       const app = await buildApp({ logger: ctx.deps.logger, bodyLimitBytes: ctx.config.bodyLimitBytes, services: { ...ctx.deps.services, partners }, isDbReady: ctx.deps.isDbReady });
       try {
         const unknownKey = generateApiKey('sandbox');

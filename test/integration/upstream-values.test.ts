@@ -232,7 +232,7 @@ describe('a value the database refuses despite the adapters', () => {
   });
 
   function serviceAnswering(answers: Record<Source, UpstreamInvoice[]>) {
-    const repo = createInvoiceRepository(ctx.deps.db);
+    const repo = createInvoiceRepository(ctx.deps.db, ctx.now);
     const upserts: number[] = [];
     const reported: string[] = [];
     const warnings: object[] = [];
@@ -257,6 +257,7 @@ describe('a value the database refuses despite the adapters', () => {
       ministries,
       log: { info: () => undefined, error: () => undefined, warn: (obj) => warnings.push(obj) },
       onUnstorable: (source, operation) => reported.push(`${source} ${operation}`),
+      now: ctx.now,
     });
     return { service, upserts, reported, warnings };
   }

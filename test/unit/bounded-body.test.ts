@@ -7,6 +7,7 @@ import { readBoundedText, ResponseTooLargeError } from '../../src/adapters/bound
 import { serviceAccountAccessTokens, TOKEN_ANSWER_MAX_BYTES } from '../../src/adapters/fcm-access-token.client.js';
 import { createFcmPushSender, FCM_ANSWER_MAX_BYTES } from '../../src/adapters/push-sender.js';
 import { staticAccessToken } from '../../src/adapters/fcm-access-token.client.js';
+import { systemClock } from '../../src/domain/clock.port.js';
 
 /*
  * Issue 60: an upstream answer is read against a bound as its bytes arrive. Beside the ministry
@@ -93,7 +94,7 @@ describe('the OAuth token endpoint', () => {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const { url, hungUp } = await endlessServer();
     const account = { projectId: 'demo', clientEmail: 'push@demo.iam.gserviceaccount.com', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), tokenUri: `${url}/token` };
-    const tokens = serviceAccountAccessTokens(account, { timeoutMs: 5000 });
+    const tokens = serviceAccountAccessTokens(account, { timeoutMs: 5000, now: systemClock });
     await expect(tokens.token()).rejects.toThrow(`the OAuth token endpoint's answer exceeds the ${TOKEN_ANSWER_MAX_BYTES} bytes allowed`);
     expect(await hungUp).toBeLessThan(16 * 1024 * 1024);
   });
@@ -102,6 +103,6 @@ describe('the OAuth token endpoint', () => {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const url = await serve((res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: 'ya29.minted', expires_in: 3599, token_type: 'Bearer' })));
     const account = { projectId: 'demo', clientEmail: 'push@demo.iam.gserviceaccount.com', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), tokenUri: `${url}/token` };
-    expect(await serviceAccountAccessTokens(account, { timeoutMs: 5000 }).token()).toBe('ya29.minted');
+    expect(await serviceAccountAccessTokens(account, { timeoutMs: 5000, now: systemClock }).token()).toBe('ya29.minted');
   });
 });

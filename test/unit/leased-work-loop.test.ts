@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLeasedWorkLoop, type WorkLane } from '../../src/work/leased-work.loop.js';
+import { systemClock } from '../../src/domain/clock.port.js';
 
 interface Item {
   id: string;
@@ -68,7 +69,7 @@ function lanesOverOneKey() {
 describe('leased work loop', () => {
   it("claims again when finished work moves its key to another lane between two lanes' claims", async () => {
     const { lanes, performed, waiting } = lanesOverOneKey();
-    const loop = createLeasedWorkLoop({ name: 'test', intervalMs: 60_000, lanes, log: silent });
+    const loop = createLeasedWorkLoop({ name: 'test', intervalMs: 60_000, lanes, log: silent, now: systemClock });
     await loop.run();
     await loop.drain?.();
     expect(waiting).toEqual([]);

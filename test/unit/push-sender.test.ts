@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFcmPushSender, createPushSender, fcmRequest } from '../../src/adapters/push-sender.js';
 import { staticAccessToken } from '../../src/adapters/fcm-access-token.client.js';
+import { systemClock } from '../../src/domain/clock.port.js';
 
 const log = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
 
@@ -25,7 +26,7 @@ describe('FCM HTTP v1 request', () => {
 
   it('skips instead of sending unless FCM is configured', async () => {
     const fcm = { serviceAccountFile: null, endpoint: 'https://fcm.googleapis.com' };
-    const deps = { log, timeoutMs: 1000 };
+    const deps = { log, timeoutMs: 1000, now: systemClock };
     const unconfigured = await createPushSender({ ...fcm, projectId: null, accessToken: null }, deps);
     expect(unconfigured.kind).toBe('log');
     expect(await unconfigured.send('device-token', { title: 'Paid', body: 'Done' })).toBe('skipped');
@@ -38,8 +39,8 @@ describe('FCM HTTP v1 request', () => {
     const path = join(dir, 'key.json');
     await writeFile(path, JSON.stringify({ type: 'authorized_user', client_email: 'a@b' }));
     const settings = { projectId: 'p', accessToken: null, serviceAccountFile: path, endpoint: 'https://fcm.googleapis.com' };
-    await expect(createPushSender(settings, { log, timeoutMs: 1000 })).rejects.toThrow(/not a service account key/);
-    await expect(createPushSender({ ...settings, serviceAccountFile: join(dir, 'missing.json') }, { log, timeoutMs: 1000 })).rejects.toThrow(/not a readable JSON file/);
+    await expect(createPushSender(settings, { log, timeoutMs: 1000, now: systemClock })).rejects.toThrow(/not a service account key/);
+    await expect(createPushSender({ ...settings, serviceAccountFile: join(dir, 'missing.json') }, { log, timeoutMs: 1000, now: systemClock })).rejects.toThrow(/not a readable JSON file/);
   });
 });
 

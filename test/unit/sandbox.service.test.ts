@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createSandboxService, type SandboxServiceDeps } from '../../src/services/sandbox.service.js';
 import { createSimulatorControlClient } from '../../src/adapters/simulator-control.client.js';
 import { ConflictError, NotFoundError, UpstreamUnavailableError } from '../../src/domain/errors.js';
+import { systemClock } from '../../src/domain/clock.port.js';
 
 const PAYMENT_ID = '11111111-1111-4111-8111-111111111111';
 const INVOICE_ID = '22222222-2222-4222-8222-222222222222';
@@ -38,6 +39,7 @@ function service(opts: { status?: string; fetch: typeof fetch; payment?: boolean
     simulator: createSimulatorControlClient({ baseUrl: 'http://127.0.0.1:3100/', timeoutMs: 3000, fetch: fetchSpy }),
     ministry: { getByRef: unused },
     transaction: unused,
+    now: systemClock,
   });
   return { svc, calls, reopened };
 }

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { trxOf, type UnitOfWork } from '../unit-of-work.js';
-import { systemClock, type Clock } from '../../domain/clock.port.js';
+import type { Clock } from '../../domain/clock.port.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { CancelReason } from '../../domain/vocabulary.js';
 
@@ -12,7 +12,7 @@ export type PaymentEvent =
   | { event: 'payment.canceled'; data: { id: string; invoiceId: string; reason: CancelReason; partnerReference: string | null } };
 
 export interface EventRepositoryOptions {
-  now?: Clock;
+  now: Clock;
   /** Delay of the first delivery attempt (the head of the retry schedule, normally 0). */
   firstAttemptDelayMs?: number;
 }
@@ -45,8 +45,8 @@ function pushes(source: string, dueAt: Date): RawBuilder<unknown> {
         )`;
 }
 
-export function createEventRepository(opts: EventRepositoryOptions = {}) {
-  const now = opts.now ?? systemClock;
+export function createEventRepository(opts: EventRepositoryOptions) {
+  const { now } = opts;
 
   function outbox(e: PaymentEvent): OutboxWrite {
     const dueAt = new Date(now().getTime() + (opts.firstAttemptDelayMs ?? 0));

@@ -6,7 +6,7 @@ import { executorOf, type UnitOfWork } from '../unit-of-work.js';
 import { qualified, tableColumns } from '../table-columns.js';
 import type { InvoiceFilter, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
 import type { Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
-import { systemClock, type Clock } from '../../domain/clock.port.js';
+import type { Clock } from '../../domain/clock.port.js';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
 
@@ -118,7 +118,7 @@ function sandboxPlantings(db: Db) {
   };
 }
 
-export function createInvoiceRepository(db: Db, now: Clock = systemClock) {
+export function createInvoiceRepository(db: Db, now: Clock) {
   // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
   const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
     db

@@ -1,7 +1,7 @@
 import type { Db } from '../database.js';
 import type { PartnersTable } from '../db.types.js';
 import type { KeyEnvironment, QrStandard } from '../../domain/vocabulary.js';
-import { systemClock, type Clock } from '../../domain/clock.port.js';
+import type { Clock } from '../../domain/clock.port.js';
 import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
 import { camelRow } from '../rows/row.mapper.js';
 
@@ -180,7 +180,7 @@ function partnerReads(db: Db) {
   };
 }
 
-export function createPartnerRepository(db: Db, now: Clock = systemClock) {
+export function createPartnerRepository(db: Db, now: Clock) {
   return { ...partnerWrites(db, now), ...partnerReads(db) };
 }
 

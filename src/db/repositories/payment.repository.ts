@@ -12,7 +12,7 @@ import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-
 import { isUuid } from '../../domain/uuid.js';
 import type { OutboxWrite } from './event.repository.js';
 import type { IdempotencyLease } from './idempotency.repository.js';
-import { systemClock, type Clock } from '../../domain/clock.port.js';
+import type { Clock } from '../../domain/clock.port.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 
@@ -585,7 +585,7 @@ function liveStatusChecks(db: Db) {
   };
 }
 
-export function createPaymentRepository(db: Db, now: Clock = systemClock) {
+export function createPaymentRepository(db: Db, now: Clock) {
   return {
     ...paymentInserts(db),
     ...ministryAnswers(db),
