@@ -21,7 +21,7 @@ import type { Source } from './domain/vocabulary.js';
 import type { Clock } from './domain/clock.port.js';
 import type { Job, RunningJobs } from './jobs/job-runner.js';
 import type { AdminServices } from './admin-app.js';
-import { createData } from './composition/data.factory.js';
+import { createData, type DataOptions, type Runtime } from './composition/data.factory.js';
 import { createMinistries } from './composition/ministries.factory.js';
 import { createPayments } from './composition/payments.factory.js';
 import { createAccess } from './composition/access.factory.js';
@@ -55,6 +55,8 @@ export interface AppServices {
 
 export interface Deps {
   config: Config;
+  /** The clock, log, metrics, tracer and lease policy every part was built on. */
+  runtime: Runtime;
   logger: PinoLogger;
   db: Db;
   ministries: MinistryAdapters;
@@ -83,7 +85,7 @@ export interface DepsOptions {
   /** PostgreSQL schema, for test isolation. */
   dbSchema?: string;
   /** Replaces the database's clock everywhere, the rate limiters' too: a test moves it forward. */
-  testClock?: Clock;
+  testClock?: DataOptions['testClock'];
   /** Rate-limiter clock in epoch ms; defaults to `testClock`, else Date.now (memory) or the Redis server clock. */
   rateLimitClock?: () => number;
   /** Put before the rate limiters' Redis keys: a test that moves their clock keeps its own counts. */
@@ -102,20 +104,18 @@ function epochMs(clock: Clock | undefined): (() => number) | undefined {
 
 /**
  * Plain factories wired by hand, one area after the other in the order they depend on each
- * other: every dependency is explicit and replaceable in tests.
+ * other: the runtime and the repositories are made once, and every dependency is explicit.
  */
 export async function createDeps(config: Config, opts: DepsOptions): Promise<Deps> {
   const data = await createData(config, opts);
-  // Leases and due times are compared on the database's clock, the same for every instance.
-  const now = opts.testClock ?? data.clock;
-  const { db, logger, metrics, onStaleLease } = data;
-  const ministries = createMinistries(config, { urls: opts.ministryUrls, metrics, tracer: data.tracer, now });
+  const { runtime, repos, db } = data;
+  const ministries = createMinistries(config, runtime, opts.ministryUrls);
   const checks = { limits: ministries.confirmLimits, slots: ministries.checkSlots };
-  const payments = await createPayments(config, { db, logger, metrics, ministries: ministries.ministries, onStaleLease, leases: data.leases, checks, ministryUrls: opts.ministryUrls, tracer: data.tracer, now });
+  const payments = await createPayments(config, runtime, { repos, ministries: ministries.ministries, checks, ministryUrls: opts.ministryUrls });
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
-  const access = await createAccess(config, { db, logger, metrics, now, rateLimitClock: opts.rateLimitClock ?? epochMs(opts.testClock), rateLimitNamespace: opts.rateLimitNamespace });
-  const webhooks = createWebhooks(config, { ...data, now });
-  const pushes = await createPushes(config, { ...data, now });
+  const access = await createAccess(config, runtime, { repos, rateLimitClock: opts.rateLimitClock ?? epochMs(opts.testClock), rateLimitNamespace: opts.rateLimitNamespace });
+  const webhooks = createWebhooks(config, runtime, data);
+  const pushes = await createPushes(config, runtime, repos);
   const services: AppServices = {
     ...payments.services,
     partners: access.partners,
@@ -125,36 +125,33 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     webhooks: webhooks.webhooks,
     devices: pushes.devices,
   };
-  const backOffice = createBackOffice(config, {
-    db,
-    logger,
+  const admin = createBackOffice(config, runtime, {
+    repos,
     ministries: ministries.ministries,
     resolver: payments.flow.resolver,
     partners: access.partners,
     operatorAuthFailures: access.rateLimiters.operatorAuthFailures,
-    deliveries: webhooks.deliveries,
     nudgeWebhooks: webhooks.nudge,
-    onStaleLease,
-    now,
   });
-  observeBacklogs(metrics, { reports: payments.reportRepo, deliveries: webhooks.deliveries, reconciliations: backOffice.reconciliations, webhooks: webhooks.repo }, now);
-  const jobs = createJobs(config, { data, payments, confirmLimits: ministries.confirmLimits, checkSlots: ministries.checkSlots, webhooks, pushes, reconciliation: backOffice.admin.reconciliation, now });
-  const control = jobControl(jobs, data);
+  observeBacklogs(runtime.metrics, repos, runtime.now);
+  const jobs = createJobs(config, runtime, { data, payments, confirmLimits: ministries.confirmLimits, checkSlots: ministries.checkSlots, webhooks, pushes, reconciliation: admin.reconciliation });
+  const control = jobControl(jobs, runtime, data);
   return {
     config,
-    logger,
+    runtime,
+    logger: runtime.logger,
     db,
     ministries: ministries.ministries,
-    metrics,
+    metrics: runtime.metrics,
     services,
-    admin: backOffice.admin,
+    admin,
     isDbReady: data.isDbReady,
     stalledWork: () => control.health.stalled(),
     dbOutage: data.dbOutage,
     jobs,
     startJobs: control.start,
     requestActivity: data.priority,
-    tracer: data.tracer,
+    tracer: runtime.tracer,
     close: createShutdown(control.stopAll, [ministries.close, () => access.rateLimiters.close(), payments.close, webhooks.close, data.close]),
   };
 }

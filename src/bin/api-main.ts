@@ -1,18 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
 import type { Tracing } from '../adapters/tracing/tracing.loader.js';
-import { createDeps, createLogger, type Deps } from '../deps.js';
-import { buildApp, API_PREFIX } from '../app.js';
-import { buildAdminApp } from '../admin-app.js';
-import { buildWorkerApp } from '../worker-app.js';
+import { createDeps, createLogger } from '../deps.js';
+import { buildListeners } from '../composition/listeners.factory.js';
+import { API_PREFIX } from '../app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import { printDemoBanner } from './demo-banner.js';
-import { operatorsOf } from '../http/plugins/admin-auth.plugin.js';
-import { openApiServers } from '../http/plugins/openapi.plugin.js';
-import { listenerLimitsOf } from '../http/fastify-instance.js';
-import type { FastifyBaseLogger as Logger, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
 const DEMO_FIXTURES = fileURLToPath(new URL('../../simulator/fixtures/demo.json', import.meta.url));
 
@@ -32,33 +28,6 @@ async function resolveMinistries(config: Config): Promise<{ urls: Record<Source,
   }
   const urls = Object.fromEntries(SOURCES.map((s) => [s, config.ministryUrls[s] ?? simUrl])) as Record<Source, string>;
   return { urls, simulator };
-}
-
-/** The listeners this process's role serves: the partner API and the operator's, or a worker's health and metrics. */
-async function buildListeners(config: Config, deps: Deps, logger: Logger): Promise<{ app: FastifyInstance; host: string; port: number }[]> {
-  const adminAt = { host: config.adminHost, port: config.adminPort };
-  const listenerLimits = listenerLimitsOf(config);
-  if (config.processRole === 'worker') {
-    return [{ app: await buildWorkerApp({ logger, allowedHosts: config.adminAllowedHosts, isDbReady: deps.isDbReady, stalledWork: deps.stalledWork, metrics: deps.metrics, listenerLimits }), ...adminAt }];
-  }
-  const app = await buildApp({
-    logger,
-    bodyLimitBytes: config.bodyLimitBytes,
-    listenerLimits,
-    services: deps.services,
-    isDbReady: deps.isDbReady,
-    stalledWork: deps.stalledWork,
-    metrics: deps.metrics,
-    openApiServers: openApiServers(config, API_PREFIX),
-    trustProxy: config.trustProxy,
-    requestActivity: deps.requestActivity,
-    tracer: deps.tracer,
-  });
-  const admin = await buildAdminApp({ logger, operators: operatorsOf(config), allowedHosts: config.adminAllowedHosts, services: deps.admin, metrics: deps.metrics, listenerLimits });
-  return [
-    { app, host: config.host, port: config.port },
-    { app: admin, ...adminAt },
-  ];
 }
 
 /** The API process, once src/bin/api.ts has started tracing (before pg and ioredis are imported). */

@@ -1,11 +1,4 @@
-import type { Logger as PinoLogger } from 'pino';
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
-import { createReconciliationRepository, type ReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
-import { createAuditRepository } from '../db/repositories/audit.repository.js';
-import { createPaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
-import { createPushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
-import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import { createReconciliationService } from '../services/reconciliation.service.js';
 import { createBackOfficeService } from '../services/back-office.service.js';
@@ -15,62 +8,48 @@ import type { RateLimitService } from '../services/rate-limit/rate-limit.service
 import type { PaymentResolver } from '../services/payment-resolution.service.js';
 import type { AdminServices } from '../admin-app.js';
 import { clockTimeMinutes } from '../domain/finance-day.js';
-import type { StaleLeaseReport } from '../domain/vocabulary.js';
-import { leasePolicyOf } from './data.factory.js';
-import type { Clock } from '../domain/clock.port.js';
+import type { Repositories } from './repositories.factory.js';
+import type { Runtime } from './data.factory.js';
 
 export interface BackOfficeDeps {
-  db: Db;
-  logger: PinoLogger;
+  repos: Pick<Repositories, 'reconciliations' | 'audit' | 'paymentSearch' | 'webhookDeliveries' | 'pushDeliveries'>;
   ministries: MinistryAdapters;
   resolver: PaymentResolver;
   partners: PartnerService;
-  deliveries: WebhookDeliveryRepository;
   /** Delivers queued webhook events now (a reconciliation's confirmations, an operator's redelivery). */
   nudgeWebhooks: () => void;
-  onStaleLease: StaleLeaseReport;
   /** Wrong operator tokens per client address. */
   operatorAuthFailures: RateLimitService;
-  now: Clock;
-}
-
-export interface BackOffice {
-  /** The operator's services, on the admin listener. */
-  admin: AdminServices;
-  reconciliations: ReconciliationRepository;
 }
 
 /** The operator's side: partner management, payment search and redelivery, and the daily reconciliation. */
-export function createBackOffice(config: Config, deps: BackOfficeDeps): BackOffice {
-  const { db, now } = deps;
-  const reconciliations = createReconciliationRepository(db);
-  const audit = createAuditRepository(db);
+export function createBackOffice(config: Config, runtime: Runtime, deps: BackOfficeDeps): AdminServices {
+  const { repos } = deps;
   const settings = config.reconciliation;
   const reconciliation = createReconciliationService({
-    reconciliations,
+    reconciliations: repos.reconciliations,
     ministries: deps.ministries,
     resolver: deps.resolver,
-    audit,
-    settings: { scheduleAtMinutes: clockTimeMinutes(settings.at), retryMs: settings.retryMs, leaseMs: leasePolicyOf(config).reconciliation, waitMs: settings.waitMs },
-    log: deps.logger,
-    now,
+    audit: repos.audit,
+    settings: { scheduleAtMinutes: clockTimeMinutes(settings.at), retryMs: settings.retryMs, leaseMs: runtime.leases.reconciliation, waitMs: settings.waitMs },
+    log: runtime.logger,
+    now: runtime.now,
     onConfirmed: deps.nudgeWebhooks,
-    onStaleLease: deps.onStaleLease,
+    onStaleLease: runtime.onStaleLease,
   });
   const backOffice = createBackOfficeService({
-    payments: createPaymentSearchRepository(db),
-    deliveries: deps.deliveries,
-    pushes: createPushDeliveryRepository(db),
-    reconciliations,
-    audit,
-    now,
+    payments: repos.paymentSearch,
+    deliveries: repos.webhookDeliveries,
+    pushes: repos.pushDeliveries,
+    reconciliations: repos.reconciliations,
+    audit: repos.audit,
+    now: runtime.now,
     onRedeliver: deps.nudgeWebhooks,
   });
-  const admin: AdminServices = {
+  return {
     partners: createPartnerAdminService({ partners: deps.partners, backOffice }),
     backOffice,
     reconciliation,
     authFailureLimiter: deps.operatorAuthFailures,
   };
-  return { admin, reconciliations };
 }

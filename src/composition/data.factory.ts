@@ -13,6 +13,7 @@ import type { Tracer } from '../domain/tracer.port.js';
 import { createLocalTracer } from '../adapters/tracing/local.tracer.js';
 import { createLeasePolicy, type LeasePolicy } from '../domain/lease-policy.js';
 import { createAsyncContext, type AsyncContext } from '../work/async-context.js';
+import { createRepositories, type Repositories } from './repositories.factory.js';
 
 export interface DataOptions {
   logger?: PinoLogger;
@@ -24,24 +25,35 @@ export interface DataOptions {
   tracer?: Tracer;
   /** The process's async context (startTracing), where the work priority keeps its mark; a new one when left out. */
   asyncContext?: AsyncContext;
+  /** Replaces the database's clock everywhere: a test moves it forward. */
+  testClock?: Clock;
 }
 
-/** What every other area builds on: the log, the metrics and a migrated database. */
-export interface Data {
+/**
+ * What every part of the service runs on, made once at start and handed down: the clock leases
+ * and due times are compared on, the log, the metrics, the tracer and the lease lengths.
+ */
+export interface Runtime {
+  /** The database's clock, the same for every instance (a test's own clock in tests). */
+  now: Clock;
   logger: PinoLogger;
   metrics: Metrics;
+  tracer: Tracer;
+  /** Every lease length and pass deadline, derived from the deadlines of the work they cover. */
+  leases: LeasePolicy;
+  onStaleLease: StaleLeaseReport;
+}
+
+/** What every other area builds on: the runtime, a migrated database and its repositories. */
+export interface Data {
+  runtime: Runtime;
+  db: Db;
+  repos: Repositories;
   dbOutage: DatabaseOutage;
   /** Only on the embedded database: the partners' requests go before background work. */
   priority?: WorkPriority;
-  db: Db;
   /** Answers within READY_DB_TIMEOUT_MS, over a connection of its own on PostgreSQL. */
   isDbReady(): Promise<boolean>;
-  /** The database's clock, on which every instance compares leases and due times. */
-  clock: Clock;
-  onStaleLease: StaleLeaseReport;
-  /** Every lease length and pass deadline, derived from the deadlines of the work they cover. */
-  leases: LeasePolicy;
-  tracer: Tracer;
   close(): Promise<void>;
 }
 
@@ -132,17 +144,15 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
     return ok;
   };
   const clock = config.databaseUrl ? await createDatabaseClock(db) : { now: systemClock, stop: () => undefined };
+  const now = opts.testClock ?? clock.now;
+  const runtime: Runtime = { now, logger, metrics, tracer, leases: leasePolicyOf(config), onStaleLease: staleLeaseReport(metrics, logger) };
   return {
-    logger,
-    metrics,
+    runtime,
+    db,
+    repos: createRepositories(config, db, now),
     dbOutage,
     priority,
-    db,
     isDbReady,
-    clock: clock.now,
-    onStaleLease: staleLeaseReport(metrics, logger),
-    leases: leasePolicyOf(config),
-    tracer,
     close: async () => {
       clock.stop();
       await ping.close();

@@ -1,7 +1,4 @@
 import type { Config } from '../config.js';
-import { createRetentionRepository } from '../db/repositories/retention.repository.js';
-import { createCounterRepository } from '../db/repositories/counter.repository.js';
-import { createEventLogRepository } from '../db/repositories/event-log.repository.js';
 import type { ReconciliationService } from '../services/reconciliation.service.js';
 import { createPaymentConfirmationJob } from '../jobs/payment-confirmation.job.js';
 import { createWebhookHealthJob } from '../jobs/webhook-health.job.js';
@@ -15,94 +12,84 @@ import { createWorkHealth, type WorkHealth } from '../work/work-health.monitor.j
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { Source } from '../domain/vocabulary.js';
-import type { Clock } from '../domain/clock.port.js';
-import type { Data } from './data.factory.js';
+import type { Data, Runtime } from './data.factory.js';
 import type { Payments } from './payments.factory.js';
 import type { Pushes, Webhooks } from './webhooks.factory.js';
 
 export interface JobsDeps {
-  data: Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'onStaleLease' | 'leases' | 'tracer'>;
-  payments: Pick<Payments, 'stores' | 'flow' | 'idempotency'>;
+  data: Pick<Data, 'repos' | 'dbOutage'>;
+  payments: Pick<Payments, 'stores' | 'flow'>;
   confirmLimits: Record<Source, AdaptiveLimit>;
   /** The status-check slots within those limits, shared with the partners' live reads. */
   checkSlots: KeyedSlots;
   /** The webhook delivery job is built with the webhooks, whose nudge drives it. */
-  webhooks: Pick<Webhooks, 'job' | 'repo'>;
+  webhooks: Pick<Webhooks, 'job'>;
   pushes: Pushes;
   reconciliation: ReconciliationService;
-  now: Clock;
-}
-
-function confirmationJob(config: Config, deps: JobsDeps): Job {
-  const { data, payments, webhooks } = deps;
-  return createPaymentConfirmationJob({
-    payments: payments.stores.payments,
-    cancellations: payments.flow.cancellations,
-    resolver: payments.flow.resolver,
-    ministryCancellation: payments.flow.ministryCancellation,
-    schedule: payments.flow.schedule,
-    limits: deps.confirmLimits,
-    slots: deps.checkSlots,
-    maxPerSource: config.confirmConcurrencyMaxPerSource,
-    onLimit: (source, limit) => data.metrics.ministryConcurrencyLimit.set({ source }, limit),
-    leaseMs: data.leases.confirmation,
-    passDeadlineMs: data.leases.passes.confirmation,
-    log: data.logger,
-    outage: data.dbOutage,
-    onStaleLease: data.onStaleLease,
-    now: deps.now,
-    tracer: data.tracer,
-    onResolved: () => webhooks.job.nudge(),
-  });
-}
-
-function pushJob(config: Config, deps: JobsDeps): Job {
-  return createPushDeliveryJob({
-    pushes: deps.pushes.repo,
-    service: deps.pushes.service,
-    intervalMs: config.webhookPollMs,
-    leaseMs: deps.data.leases.push,
-    passDeadlineMs: deps.data.leases.passes.pushes,
-    limits: { total: config.webhookConcurrency.total, perPartner: config.webhookConcurrency.perPartner },
-    log: deps.data.logger,
-    outage: deps.data.dbOutage,
-    now: deps.now,
-  });
 }
 
 /** Every background job, in the order the runner starts them. */
-export function createJobs(config: Config, deps: JobsDeps): Job[] {
-  const { db, logger: log } = deps.data;
-  const now = deps.now;
-  const deadlines = deps.data.leases.passes;
+export function createJobs(config: Config, runtime: Runtime, deps: JobsDeps): Job[] {
+  const { logger: log, now, leases, metrics } = runtime;
+  const { repos, dbOutage: outage } = deps.data;
+  const { stores, flow } = deps.payments;
+  const deadlines = leases.passes;
   return [
-    confirmationJob(config, deps),
+    createPaymentConfirmationJob({
+      payments: stores.payments,
+      cancellations: flow.cancellations,
+      resolver: flow.resolver,
+      ministryCancellation: flow.ministryCancellation,
+      schedule: flow.schedule,
+      limits: deps.confirmLimits,
+      slots: deps.checkSlots,
+      maxPerSource: config.confirmConcurrencyMaxPerSource,
+      onLimit: (source, limit) => metrics.ministryConcurrencyLimit.set({ source }, limit),
+      leaseMs: leases.confirmation,
+      passDeadlineMs: deadlines.confirmation,
+      log,
+      outage,
+      onStaleLease: runtime.onStaleLease,
+      now,
+      tracer: runtime.tracer,
+      onResolved: () => deps.webhooks.job.nudge(),
+    }),
     deps.webhooks.job,
     createWebhookHealthJob({
-      webhooks: deps.webhooks.repo,
+      webhooks: repos.webhooks,
       disableAfterMs: config.webhookDisableAfterMs,
       intervalMs: config.webhookHealthCheckMs,
       deadlineMs: deadlines.webhookHealth,
       log,
       now,
     }),
-    createRetentionSweepJob({ idempotency: deps.payments.idempotency, retention: createRetentionRepository(db), settings: config.retention, deadlineMs: deadlines.retention, log, now }),
-    createCounterRollupJob({ counters: createCounterRepository(db), settings: config.counterRollup, deadlineMs: deadlines.counterRollup, log }),
-    createEventPositionJob({ events: createEventLogRepository(db), intervalMs: config.eventPositionMs, deadlineMs: deadlines.eventPositions }),
+    createRetentionSweepJob({ idempotency: repos.idempotency, retention: repos.retention, settings: config.retention, deadlineMs: deadlines.retention, log, now }),
+    createCounterRollupJob({ counters: repos.counters, settings: config.counterRollup, deadlineMs: deadlines.counterRollup, log }),
+    createEventPositionJob({ events: repos.eventLog, intervalMs: config.eventPositionMs, deadlineMs: deadlines.eventPositions }),
     createReconciliationJob({ service: deps.reconciliation, intervalMs: config.reconciliation.pollMs, deadlineMs: deadlines.reconciliation }),
-    pushJob(config, deps),
+    createPushDeliveryJob({
+      pushes: repos.pushDeliveries,
+      service: deps.pushes.service,
+      intervalMs: config.webhookPollMs,
+      leaseMs: leases.push,
+      passDeadlineMs: deadlines.pushes,
+      limits: { total: config.webhookConcurrency.total, perPartner: config.webhookConcurrency.perPartner },
+      log,
+      outage,
+      now,
+    }),
   ];
 }
 
 /** Starts the jobs (any number of times) and stops every start of them at shutdown; `health` watches them. */
-export function jobControl(jobs: Job[], data: Pick<Data, 'logger' | 'dbOutage' | 'priority' | 'metrics'>) {
+export function jobControl(jobs: Job[], runtime: Runtime, data: Pick<Data, 'dbOutage' | 'priority'>) {
   const running = new Set<RunningJobs>();
-  const health: WorkHealth = createWorkHealth({ log: data.logger, onAbandoned: (work) => data.metrics.workPassAbandoned.inc({ work }) });
-  data.metrics.observeStalledWork(() => health.stalled(), jobs.map((j) => j.name));
+  const health: WorkHealth = createWorkHealth({ log: runtime.logger, onAbandoned: (work) => runtime.metrics.workPassAbandoned.inc({ work }) });
+  runtime.metrics.observeStalledWork(() => health.stalled(), jobs.map((j) => j.name));
   return {
     health,
     start(): RunningJobs {
-      const started = startJobs(jobs, data.logger, { outage: data.dbOutage, priority: data.priority, health });
+      const started = startJobs(jobs, runtime.logger, { outage: data.dbOutage, priority: data.priority, health });
       running.add(started);
       return started;
     },

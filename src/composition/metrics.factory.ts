@@ -1,16 +1,8 @@
 import type { Metrics } from '../adapters/metrics.js';
-import type { ReportRepository } from '../db/repositories/report.repository.js';
-import type { WebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
-import type { ReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
-import type { WebhookRepository } from '../db/repositories/webhook.repository.js';
 import type { Clock } from '../domain/clock.port.js';
+import type { Repositories } from './repositories.factory.js';
 
-export interface BacklogSources {
-  reports: ReportRepository;
-  deliveries: WebhookDeliveryRepository;
-  reconciliations: ReconciliationRepository;
-  webhooks: WebhookRepository;
-}
+export type BacklogSources = Pick<Repositories, 'reports' | 'webhookDeliveries' | 'reconciliations' | 'webhooks'>;
 
 const secondsSince = (at: Date, now: Date) => Math.max(0, (now.getTime() - at.getTime()) / 1000);
 
@@ -21,7 +13,7 @@ const secondsSince = (at: Date, now: Date) => Math.max(0, (now.getTime() - at.ge
 export function observeBacklogs(metrics: Metrics, repos: BacklogSources, now: Clock): void {
   metrics.observe({
     paymentsByStatus: () => repos.reports.paymentsByStatus(),
-    outboxBacklog: () => repos.deliveries.countPending(),
+    outboxBacklog: () => repos.webhookDeliveries.countPending(),
     openDiscrepancies: () => repos.reconciliations.openByKind(),
     lastReconciliation: () => repos.reconciliations.lastCompleted(),
     confirmationBacklog: () => repos.reports.unresolvedBySource(),
@@ -32,7 +24,7 @@ export function observeBacklogs(metrics: Metrics, repos: BacklogSources, now: Cl
       return Object.fromEntries(Object.entries(since).map(([source, t]) => [source, secondsSince(t, at)]));
     },
     dueDeliveryAge: async () => {
-      const due = await repos.deliveries.earliestDue();
+      const due = await repos.webhookDeliveries.earliestDue();
       return due === null ? 0 : secondsSince(due, now());
     },
   });

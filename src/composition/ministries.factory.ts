@@ -2,13 +2,11 @@ import type { Config } from '../config.js';
 import { createMinistryAdapters } from '../adapters/ministry/ministry.factory.js';
 import { instrumentAdapters } from '../adapters/ministry/instrumented-adapter.js';
 import { traceAdapters } from '../adapters/ministry/traced-adapter.js';
-import type { Tracer } from '../domain/tracer.port.js';
 import { guardAdapters } from '../adapters/ministry/guarded-adapter.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
-import type { Metrics } from '../adapters/metrics.js';
 import { createAdaptiveLimit, type AdaptiveLimit } from '../domain/adaptive-limit.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
-import type { Clock } from '../domain/clock.port.js';
+import type { Runtime } from './data.factory.js';
 import { createKeyedSlots, type KeyedSlots } from '../work/keyed-slots.js';
 
 export interface Ministries {
@@ -24,7 +22,7 @@ export interface Ministries {
   close(): Promise<void>;
 }
 
-function createConfirmLimits(config: Config, metrics: Metrics): Record<Source, AdaptiveLimit> {
+function createConfirmLimits(config: Config, metrics: Runtime['metrics']): Record<Source, AdaptiveLimit> {
   const limits = Object.fromEntries(
     SOURCES.map((source) => [source, createAdaptiveLimit({ min: config.confirmConcurrencyPerSource, max: config.confirmConcurrencyMaxPerSource })]),
   ) as Record<Source, AdaptiveLimit>;
@@ -32,23 +30,23 @@ function createConfirmLimits(config: Config, metrics: Metrics): Record<Source, A
   return limits;
 }
 
-export function createMinistries(config: Config, deps: { urls: Record<Source, string>; metrics: Metrics; tracer: Tracer; now: Clock }): Ministries {
-  const { tracer } = deps;
+export function createMinistries(config: Config, runtime: Runtime, urls: Record<Source, string>): Ministries {
+  const { tracer, metrics, now } = runtime;
   // The partners' requests keep the 16 connections they had beside the background checks at their cap.
   const upstream = createMinistryAdapters({
-    urls: deps.urls,
+    urls,
     timeoutMs: config.ministryTimeoutMs,
     connections: config.confirmConcurrencyMaxPerSource + 16,
     traceHeaders: () => tracer.outgoing(),
     maxResponseBytes: config.ministryMaxResponseBytes,
   });
   const ministries = guardAdapters(
-    instrumentAdapters(traceAdapters(upstream, tracer), deps.metrics),
+    instrumentAdapters(traceAdapters(upstream, tracer), metrics),
     config.circuitBreaker,
-    () => (deps.now?.() ?? new Date()).getTime(),
-    (source, operation, state) => deps.metrics.ministryCircuitOpen.set({ source, operation }, state === 'closed' ? 0 : 1),
+    () => now().getTime(),
+    (source, operation, state) => metrics.ministryCircuitOpen.set({ source, operation }, state === 'closed' ? 0 : 1),
   );
-  const confirmLimits = createConfirmLimits(config, deps.metrics);
+  const confirmLimits = createConfirmLimits(config, metrics);
   const checkSlots = createKeyedSlots((source) => confirmLimits[source as Source].limit());
   return { ministries, confirmLimits, checkSlots, close: () => upstream.close() };
 }

@@ -1,9 +1,4 @@
 import type { Config } from '../config.js';
-import { createWebhookRepository } from '../db/repositories/webhook.repository.js';
-import { createWebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
-import { createDeliveryLogRepository } from '../db/repositories/delivery-log.repository.js';
-import { createDeviceRepository } from '../db/repositories/device.repository.js';
-import { createPushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
 import { createWebhookHttpClient } from '../adapters/webhook-http.client.js';
 import { createTargetGuard } from '../adapters/webhook-target.guard.js';
 import { createPushSender } from '../adapters/push-sender.js';
@@ -14,55 +9,53 @@ import { createPushDeliveryService } from '../services/push-delivery.service.js'
 import { createWebhookDeliveryJob } from '../jobs/webhook-delivery.job.js';
 import { createSecretCipher, type SecretCipher } from '../domain/secret-cipher.js';
 import { webhookTargetPolicy } from '../domain/webhook-target.js';
-import type { Clock } from '../domain/clock.port.js';
-import type { Data } from './data.factory.js';
+import type { Data, Runtime } from './data.factory.js';
 
-export type WebhooksDeps = Pick<Data, 'db' | 'logger' | 'metrics' | 'dbOutage' | 'priority' | 'onStaleLease' | 'leases' | 'tracer'> & { now: Clock };
+export type WebhooksDeps = Pick<Data, 'repos' | 'dbOutage' | 'priority'>;
 
 /** The outbox's delivery: its HTTP client, the per-attempt service and the job that drives them. */
-function createWebhookDelivery(config: Config, cipher: SecretCipher, deps: WebhooksDeps) {
-  const deliveries = createWebhookDeliveryRepository(deps.db);
+function createWebhookDelivery(config: Config, runtime: Runtime, cipher: SecretCipher, deps: WebhooksDeps) {
+  const deliveries = deps.repos.webhookDeliveries;
   const http = createWebhookHttpClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   const service = createWebhookDeliveryService({
     deliveries,
     cipher,
     http,
     retryScheduleMs: config.webhookRetryScheduleMs,
-    log: deps.logger,
-    onResult: (outcome) => deps.metrics.webhookDeliveries.inc({ outcome }),
-    onStaleLease: deps.onStaleLease,
-    tracer: deps.tracer,
-    now: deps.now,
+    log: runtime.logger,
+    onResult: (outcome) => runtime.metrics.webhookDeliveries.inc({ outcome }),
+    onStaleLease: runtime.onStaleLease,
+    tracer: runtime.tracer,
+    now: runtime.now,
   });
   const job = createWebhookDeliveryJob({
     deliveries,
     service,
     intervalMs: config.webhookPollMs,
-    leaseMs: deps.leases.webhook,
-    passDeadlineMs: deps.leases.passes.webhooks,
+    leaseMs: runtime.leases.webhook,
+    passDeadlineMs: runtime.leases.passes.webhooks,
     concurrency: config.webhookConcurrency,
     slowConcurrency: config.webhookSlowConcurrency,
-    log: deps.logger,
+    log: runtime.logger,
     outage: deps.dbOutage,
     background: deps.priority?.background,
-    now: deps.now,
+    now: runtime.now,
   });
-  return { deliveries, job, close: () => http.close() };
+  return { job, close: () => http.close() };
 }
 
 /** The partners' webhooks, the delivery of their events, and the nudge that delivers a queued event now. */
-export function createWebhooks(config: Config, deps: WebhooksDeps) {
+export function createWebhooks(config: Config, runtime: Runtime, deps: WebhooksDeps) {
   const cipher = createSecretCipher(config.webhookSecretKey);
-  const delivery = createWebhookDelivery(config, cipher, deps);
+  const delivery = createWebhookDelivery(config, runtime, cipher, deps);
   // An `api` process runs no background work: its queued deliveries wait for a worker's next poll.
   const nudge = () => {
     if (config.processRole !== 'api') delivery.job.nudge();
   };
-  const repo = createWebhookRepository(deps.db);
   const webhooks = createWebhookService({
-    webhooks: repo,
-    deliveries: delivery.deliveries,
-    deliveryLog: createDeliveryLogRepository(deps.db),
+    webhooks: deps.repos.webhooks,
+    deliveries: deps.repos.webhookDeliveries,
+    deliveryLog: deps.repos.deliveryLog,
     cipher,
     guard: createTargetGuard(webhookTargetPolicy(config.appEnv, config.webhookAllowPrivate)),
     maxPerPartner: config.webhookMaxPerPartner,
@@ -71,31 +64,30 @@ export function createWebhooks(config: Config, deps: WebhooksDeps) {
     recoverBatch: config.webhookRecoverBatch,
     onQueued: nudge,
     onRecoverBatch: (queued) => {
-      deps.metrics.webhookRecoverBatches.inc();
-      deps.metrics.webhookRecovered.inc(queued);
+      runtime.metrics.webhookRecoverBatches.inc();
+      runtime.metrics.webhookRecovered.inc(queued);
     },
-    now: deps.now,
+    now: runtime.now,
   });
-  return { webhooks, repo, deliveries: delivery.deliveries, job: delivery.job, nudge, close: delivery.close };
+  return { webhooks, job: delivery.job, nudge, close: delivery.close };
 }
 
 export type Webhooks = ReturnType<typeof createWebhooks>;
 
 /** The end users' devices and the push notifications sent to them. */
-export async function createPushes(config: Config, deps: Pick<WebhooksDeps, 'db' | 'logger' | 'metrics' | 'onStaleLease' | 'tracer' | 'now'>) {
-  const devices = createDeviceService({ devices: createDeviceRepository(deps.db), now: deps.now });
-  const repo = createPushDeliveryRepository(deps.db);
+export async function createPushes(config: Config, runtime: Runtime, repos: Pick<Data['repos'], 'devices' | 'pushDeliveries'>) {
+  const devices = createDeviceService({ devices: repos.devices, now: runtime.now });
   const service = createPushDeliveryService({
-    pushes: repo,
-    sender: await createPushSender(config.fcm, { log: deps.logger, timeoutMs: config.webhookTimeoutMs, now: deps.now }),
+    pushes: repos.pushDeliveries,
+    sender: await createPushSender(config.fcm, { log: runtime.logger, timeoutMs: config.webhookTimeoutMs, now: runtime.now }),
     retryScheduleMs: config.webhookRetryScheduleMs,
-    log: deps.logger,
-    onStaleLease: deps.onStaleLease,
-    onResult: (outcome) => deps.metrics.pushDeliveries.inc({ outcome }),
-    tracer: deps.tracer,
-    now: deps.now,
+    log: runtime.logger,
+    onStaleLease: runtime.onStaleLease,
+    onResult: (outcome) => runtime.metrics.pushDeliveries.inc({ outcome }),
+    tracer: runtime.tracer,
+    now: runtime.now,
   });
-  return { devices, repo, service };
+  return { devices, service };
 }
 
 export type Pushes = Awaited<ReturnType<typeof createPushes>>;

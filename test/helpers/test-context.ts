@@ -7,10 +7,7 @@ import { pooledEmbeddedDatabase } from './embedded-database-pool.js';
 import type { EmbeddedDatabase } from '../../src/db/database.js';
 import { isInMemory } from '../../src/db/embedded-cluster.initializer.js';
 import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
-import { API_PREFIX, buildApp } from '../../src/app.js';
-import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
-import { buildAdminApp } from '../../src/admin-app.js';
-import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
+import { buildServiceApps } from '../../src/composition/listeners.factory.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
@@ -18,9 +15,11 @@ import { testFixtures } from './fixtures.js';
 import { attachContract } from './contract.js';
 import { listenLocal } from './listen-local.js';
 import { createSchemaCompilers } from '../../src/http/schema-compilers.js';
-import { listenerLimitsOf } from '../../src/http/fastify-instance.js';
 
 /**
+ * The test context builds its apps with the function the API process uses (buildServiceApps), so
+ * a test drives the very app a started service serves.
+ *
  * Every context of a test worker compiles its routes' schemas with these compilers, which keep
  * each compiled schema: a context's own validators took a fifth of its start.
  */
@@ -94,31 +93,9 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
   const deps = await createDeps(config, { ministryUrls: urls, dbSchema: schema, testClock: now, logger: opts.logger, rateLimitClock: opts.rateLimitClock, rateLimitNamespace: opts.rateLimitNamespace, embeddedDatabase: await embeddedDatabaseFor(config) });
-  const app = await buildApp({
-    logger: deps.logger,
-    bodyLimitBytes: config.bodyLimitBytes,
-    listenerLimits: listenerLimitsOf(config),
-    services: deps.services,
-    isDbReady: deps.isDbReady,
-    stalledWork: deps.stalledWork,
-    metrics: deps.metrics,
-    openApiServers: openApiServers(config, API_PREFIX),
-    trustProxy: config.trustProxy,
-    requestActivity: deps.requestActivity,
-    tracer: deps.tracer,
-    schemaCompilers,
-  });
+  const { api: app, admin } = await buildServiceApps(config, deps, { logger: deps.logger, schemaCompilers });
   // Every answer of a documented operation is checked against the OpenAPI document (contract.ts).
   const contract = attachContract(app);
-  const admin = await buildAdminApp({
-    logger: deps.logger,
-    operators: operatorsOf(config),
-    allowedHosts: config.adminAllowedHosts,
-    services: deps.admin,
-    metrics: deps.metrics,
-    listenerLimits: listenerLimitsOf(config),
-    schemaCompilers,
-  });
 
   return {
     config,

@@ -1,0 +1,53 @@
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { Clock } from '../domain/clock.port.js';
+import { createAuditRepository } from '../db/repositories/audit.repository.js';
+import { createCounterRepository } from '../db/repositories/counter.repository.js';
+import { createDeliveryLogRepository } from '../db/repositories/delivery-log.repository.js';
+import { createDeviceRepository } from '../db/repositories/device.repository.js';
+import { createEventLogRepository } from '../db/repositories/event-log.repository.js';
+import { createEventRepository } from '../db/repositories/event.repository.js';
+import { createIdempotencyRepository } from '../db/repositories/idempotency.repository.js';
+import { createInvoiceRepository } from '../db/repositories/invoice.repository.js';
+import { createMinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
+import { createPartnerRepository } from '../db/repositories/partner.repository.js';
+import { createPaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
+import { createPaymentRepository } from '../db/repositories/payment.repository.js';
+import { createPushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
+import { createReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
+import { createReportRepository } from '../db/repositories/report.repository.js';
+import { createRetentionRepository } from '../db/repositories/retention.repository.js';
+import { createShortLinkRepository } from '../db/repositories/short-link.repository.js';
+import { createWebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
+import { createWebhookRepository } from '../db/repositories/webhook.repository.js';
+
+/**
+ * Every repository of the service, each built once here on the one database and the runtime's
+ * clock; the areas take the ones they use from this object.
+ */
+export function createRepositories(config: Config, db: Db, now: Clock) {
+  return {
+    audit: createAuditRepository(db),
+    counters: createCounterRepository(db),
+    deliveryLog: createDeliveryLogRepository(db),
+    devices: createDeviceRepository(db),
+    eventLog: createEventLogRepository(db),
+    /** The outbox writes that ride in the statements moving a payment; a first attempt waits the schedule's head. */
+    events: createEventRepository({ now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] }),
+    idempotency: createIdempotencyRepository(db),
+    invoices: createInvoiceRepository(db, now),
+    ministryCancellations: createMinistryCancellationRepository(db),
+    partners: createPartnerRepository(db, now),
+    paymentSearch: createPaymentSearchRepository(db),
+    payments: createPaymentRepository(db, now),
+    pushDeliveries: createPushDeliveryRepository(db),
+    reconciliations: createReconciliationRepository(db),
+    reports: createReportRepository(db),
+    retention: createRetentionRepository(db),
+    shortLinks: createShortLinkRepository(db),
+    webhookDeliveries: createWebhookDeliveryRepository(db),
+    webhooks: createWebhookRepository(db),
+  };
+}
+
+export type Repositories = ReturnType<typeof createRepositories>;
