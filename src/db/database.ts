@@ -1,3 +1,4 @@
+import { readdir } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, Migrator, PostgresDialect, sql, type Dialect, type Migration, type MigrationProvider } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
@@ -12,37 +13,6 @@ import type { Tracer } from '../domain/tracer.port.js';
 import type { WorkPriority } from './work-priority.js';
 import { withDeadline } from '../work/deadline.helper.js';
 import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
-import * as m001 from './migrations/001-initial.migration.js';
-import * as m002 from './migrations/002-webhooks.migration.js';
-import * as m003 from './migrations/003-key-prefix.migration.js';
-import * as m004 from './migrations/004-payment-lifecycle.migration.js';
-import * as m005 from './migrations/005-webhook-fairness.migration.js';
-import * as m006 from './migrations/006-retention.migration.js';
-import * as m007 from './migrations/007-counters.migration.js';
-import * as m008 from './migrations/008-sweep-indexes.migration.js';
-import * as m009 from './migrations/009-payment-history.migration.js';
-import * as m010 from './migrations/010-back-office.migration.js';
-import * as m011 from './migrations/011-push-deliveries.migration.js';
-import * as m012 from './migrations/012-payment-qr.migration.js';
-import * as m013 from './migrations/013-part-payments.migration.js';
-import * as m014 from './migrations/014-partner-cancel-intents.migration.js';
-import * as m015 from './migrations/015-reconciliation-lease-token.migration.js';
-import * as m016 from './migrations/016-webhook-slow-lane.migration.js';
-import * as m017 from './migrations/017-partner-events.migration.js';
-import * as m018 from './migrations/018-status-checks.migration.js';
-import * as m019 from './migrations/019-idempotency-lease-token.migration.js';
-import * as m020 from './migrations/020-status-check-lease.migration.js';
-import * as m021 from './migrations/021-event-positions.migration.js';
-import * as m022 from './migrations/022-payment-end-events.migration.js';
-import * as m024 from './migrations/024-invoice-billed-amount.migration.js';
-import * as m025 from './migrations/025-push-skipped.migration.js';
-import * as m026 from './migrations/026-sandbox-invoices.migration.js';
-import * as m027 from './migrations/027-partner-rate-limits.migration.js';
-import * as m028 from './migrations/028-payment-trace-context.migration.js';
-import * as m029 from './migrations/029-transition-joins.migration.js';
-import * as m030 from './migrations/030-invoice-transition-groups.migration.js';
-import * as m031 from './migrations/031-settled-but-failed.migration.js';
-import * as m032 from './migrations/032-partner-reference.migration.js';
 
 export type Db = Kysely<Database>;
 
@@ -107,42 +77,37 @@ const EMBEDDED_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffe
  */
 const BACKGROUND_POOL_SHARE = 1 / 5;
 
-const migrations: Record<string, Migration> = {
-  '001-initial': m001,
-  '002-webhooks': m002,
-  '003-key-prefix': m003,
-  '004-payment-lifecycle': m004,
-  '005-webhook-fairness': m005,
-  '006-retention': m006,
-  '007-counters': m007,
-  '008-sweep-indexes': m008,
-  '009-payment-history': m009,
-  '010-back-office': m010,
-  '011-push-deliveries': m011,
-  '012-payment-qr': m012,
-  '013-part-payments': m013,
-  '014-partner-cancel-intents': m014,
-  '015-reconciliation-lease-token': m015,
-  '016-webhook-slow-lane': m016,
-  '017-partner-events': m017,
-  '018-status-checks': m018,
-  '019-idempotency-lease-token': m019,
-  '020-status-check-lease': m020,
-  '021-event-positions': m021,
-  '022-payment-end-events': m022,
-  '024-invoice-billed-amount': m024,
-  '025-push-skipped': m025,
-  '026-sandbox-invoices': m026,
-  '027-partner-rate-limits': m027,
-  '028-payment-trace-context': m028,
-  '029-transition-joins': m029,
-  '030-invoice-transition-groups': m030,
-  '031-settled-but-failed': m031,
-  '032-partner-reference': m032,
-};
+const MIGRATIONS_FOLDER = new URL('./migrations/', import.meta.url);
+/**
+ * `NNN-name.migration.ts` (`.js` once built) is the migration `NNN-name`: the name an applied one
+ * is recorded by in kysely_migration, so a file is never renamed once released. Names order the
+ * migrations.
+ */
+const MIGRATION_FILE = /^(\d{3}-[a-z0-9-]+)\.migration\.[jt]s$/;
+
+/**
+ * The migrations in the folder beside this module: src/db/migrations under tsx and the tests,
+ * dist/src/db/migrations once built. Kysely's FileMigrationProvider would name them with the
+ * `.migration` suffix, and its own import() of a .ts file fails under Vitest, which only sees
+ * the imports of modules it transforms.
+ */
+async function readMigrations(): Promise<Record<string, Migration>> {
+  const files = (await readdir(MIGRATIONS_FOLDER)).filter((file) => /\.[jt]s$/.test(file));
+  const entries = await Promise.all(
+    files.map(async (file): Promise<[string, Migration]> => {
+      const name = MIGRATION_FILE.exec(file)?.[1];
+      // A misnamed file would otherwise be left out silently, and its schema change with it.
+      if (!name) throw new Error(`${file} in src/db/migrations is not named NNN-name.migration.ts`);
+      const migration = (await import(new URL(file, MIGRATIONS_FOLDER).href)) as Partial<Migration>;
+      if (typeof migration.up !== 'function') throw new Error(`migration ${name} exports no up()`);
+      return [name, migration as Migration];
+    }),
+  );
+  return Object.fromEntries(entries);
+}
 
 /** Every migration by name; exported so a test can stop at one and check the next on data. */
-export const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };
+export const migrationProvider: MigrationProvider = { getMigrations: readMigrations };
 
 function createPgDialect(url: string, opts: DatabaseOptions) {
   const pool = new pg.Pool({

@@ -110,6 +110,14 @@ export type ReconciliationStatus = (typeof RECONCILIATION_STATUSES)[number];
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'canceled'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
+/**
+ * The words webhook_deliveries.status stores: a succeeded delivery is `delivered` in the table (and
+ * in its partial indexes' predicates); the repository answers it as `succeeded`, which spares
+ * rewriting every finished row for one word.
+ */
+export const STORED_DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'canceled'] as const;
+export type StoredDeliveryStatus = (typeof STORED_DELIVERY_STATUSES)[number];
+
 /** Every operator action the audit log records. */
 export const AUDIT_ACTIONS = [
   'partner.create',

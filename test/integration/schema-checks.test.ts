@@ -4,7 +4,7 @@ import { createTestContext, type TestContext } from '../helpers/test-context.js'
 import {
   CANCELLATION_KINDS,
   DELIVERED_EVENTS,
-  DELIVERY_STATUSES,
+  STORED_DELIVERY_STATUSES,
   DISCREPANCY_KINDS,
   DISCREPANCY_STATUSES,
   KEY_ENVIRONMENTS,
@@ -17,7 +17,7 @@ import {
   STORED_INVOICE_STATUSES,
   WEBHOOK_DISABLED_REASONS,
 } from '../../src/domain/vocabulary.js';
-import { PAYMENT_TRANSITIONS } from '../../src/domain/payment-transitions.js';
+import { PAYMENT_TRANSITIONS } from '../../src/payments/payment.machine.js';
 
 /** The events of the payment transition table, as the timeline names them. */
 const PAYMENT_EVENTS = [...new Set(PAYMENT_TRANSITIONS.map((t) => t.event))];
@@ -38,7 +38,7 @@ const VOCABULARY_COLUMNS: Record<string, readonly string[]> = {
   'ministry_cancellations.source': SOURCES,
   'ministry_cancellations.kind': CANCELLATION_KINDS,
   'events.event': DELIVERED_EVENTS,
-  'webhook_deliveries.status': DELIVERY_STATUSES,
+  'webhook_deliveries.status': STORED_DELIVERY_STATUSES,
   'webhooks.disabled_reason': WEBHOOK_DISABLED_REASONS,
   'push_deliveries.status': PUSH_STATUSES,
   'partners.environment': KEY_ENVIRONMENTS,
