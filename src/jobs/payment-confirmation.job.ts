@@ -8,7 +8,7 @@ import type { MinistryCancellationService } from '../services/ministry-cancellat
 import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import { createKeyedSlots, type KeyedSlots } from '../work/keyed-slots.js';
-import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
+import { UNRESOLVED_STATUSES } from '../payments/payment.machine.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { parseTraceparent } from '../domain/trace-context.js';
@@ -61,33 +61,6 @@ type MinistryWork =
 const sourceOf = (w: MinistryWork): Source => (w.kind === 'check' ? w.payment.source : w.row.source);
 
 /**
- * Claims owed cancellations first, then due checks, within the slots each system has free; the
- * slots offered are held while the claim runs (they are shared with the partners' live checks).
- */
-function ministryClaim(deps: PaymentConfirmationJobDeps) {
-  return async function claim(slots: LaneSlots<MinistryWork>, at: Date): Promise<ClaimResult<MinistryWork>> {
-    const leaseUntil = new Date(at.getTime() + deps.leaseMs);
-    // Counted before the holds below, which the running count includes.
-    const started = new Map(SOURCES.map((s) => [s, slots.pool.running(s)]));
-    // Held while the claim runs: a live check taking one meanwhile would leave claimed work without a slot.
-    const offered = Object.fromEntries(SOURCES.map((s) => [s, slots.pool.hold(s, slots.pool.available(s))]));
-    const owed = await deps.cancellations.claimDue(at, leaseUntil, offered);
-    const left = Object.fromEntries(SOURCES.map((s) => [s, (offered[s] ?? 0) - owed.filter((r) => r.source === s).length]));
-    const due = await deps.payments.claimDue(at, leaseUntil, left);
-    // Each call counts the calls of its system already running and those claimed before it.
-    const inFlight = (source: Source) => {
-      started.set(source, (started.get(source) ?? 0) + 1);
-      return started.get(source) ?? 1;
-    };
-    const claimed: MinistryWork[] = [
-      ...owed.map((row) => ({ kind: 'cancellation' as const, row, inFlight: inFlight(row.source) })),
-      ...due.map((payment) => ({ kind: 'check' as const, payment, claimedAt: at, inFlight: inFlight(payment.source) })),
-    ];
-    return { claimed, saturated: SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)) };
-  };
-}
-
-/**
  * Checks unresolved payments with their ministry and retries owed ministry cancellations, in one
  * lane of the leased-work loop keyed by ministry system: a slow or failing system fills its own
  * slots and never delays another system's checks. How many slots a system has follows its
@@ -114,6 +87,31 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
         deps.onResolved?.();
       }
     }
+  }
+
+  /**
+   * Claims owed cancellations first, then due checks, within the slots each system has free; the
+   * slots offered are held while the claim runs (they are shared with the partners' live checks).
+   */
+  async function claim(slots: LaneSlots<MinistryWork>, at: Date): Promise<ClaimResult<MinistryWork>> {
+    const leaseUntil = new Date(at.getTime() + deps.leaseMs);
+    // Counted before the holds below, which the running count includes.
+    const started = new Map(SOURCES.map((s) => [s, slots.pool.running(s)]));
+    // Held while the claim runs: a live check taking one meanwhile would leave claimed work without a slot.
+    const offered = Object.fromEntries(SOURCES.map((s) => [s, slots.pool.hold(s, slots.pool.available(s))]));
+    const owed = await deps.cancellations.claimDue(at, leaseUntil, offered);
+    const left = Object.fromEntries(SOURCES.map((s) => [s, (offered[s] ?? 0) - owed.filter((r) => r.source === s).length]));
+    const due = await deps.payments.claimDue(at, leaseUntil, left);
+    // Each call counts the calls of its system already running and those claimed before it.
+    const inFlight = (source: Source) => {
+      started.set(source, (started.get(source) ?? 0) + 1);
+      return started.get(source) ?? 1;
+    };
+    const claimed: MinistryWork[] = [
+      ...owed.map((row) => ({ kind: 'cancellation' as const, row, inFlight: inFlight(row.source) })),
+      ...due.map((payment) => ({ kind: 'check' as const, payment, claimedAt: at, inFlight: inFlight(payment.source) })),
+    ];
+    return { claimed, saturated: SOURCES.filter((s) => due.filter((p) => p.source === s).length >= (left[s] ?? 0)) };
   }
 
   /** The work's span, a child of the span of the request that created its payment. */
@@ -156,7 +154,7 @@ export function createPaymentConfirmationJob(deps: PaymentConfirmationJobDeps): 
         total: deps.maxPerSource * SOURCES.length,
         keyOf: sourceOf,
         idOf: (w) => (w.kind === 'check' ? `check:${w.payment.id}` : `cancellation:${w.row.payment_id}`),
-        claim: ministryClaim(deps),
+        claim,
         perform: (work) => traced(work, () => perform(work)),
         failure: { level: 'warn', message: 'confirmation check failed' },
       } satisfies WorkLane<MinistryWork>,

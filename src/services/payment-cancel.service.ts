@@ -1,5 +1,5 @@
 import { NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
-import { IllegalTransitionError } from '../domain/payment-transitions.js';
+import { IllegalTransitionError, requestedCancel } from '../payments/payment.machine.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../db/repositories/payment.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
@@ -34,8 +34,9 @@ export function createPaymentCancelService(deps: PaymentCancelDeps) {
       const invoice = await deps.invoices.findById(payment.invoice_id);
       if (!invoice) throw new NotFoundError('Invoice');
       const recorded = await deps.payments.transaction(async (uow) => {
-        if (!(await deps.payments.lockFor(uow, id, 'partner_canceled'))) return false;
-        await deps.cancellations.addIntent(uow, { paymentId: id, source: payment.source, refNum: invoice.ref_num, kind: 'partner', dueAt: new Date(now().getTime() + deps.graceMs) });
+        if (!(await deps.payments.lockFor(uow, id, 'partner_cancel_requested'))) return false;
+        const kind = requestedCancel('partner_cancel_requested');
+        await deps.cancellations.addIntent(uow, { paymentId: id, source: payment.source, refNum: invoice.ref_num, kind, dueAt: new Date(now().getTime() + deps.graceMs) });
         return true;
       });
       if (!recorded) {

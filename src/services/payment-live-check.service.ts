@@ -3,7 +3,7 @@ import type { PaymentDetail, PaymentRepository, PaymentRow, StatusCheckClaim } f
 import type { MinistryAnswerReport, PaymentResolver } from './payment-resolution.service.js';
 import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
-import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
+import { UNRESOLVED_STATUSES } from '../payments/payment.machine.js';
 import type { Source, StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Clock } from '../domain/clock.port.js';

@@ -1,6 +1,6 @@
 import { amountToNumber, compareAmounts } from '../domain/money.js';
 import { isExpired } from '../domain/check-schedule.js';
-import type { PaymentChange, PaymentEvent } from '../domain/payment-transitions.js';
+import { MINISTRY_ENDS, requestedCancel, type PaymentChange } from '../payments/payment.machine.js';
 import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
@@ -56,9 +56,6 @@ async function timedAnswer<T>(ask: () => Promise<T>, elapsed: () => number, onAn
   }
 }
 
-/** The move for each way the ministry can end a submitted payment. */
-const MINISTRY_ENDS = { canceled: 'ministry_canceled', rejected: 'ministry_rejected', unknown: 'ministry_forgot' } as const satisfies Record<string, PaymentEvent>;
-
 /** The ends of a submitted payment that a cancel at the ministry makes: the expiry's, and one the ministry reports. */
 function ministryCancels(deps: PaymentResolverDeps, now: Clock) {
   /**
@@ -69,7 +66,7 @@ function ministryCancels(deps: PaymentResolverDeps, now: Clock) {
    */
   async function expire(payment: PaymentRow, refNum: string): Promise<boolean> {
     const dueAt = new Date(now().getTime() + deps.cancelGraceMs);
-    await deps.payments.transaction((uow) => deps.cancellations.addIntent(uow, { paymentId: payment.id, source: payment.source, refNum, kind: 'expiry', dueAt }));
+    await deps.payments.transaction((uow) => deps.cancellations.addIntent(uow, { paymentId: payment.id, source: payment.source, refNum, kind: requestedCancel('expiry_due'), dueAt }));
     const intent = await deps.cancellations.find(payment.id);
     if (!intent || intent.done_at !== null || intent.kind === 'owed') return false;
     // The partner's intent, recorded first, stands: the payment is finished as the partner's cancel.

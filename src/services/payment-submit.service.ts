@@ -3,7 +3,7 @@ import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/reposit
 import type { UnitOfWork } from '../db/unit-of-work.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
-import type { PaymentChange, PaymentEvent } from '../domain/payment-transitions.js';
+import { effectsOf, type PaymentChange, type PaymentTrigger } from '../payments/payment.machine.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import { UpstreamUnavailableError } from '../domain/errors.js';
@@ -102,7 +102,7 @@ async function cancelIfNeverReceived(deps: PaymentSubmitterDeps, payment: Paymen
 async function failNeverKnown(deps: PaymentSubmitterDeps, payment: PaymentRow, refNum: string, cause: PaymentCause, at: Date): Promise<void> {
   const why = { cause, detail: { ministry: 'unknown' } };
   const failed = await deps.payments.transaction(async (uow) => {
-    const moved = await deps.payments.move(uow, payment.id, 'never_received', at, why, { failureReason: 'Payment could not be submitted to the ministry system' });
+    const moved = await deps.payments.move(uow, payment.id, 'never_received', at, why, { failureReason: effectsOf('never_received').failureReason });
     if (!moved) return false;
     await deps.payments.releaseInvoices(uow, payment.id, null);
     await deps.cancellations.add(uow, { paymentId: payment.id, source: payment.source, refNum, reason: NEVER_KNOWN, dueAt: at });
@@ -121,7 +121,7 @@ async function failNeverKnown(deps: PaymentSubmitterDeps, payment: PaymentRow, r
 export function createPaymentSubmitter(deps: PaymentSubmitterDeps) {
   const { now } = deps;
 
-  async function refuse(payment: PaymentRow, event: PaymentEvent, reason: string, why: PaymentChange): Promise<void> {
+  async function refuse(payment: PaymentRow, event: PaymentTrigger, reason: string, why: PaymentChange): Promise<void> {
     await deps.payments.transaction(async (uow) => {
       const moved = await deps.payments.move(uow, payment.id, event, now(), why, { failureReason: reason });
       if (moved) await deps.payments.releaseInvoices(uow, payment.id, null);

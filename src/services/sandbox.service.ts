@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, InvalidRequestError, NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
-import { canMove } from '../domain/payment-transitions.js';
+import { canMove } from '../payments/payment.machine.js';
 import { amountToNumber, requestedAmount } from '../domain/money.js';
 import {
   DEFAULT_SANDBOX_AMOUNT,

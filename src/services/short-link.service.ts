@@ -1,6 +1,6 @@
 import { isUuid } from '../domain/uuid.js';
 import { canonicalAmount } from '../domain/money.js';
-import { UNRESOLVED_STATUSES } from '../domain/payment-transitions.js';
+import { UNRESOLVED_STATUSES } from '../payments/payment.machine.js';
 import type { PaymentStatus } from '../domain/vocabulary.js';
 import type { BankLink } from '../domain/bank-links.js';
 import type { ShortLinkRepository } from '../db/repositories/short-link.repository.js';

@@ -1,11 +1,98 @@
 import { describe, expect, it } from 'vitest';
-import { canMove, IllegalTransitionError, nextPaymentStatus, PAYMENT_ENDINGS, PAYMENT_TRANSITIONS, paymentMove, type PaymentEvent } from '../../src/domain/payment-transitions.js';
+import {
+  canMove,
+  effectsOf,
+  IllegalTransitionError,
+  nextPaymentStatus,
+  PAYMENT_MACHINE,
+  PAYMENT_STATES,
+  PAYMENT_TRANSITIONS,
+  paymentMove,
+  stateOf,
+  storedFrom,
+  toExternal,
+  type PaymentState,
+  type PaymentTrigger,
+} from '../../src/payments/payment.machine.js';
 import { EVENT_DATA, EventData } from '../../src/schemas/event.schema.js';
 import type { PaymentStatus } from '../../src/domain/vocabulary.js';
 import { effectiveInvoiceStatus, invoiceMove, isOverdue } from '../../src/domain/invoice-status.js';
 import { checkBackoff, isExpired, nextCheckDelayMs } from '../../src/domain/check-schedule.js';
 
 const STATUSES: PaymentStatus[] = ['pending', 'submitted', 'confirmed', 'failed', 'canceled'];
+
+describe('payment machine', () => {
+  it('stores as the same eleven status changes the payments table has always allowed', () => {
+    expect(PAYMENT_TRANSITIONS.map((t) => `${t.from} -${t.event}-> ${t.to}`).sort()).toEqual(
+      [
+        'pending -ministry_accepted-> submitted',
+        'pending -ministry_refused-> failed',
+        'pending -never_received-> failed',
+        'pending -linked_invoice_taken-> failed',
+        'submitted -ministry_approved-> confirmed',
+        'submitted -ministry_canceled-> canceled',
+        'submitted -ministry_rejected-> failed',
+        'submitted -ministry_forgot-> failed',
+        'submitted -expired-> canceled',
+        'submitted -partner_canceled-> canceled',
+        'confirmed -partner_canceled-> canceled',
+      ].sort(),
+    );
+  });
+
+  it('shows every intent as the status it leaves from, and reads it back from the status and the open cancellation', () => {
+    expect(PAYMENT_STATES.map((s) => [s, toExternal(s)])).toEqual([
+      ['pending', 'pending'],
+      ['submitted', 'submitted'],
+      ['cancel_requested', 'submitted'],
+      ['expiry_requested', 'submitted'],
+      ['confirmed', 'confirmed'],
+      ['reversal_requested', 'confirmed'],
+      ['failed', 'failed'],
+      ['cancel_owed', 'failed'],
+      ['canceled', 'canceled'],
+    ]);
+    expect(stateOf('submitted', 'partner')).toBe('cancel_requested');
+    expect(stateOf('submitted', 'expiry')).toBe('expiry_requested');
+    expect(stateOf('confirmed', 'partner')).toBe('reversal_requested');
+    expect(stateOf('confirmed', 'expiry')).toBe('confirmed');
+    expect(stateOf('failed', 'owed')).toBe('cancel_owed');
+    expect(stateOf('canceled', null)).toBe('canceled');
+    for (const state of PAYMENT_STATES) expect(toExternal(stateOf(toExternal(state), null))).toBe(toExternal(state));
+  });
+
+  it('reaches every state from pending, and leaves canceled and failed only to settle what is owed to the ministry', () => {
+    const reached = new Set<PaymentState>(['pending']);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const e of PAYMENT_MACHINE) if (reached.has(e.from) && !reached.has(e.to)) grew = reached.add(e.to) !== undefined;
+    }
+    expect([...reached].sort()).toEqual([...PAYMENT_STATES].sort());
+    expect(PAYMENT_MACHINE.filter((e) => e.from === 'canceled')).toEqual([]);
+    expect(PAYMENT_MACHINE.filter((e) => e.from === 'failed').map((e) => e.to)).toEqual(['cancel_owed']);
+  });
+
+  it('gives each trigger one set of effects, and every move that changes invoices or the ministry says so', () => {
+    for (const e of PAYMENT_MACHINE) expect(effectsOf(e.trigger)).toEqual(e.effects);
+    expect(effectsOf('ministry_approved')).toMatchObject({ invoices: 'pay', announce: { event: 'payment.confirmed' } });
+    expect(effectsOf('partner_canceled')).toMatchObject({ invoices: 'reopen', ministry: 'close' });
+    expect(effectsOf('partner_cancel_requested')).toEqual({ ministry: 'request_partner' });
+    expect(effectsOf('expiry_due')).toEqual({ ministry: 'request_expiry' });
+    for (const trigger of ['never_received', 'linked_invoice_taken'] as const) expect(effectsOf(trigger)).toMatchObject({ invoices: 'release', ministry: 'owe' });
+    for (const e of PAYMENT_MACHINE.filter((x) => x.to === 'canceled' || x.to === 'failed' || x.to === 'cancel_owed')) {
+      if (e.from !== 'failed' && e.from !== 'cancel_owed') expect(e.effects.invoices, e.trigger).toMatch(/^(release|reopen)$/);
+    }
+  });
+
+  it('guards an intent by the statuses it may leave from and changes no status', () => {
+    expect(storedFrom('partner_cancel_requested')).toEqual(['submitted', 'confirmed']);
+    expect(nextPaymentStatus('confirmed', 'partner_cancel_requested')).toBe('confirmed');
+    expect(() => paymentMove('partner_cancel_requested')).toThrow('no transition');
+    expect(canMove('confirmed', 'partner_cancel_requested')).toBe(true);
+    expect(canMove('pending', 'partner_cancel_requested')).toBe(false);
+    expect(() => nextPaymentStatus('failed', 'partner_cancel_requested')).toThrow('Payment cannot be canceled in status failed');
+  });
+});
 
 describe('payment transition table', () => {
   it('follows SPEC: submitted is confirmed by approval, submitted and confirmed are canceled by the partner', () => {
@@ -32,7 +119,7 @@ describe('payment transition table', () => {
   });
 
   it('leaves the final states only by a partner cancel of a confirmed payment', () => {
-    const events = [...new Set(PAYMENT_TRANSITIONS.map((t) => t.event))] as PaymentEvent[];
+    const events = [...new Set(PAYMENT_TRANSITIONS.map((t) => t.event))] as PaymentTrigger[];
     for (const event of events) {
       expect(canMove('failed', event)).toBe(false);
       expect(canMove('canceled', event)).toBe(false);
@@ -43,10 +130,11 @@ describe('payment transition table', () => {
   it('announces exactly the moves that end an accepted payment: failed ones as payment.failed, canceled ones with their reason', () => {
     const accepted: PaymentStatus[] = ['submitted', 'confirmed'];
     const ending = PAYMENT_TRANSITIONS.filter((t) => accepted.includes(t.from) && (t.to === 'failed' || t.to === 'canceled'));
-    expect(Object.keys(PAYMENT_ENDINGS).sort()).toEqual([...new Set(ending.map((t) => t.event))].sort());
-    for (const t of ending) expect(PAYMENT_ENDINGS[t.event]?.event).toBe(t.to === 'failed' ? 'payment.failed' : 'payment.canceled');
-    const reasons = Object.values(PAYMENT_ENDINGS).map((e) => (e.event === 'payment.canceled' ? e.reason : null));
-    expect(reasons.filter((r) => r !== null).sort()).toEqual(['expired', 'ministry', 'partner']);
+    const announcing = PAYMENT_MACHINE.filter((e) => e.effects.announce?.event === 'payment.failed' || e.effects.announce?.event === 'payment.canceled');
+    expect([...new Set(announcing.map((e) => e.trigger))].sort()).toEqual([...new Set(ending.map((t) => t.event))].sort());
+    for (const t of ending) expect(effectsOf(t.event).announce?.event).toBe(t.to === 'failed' ? 'payment.failed' : 'payment.canceled');
+    const reasons = new Set(announcing.map((e) => e.effects.announce?.reason).filter((r) => r !== undefined));
+    expect([...reasons].sort()).toEqual(['expired', 'ministry', 'partner']);
   });
 
   it("describes every event's data field in the events API's data schema", () => {

@@ -7,7 +7,7 @@ import type { PaymentsTable } from '../db.types.js';
 import { executorOf, trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../unit-of-work.js';
 import { columnList, tableColumns } from '../table-columns.js';
 import type { Source } from '../../domain/vocabulary.js';
-import { paymentMove, UNRESOLVED_STATUSES, type PaymentChange, type PaymentEvent } from '../../domain/payment-transitions.js';
+import { paymentMove, storedFrom, UNRESOLVED_STATUSES, type PaymentChange, type PaymentTrigger } from '../../payments/payment.machine.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
 import { isUuid } from '../../domain/uuid.js';
 import type { OutboxWrite } from './event.repository.js';
@@ -67,11 +67,11 @@ const dueChecks = (free: Partial<Record<string, number>>, at: Date, leaseUntil: 
 });
 
 /** The timeline columns of a status update (copied into payment_history by the triggers). */
-function changeColumns(event: PaymentEvent, why: PaymentChange) {
+function changeColumns(event: PaymentTrigger, why: PaymentChange) {
   return { status_event: event, status_cause: why.cause, status_detail: why.detail ? JSON.stringify(why.detail) : null };
 }
 
-const changeSql = (event: PaymentEvent, why: PaymentChange) => {
+const changeSql = (event: PaymentTrigger, why: PaymentChange) => {
   const c = changeColumns(event, why);
   return sql`status_event = ${c.status_event}, status_cause = ${c.status_cause}, status_detail = ${c.status_detail}::jsonb`;
 };
@@ -338,9 +338,9 @@ function paymentLocks(db: Db) {
   return {
     transaction: unitOfWorkRunner(db),
 
-    /** Locks the payment for a move by `event`; false when it is not in a state the event leaves from. */
-    async lockFor(uow: UnitOfWork, id: string, event: PaymentEvent): Promise<boolean> {
-      const row = await trxOf(uow).selectFrom('payments').select('id').where('id', '=', id).where('status', 'in', paymentMove(event).from).forUpdate().executeTakeFirst();
+    /** Locks the payment for a move by `event` (an intent's too); false when it is not in a state the event leaves from. */
+    async lockFor(uow: UnitOfWork, id: string, event: PaymentTrigger): Promise<boolean> {
+      const row = await trxOf(uow).selectFrom('payments').select('id').where('id', '=', id).where('status', 'in', storedFrom(event)).forUpdate().executeTakeFirst();
       return row !== undefined;
     },
 
@@ -375,7 +375,7 @@ function paymentMoves(now: Clock) {
     async move(
       uow: UnitOfWork,
       id: string,
-      event: PaymentEvent,
+      event: PaymentTrigger,
       at: Date,
       why: PaymentChange,
       extra: { failureReason?: string; paidAt?: Date; canceledAt?: Date; nextCheckAt?: Date | null } = {},

@@ -1,7 +1,7 @@
 /* Steps 3 and 4 of the sandbox page: paying the picked invoice, then watching, approving or canceling the payment. */
 import type { Static } from 'typebox';
 import { isPayable } from '../../domain/invoice-status.js';
-import { UNRESOLVED_STATUSES, canMove } from '../../domain/payment-transitions.js';
+import { UNRESOLVED_STATUSES, canMove } from '../../payments/payment.machine.js';
 import type { PaymentStatus } from '../../domain/vocabulary.js';
 import type { CancelBody, CreatePaymentBody, PaymentBody, PaymentCreatedBody, QrPayBody } from '../../schemas/payment.schema.js';
 import { ApiError, byId, el, type ApiClient, type ErrorBox } from '../page-ui/page-ui.js';
