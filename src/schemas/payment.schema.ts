@@ -20,14 +20,14 @@ const IdempotencyKey = (name: string, description: string) =>
   Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]*$', description, 'x-violation': `${name} must be printable ASCII characters without spaces` }));
 
 export const IdempotencyHeaders = Type.Object({
-  'x-idempotency-key': IdempotencyKey('X-Idempotency-Key', 'A client-chosen UUID is recommended'),
-  'idempotency-key': IdempotencyKey('Idempotency-Key', "The same as X-Idempotency-Key (the IETF HTTPAPI draft's name): either header works; both, with different values, is a 400"),
+  'x-idempotency-key': IdempotencyKey('x-idempotency-key', 'A client-chosen UUID is recommended'),
+  'idempotency-key': IdempotencyKey('idempotency-key', "The same as X-Idempotency-Key (the IETF HTTPAPI draft's name): either header works; both, with different values, is a 400"),
   'x-user-id': Type.Optional(
     Type.String({
       minLength: 1,
       maxLength: 128,
       pattern: '^[\\x21-\\x7E]*$',
-      'x-violation': 'X-User-Id must be printable ASCII characters without spaces',
+      'x-violation': 'x-user-id must be printable ASCII characters without spaces',
       description: "The partner's end user, as `userId` in POST /devices: once the payment is confirmed, that user's devices get a push",
     }),
   ),
@@ -36,7 +36,7 @@ export const IdempotencyHeaders = Type.Object({
       minLength: 1,
       maxLength: 64,
       pattern: '^[\\x21-\\x7E]*$',
-      'x-violation': 'X-Partner-Reference must be 1-64 printable ASCII characters without spaces',
+      'x-violation': 'x-partner-reference must be 1-64 printable ASCII characters without spaces',
       description:
         "Your own reference of the payment (your transaction id), 1-64 printable ASCII characters without spaces: stored with the payment and returned as `partnerReference` on it, its events and its settlement entries. Part of what an idempotency key is compared on",
     }),

@@ -155,7 +155,7 @@ describe('X-Partner-Reference', () => {
     expect(res.json()).toMatchObject({ statusCode: 400, error: 'Bad Request', code: 'invalid_request' });
     // Said in the header's own terms, never as the schema's regular expression.
     expect(res.json<{ errors: { path: string; message: string }[] }>().errors.filter((e) => e.path === '/x-partner-reference').map((e) => e.message)).toEqual([
-      expect.stringMatching(/^(X-Partner-Reference must be 1-64 printable ASCII characters without spaces|x-partner-reference must NOT have (more than 64|fewer than 1) characters?)$/),
+      expect.stringMatching(/^(x-partner-reference must be 1-64 printable ASCII characters without spaces|x-partner-reference must NOT have (more than 64|fewer than 1) characters?)$/),
     ]);
     expect(await paymentsOf(invoice.id)).toEqual([]);
   });

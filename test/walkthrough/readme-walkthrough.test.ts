@@ -1,10 +1,7 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePorts, readWalkthrough, rewrite } from './walkthrough.js';
+import { baseEnv, freePorts, jsonLines, missingTools, readWalkthrough, rewrite, ROOT, startBash, startLocalService, tail, type BashProcess, type LocalService } from './walkthrough.js';
 
 /*
  * The README's walk-through ("A payment, step by step"), run as a reader would: its bash blocks,
@@ -20,30 +17,13 @@ import { freePorts, readWalkthrough, rewrite } from './walkthrough.js';
  * (a 4xx from a placeholder or a 429 from pasting too fast) fails the run like a failed command.
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 /** How the walk-through tells the reader to start the service; the test starts it with the same settings. */
 const START_COMMAND = 'SIMULATOR_AUTO_APPROVE_MS=0 npm start';
 const ADMIN_TOKEN = 'local-admin-token';
 
-const MISSING_TOOLS = ['bash', 'curl', 'jq'].filter((tool) => spawnSync(tool, ['--version'], { stdio: 'ignore' }).status !== 0);
-const SKIP_REASON = MISSING_TOOLS.length
-  ? ` (SKIPPED: ${MISSING_TOOLS.join(', ')} not installed; on Debian/Ubuntu: apt-get install -y ${MISSING_TOOLS.join(' ')})`
-  : '';
+const { missing: MISSING_TOOLS, skipReason: SKIP_REASON } = missingTools(['bash', 'curl', 'jq']);
 if (SKIP_REASON) console.warn(`readme-walkthrough.test.ts${SKIP_REASON}`);
-
-/**
- * Only what a shell on a fresh machine has: nothing of the test's own environment (DATABASE_URL,
- * REDIS_URL, ADMIN_TOKEN, NODE_OPTIONS, vitest's variables) reaches the service or the commands.
- */
-function baseEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: process.env.LANG ?? 'C.UTF-8' };
-  for (const name of ['HOME', 'TMPDIR', 'USER'] as const) {
-    const value = process.env[name];
-    if (value !== undefined) env[name] = value;
-  }
-  return env;
-}
 
 const walkthrough = readWalkthrough(README);
 
@@ -59,103 +39,23 @@ describe('README walk-through: the text', () => {
   });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 describe.skipIf(MISSING_TOOLS.length > 0)(`README walk-through against a started service${SKIP_REASON}`, () => {
-  let apiPort = 0;
-  let adminPort = 0;
-  let simulatorPort = 0;
-  let hookPort = 0;
-  let dataRoot = '';
-  let service: ChildProcess | null = null;
-  let serviceLog = '';
-  let shell: ChildProcess | null = null;
-
-  const tail = (text: string, chars = 6000) => (text.length > chars ? `…${text.slice(-chars)}` : text);
+  let service: LocalService | null = null;
+  let shell: BashProcess | null = null;
 
   beforeAll(async () => {
-    [apiPort = 0, adminPort = 0, simulatorPort = 0, hookPort = 0] = await freePorts(4);
-    dataRoot = mkdtempSync(join(tmpdir(), 'walkthrough-'));
-    service = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
-      cwd: ROOT,
-      env: {
-        ...baseEnv(),
-        APP_ENV: 'local',
-        PORT: String(apiPort),
-        ADMIN_PORT: String(adminPort),
-        SIMULATOR_PORT: String(simulatorPort),
-        DATA_DIR: join(dataRoot, 'data'), // as ./.data on a fresh clone: not there yet
-        SIMULATOR_AUTO_APPROVE_MS: '0', // START_COMMAND
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const keep = (chunk: Buffer) => (serviceLog = (serviceLog + chunk.toString()).slice(-100_000));
-    service.stdout?.on('data', keep);
-    service.stderr?.on('data', keep);
-
-    // The API listens first, then the admin listener; both answer once the database is up.
-    const deadline = Date.now() + 60_000; // a cold tsx start on a loaded CI machine
-    for (;;) {
-      if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode}:\n${tail(serviceLog)}`);
-      const up = await Promise.all([
-        fetch(`http://127.0.0.1:${apiPort}/api/v1/health/ready`).then((r) => r.ok, () => false),
-        fetch(`http://127.0.0.1:${adminPort}/metrics`).then((r) => r.ok, () => false),
-      ]);
-      if (up.every(Boolean)) break;
-      if (Date.now() > deadline) throw new Error(`the service did not get ready in 60 s:\n${tail(serviceLog)}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    service = await startLocalService({ SIMULATOR_AUTO_APPROVE_MS: '0' }); // START_COMMAND
   }, 65_000);
 
   afterAll(async () => {
-    if (shell?.pid !== undefined && shell.exitCode === null) {
-      try {
-        process.kill(-shell.pid, 'SIGKILL'); // bash and what it started (the webhook receiver)
-      } catch {
-        // already gone
-      }
-    }
-    const proc = service;
-    if (proc && proc.exitCode === null) {
-      const exited = new Promise((resolve) => proc.once('exit', resolve));
-      proc.kill('SIGTERM');
-      const force = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(force);
-    }
-    if (dataRoot) rmSync(dataRoot, { recursive: true, force: true });
+    shell?.kill(); // bash and what it started (the webhook receiver)
+    await service?.stop();
   }, 20_000);
 
-  function runBash(script: string, timeoutMs: number): Promise<Run> {
-    return new Promise((resolve) => {
-      let stdout = '';
-      let stderr = '';
-      const child = spawn('bash', ['-c', script], {
-        cwd: ROOT,
-        env: { ...baseEnv(), ADMIN_PORT: String(adminPort) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true, // its own process group, so a timeout kills the receiver it started too
-      });
-      shell = child;
-      child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const timer = setTimeout(() => {
-        stderr += `\n[test] the walk-through did not finish in ${timeoutMs} ms; killed`;
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      }, timeoutMs);
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
-  }
-
   it('runs every bash block in order in one shell, and the payment goes submitted, confirmed, canceled', async () => {
+    if (!service) throw new Error('the service did not start');
+    const { apiPort, adminPort, simulatorPort } = service;
+    const [hookPort = 0] = await freePorts(1);
     // Required: the API and the receiver. Should a block name the admin or simulator URL, it moves too.
     const body = rewrite(walkthrough.blocks.join('\n'), [
       ['127.0.0.1:3000', `127.0.0.1:${apiPort}`],
@@ -174,8 +74,9 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`README walk-through against a started
       'set +x',
       'echo "::vars:: $KEY $INVOICE $PAYMENT"',
     ].join('\n');
-    const run = await runBash(script, 100_000);
-    const report = `exit ${run.code}\n--- stdout\n${tail(run.stdout)}\n--- stderr\n${tail(run.stderr)}\n--- service\n${tail(serviceLog, 3000)}`;
+    shell = startBash(script, { cwd: ROOT, env: { ...baseEnv(), ADMIN_PORT: String(adminPort) }, timeoutMs: 100_000 });
+    const run = await shell.result;
+    const report = `exit ${run.code}\n--- stdout\n${tail(run.stdout)}\n--- stderr\n${tail(run.stderr)}\n--- service\n${tail(service.log(), 3000)}`;
     expect(run.code, report).toBe(0);
 
     const vars = /::vars:: (\S+) (\S+) (\S+)/.exec(run.stdout);
@@ -184,16 +85,7 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`README walk-through against a started
     expect(key).toMatch(/^gpk_sandbox_/);
 
     // The one-line JSON answers the blocks print (jq -c), in order.
-    const answers = run.stdout
-      .split('\n')
-      .filter((line) => line.startsWith('{') && line.endsWith('}'))
-      .flatMap((line) => {
-        try {
-          return [JSON.parse(line) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      });
+    const answers = jsonLines(run.stdout);
     const firstIndex = (match: (a: Record<string, unknown>) => boolean) => answers.findIndex(match);
 
     const replayed = firstIndex((a) => a.id === paymentId && a.message === 'idempotent');
