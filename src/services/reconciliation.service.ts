@@ -79,142 +79,155 @@ function finding(kind: DiscrepancyWrite['kind'], day: string, source: Source, en
 /** Told each time a run renews its lease: the job's deadline counts from the last renewal. */
 type OnProgress = () => void;
 
-/** One source's reconciliation of a day, under a lease this instance holds: what matched, what was confirmed, what disagrees. */
-function sourceReconciler(deps: ReconciliationDeps, now: Clock, onProgress: OnProgress) {
+async function autoConfirm(deps: ReconciliationDeps, local: LocalSettled, entry: SettlementEntry, day: string): Promise<boolean> {
+  const settledAt = new Date(entry.date);
+  const paidAt = Number.isNaN(settledAt.getTime()) ? deps.now() : settledAt;
+  const detail = { ministry: 'settled', financeDay: day, settledAmount: entry.amount, settledAt: entry.date };
+  return deps.resolver.confirm(local, local.ref_num, paidAt, { cause: 'reconciliation', detail });
+}
+
+/** `renew` runs before each ministry call that needs it: a large day's auto-confirmations must not outlive the lease. */
+async function judgeSettled(
+  deps: ReconciliationDeps,
+  day: string,
+  source: Source,
+  entries: Map<string, SettlementEntry>,
+  tally: Tally,
+  renew: () => Promise<void>,
+): Promise<void> {
   const repo = deps.reconciliations;
-
-  async function autoConfirm(local: LocalSettled, entry: SettlementEntry, day: string): Promise<boolean> {
-    const settledAt = new Date(entry.date);
-    const paidAt = Number.isNaN(settledAt.getTime()) ? now() : settledAt;
-    const detail = { ministry: 'settled', financeDay: day, settledAmount: entry.amount, settledAt: entry.date };
-    return deps.resolver.confirm(local, local.ref_num, paidAt, { cause: 'reconciliation', detail });
-  }
-
-  /** `renew` runs before each ministry call that needs it: a large day's auto-confirmations must not outlive the lease. */
-  async function judgeSettled(day: string, source: Source, entries: Map<string, SettlementEntry>, tally: Tally, renew: () => Promise<void>): Promise<void> {
-    for (const ids of chunks([...entries.keys()], PAGE)) {
-      const locals = new Map((await repo.paymentsByIds(ids)).filter((p) => p.source === source).map((p) => [p.id, p]));
-      for (const id of ids) {
-        const entry = entries.get(id);
-        if (!entry) continue;
-        let local = locals.get(id) ?? null;
-        let verdict = judgeEntry(local, entry.amount);
-        if (verdict.autoConfirm && local) {
-          await renew();
-          if (await autoConfirm(local, entry, day)) tally.autoConfirmed += 1;
-          else {
-            // Another actor moved it first: judge what it is now.
-            local = (await repo.paymentsByIds([id]))[0] ?? null;
-            verdict = { ...judgeEntry(local, entry.amount), autoConfirm: false };
-          }
+  for (const ids of chunks([...entries.keys()], PAGE)) {
+    const locals = new Map((await repo.paymentsByIds(ids)).filter((p) => p.source === source).map((p) => [p.id, p]));
+    for (const id of ids) {
+      const entry = entries.get(id);
+      if (!entry) continue;
+      let local = locals.get(id) ?? null;
+      let verdict = judgeEntry(local, entry.amount);
+      if (verdict.autoConfirm && local) {
+        await renew();
+        if (await autoConfirm(deps, local, entry, day)) tally.autoConfirmed += 1;
+        else {
+          // Another actor moved it first: judge what it is now.
+          local = (await repo.paymentsByIds([id]))[0] ?? null;
+          verdict = { ...judgeEntry(local, entry.amount), autoConfirm: false };
         }
-        if (verdict.matched) tally.matched += 1;
-        for (const kind of verdict.discrepancies) tally.found.push(finding(kind, day, source, entry, local));
       }
+      if (verdict.matched) tally.matched += 1;
+      for (const kind of verdict.discrepancies) tally.found.push(finding(kind, day, source, entry, local));
     }
   }
+}
 
-  /** Payments confirmed here for the day that the ministry's settlement does not list. */
-  async function findUnsettled(day: string, source: Source, entries: Map<string, SettlementEntry>, tally: Tally, renew: () => Promise<void>): Promise<void> {
-    const { from, to } = financeDayBounds(day);
-    let after: { paidAt: Date; id: string } | null = null;
-    for (;;) {
-      const page = await repo.confirmedBetween(source, from, to, after, PAGE);
-      for (const local of page) {
-        if (!entries.has(local.id)) tally.found.push(finding('missing_at_ministry', day, source, null, local));
-      }
-      const last = page.at(-1);
-      if (!last || page.length < PAGE || !last.paid_at) return;
-      after = { paidAt: last.paid_at, id: last.id };
-      await renew();
+/** Payments confirmed here for the day that the ministry's settlement does not list. */
+async function findUnsettled(
+  deps: ReconciliationDeps,
+  day: string,
+  source: Source,
+  entries: Map<string, SettlementEntry>,
+  tally: Tally,
+  renew: () => Promise<void>,
+): Promise<void> {
+  const { from, to } = financeDayBounds(day);
+  let after: { paidAt: Date; id: string } | null = null;
+  for (;;) {
+    const page = await deps.reconciliations.confirmedBetween(source, from, to, after, PAGE);
+    for (const local of page) {
+      if (!entries.has(local.id)) tally.found.push(finding('missing_at_ministry', day, source, null, local));
     }
-  }
-
-  async function reconcileSource(lease: ReconciliationLease, runId: string): Promise<SourceOutcome> {
-    const { financeDay: day, source } = lease;
-    const tally: Tally = { matched: 0, autoConfirmed: 0, found: [] };
-    let renewedAt = Date.now();
-    const renew = async () => {
-      if (!(await repo.renewLease(lease, new Date(now().getTime() + deps.settings.leaseMs)))) throw new LeaseLostError();
-      renewedAt = Date.now();
-      onProgress();
-    };
-    // Renewing before every call would cost a write per payment; half the lease left is room for the next call.
-    const renewWhenHalfGone = async () => {
-      if (Date.now() - renewedAt >= deps.settings.leaseMs / 2) await renew();
-    };
-    const settled = await deps.ministries[source].settlement(day);
-    const entries = entriesById(settled);
+    const last = page.at(-1);
+    if (!last || page.length < PAGE || !last.paid_at) return;
+    after = { paidAt: last.paid_at, id: last.id };
     await renew();
-    await judgeSettled(day, source, entries, tally, renewWhenHalfGone);
-    await renew();
-    await findUnsettled(day, source, entries, tally, renew);
-    if (!(await repo.recordFindings(lease, runId, tally.found, now()))) throw new LeaseLostError();
-    return { source, status: 'completed', matched: tally.matched, autoConfirmed: tally.autoConfirmed, discrepancies: tally.found.length, error: null };
   }
+}
 
-  return reconcileSource;
+/** One source's reconciliation of a day, under a lease this instance holds: what matched, what was confirmed, what disagrees. */
+async function reconcileSource(deps: ReconciliationDeps, lease: ReconciliationLease, runId: string, onProgress: OnProgress): Promise<SourceOutcome> {
+  const { now } = deps;
+  const repo = deps.reconciliations;
+  const { financeDay: day, source } = lease;
+  const tally: Tally = { matched: 0, autoConfirmed: 0, found: [] };
+  let renewedAt = Date.now();
+  const renew = async () => {
+    if (!(await repo.renewLease(lease, new Date(now().getTime() + deps.settings.leaseMs)))) throw new LeaseLostError();
+    renewedAt = Date.now();
+    onProgress();
+  };
+  // Renewing before every call would cost a write per payment; half the lease left is room for the next call.
+  const renewWhenHalfGone = async () => {
+    if (Date.now() - renewedAt >= deps.settings.leaseMs / 2) await renew();
+  };
+  const settled = await deps.ministries[source].settlement(day);
+  const entries = entriesById(settled);
+  await renew();
+  await judgeSettled(deps, day, source, entries, tally, renewWhenHalfGone);
+  await renew();
+  await findUnsettled(deps, day, source, entries, tally, renew);
+  if (!(await repo.recordFindings(lease, runId, tally.found, now()))) throw new LeaseLostError();
+  return { source, status: 'completed', matched: tally.matched, autoConfirmed: tally.autoConfirmed, discrepancies: tally.found.length, error: null };
+}
+
+/**
+ * Reconciles one source whose lease this instance holds, and hands the lease back. A holder that
+ * stalled past its lease and lost it to another instance stops at its next write, recording
+ * nothing and releasing nothing: the day and source are the new holder's.
+ */
+async function runHeld(deps: ReconciliationDeps, lease: ReconciliationLease, runId: string, onProgress: OnProgress): Promise<SourceOutcome> {
+  const { financeDay: day, source } = lease;
+  let outcome: SourceOutcome;
+  try {
+    outcome = await reconcileSource(deps, lease, runId, onProgress);
+  } catch (err) {
+    const lost = err instanceof LeaseLostError;
+    if (lost) deps.onStaleLease?.('reconciliation', `${day}/${source}`);
+    else deps.log.warn({ err, financeDay: day, source }, 'reconciliation of a source failed; it will be retried');
+    const error = err instanceof Error ? err.message : String(err);
+    outcome = { source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error };
+    if (lost) return outcome;
+  }
+  const at = deps.now();
+  if (!(await deps.reconciliations.release(lease, { now: at, error: outcome.error, retryAt: new Date(at.getTime() + deps.settings.retryMs) }))) {
+    deps.onStaleLease?.('reconciliation', `${day}/${source}`);
+  }
+  return outcome;
+}
+
+/** Waits (up to the configured time) for another instance's run of the same day and source. */
+async function acquireWaiting(deps: ReconciliationDeps, day: string, source: Source): Promise<ReconciliationLease | null> {
+  const { now } = deps;
+  const deadline = Date.now() + deps.settings.waitMs;
+  for (;;) {
+    const lease = await deps.reconciliations.acquire(day, source, now(), new Date(now().getTime() + deps.settings.leaseMs));
+    if (lease || Date.now() >= deadline) return lease;
+    await sleep(WAIT_STEP_MS);
+  }
 }
 
 /** A run of a day's sources, each under its lease, recorded as one run. */
-function dayRunner(deps: ReconciliationDeps, now: Clock, onProgress: OnProgress) {
+async function runSources(
+  deps: ReconciliationDeps,
+  day: string,
+  sources: readonly (Source | ReconciliationLease)[],
+  operator: string | null,
+  onProgress: OnProgress,
+): Promise<RunRow> {
+  const { now } = deps;
   const repo = deps.reconciliations;
-  const reconcileSource = sourceReconciler(deps, now, onProgress);
-
-  /**
-   * Reconciles one source whose lease this instance holds, and hands the lease back. A holder that
-   * stalled past its lease and lost it to another instance stops at its next write, recording
-   * nothing and releasing nothing: the day and source are the new holder's.
-   */
-  async function runHeld(lease: ReconciliationLease, runId: string): Promise<SourceOutcome> {
-    const { financeDay: day, source } = lease;
-    let outcome: SourceOutcome;
-    try {
-      outcome = await reconcileSource(lease, runId);
-    } catch (err) {
-      const lost = err instanceof LeaseLostError;
-      if (lost) deps.onStaleLease?.('reconciliation', `${day}/${source}`);
-      else deps.log.warn({ err, financeDay: day, source }, 'reconciliation of a source failed; it will be retried');
-      const error = err instanceof Error ? err.message : String(err);
-      outcome = { source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error };
-      if (lost) return outcome;
-    }
-    const at = now();
-    if (!(await repo.release(lease, { now: at, error: outcome.error, retryAt: new Date(at.getTime() + deps.settings.retryMs) }))) {
-      deps.onStaleLease?.('reconciliation', `${day}/${source}`);
-    }
-    return outcome;
+  const runId = await repo.createRun(day, operator, now());
+  // One source after another: a busy day's settlement is tens of MB of JSON to parse (see
+  // MINISTRY_MAX_RESPONSE_BYTES), and three at once would not fit the production heap.
+  const outcomes: SourceOutcome[] = [];
+  for (const wanted of sources) {
+    const lease = typeof wanted === 'string' ? await acquireWaiting(deps, day, wanted) : wanted;
+    outcomes.push(
+      lease
+        ? await runHeld(deps, lease, runId, onProgress)
+        : { source: wanted as Source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error: 'another instance is reconciling this day and source' },
+    );
   }
-
-  /** Waits (up to the configured time) for another instance's run of the same day and source. */
-  async function acquireWaiting(day: string, source: Source): Promise<ReconciliationLease | null> {
-    const deadline = Date.now() + deps.settings.waitMs;
-    for (;;) {
-      const lease = await repo.acquire(day, source, now(), new Date(now().getTime() + deps.settings.leaseMs));
-      if (lease || Date.now() >= deadline) return lease;
-      await sleep(WAIT_STEP_MS);
-    }
-  }
-
-  async function runSources(day: string, sources: readonly (Source | ReconciliationLease)[], operator: string | null): Promise<RunRow> {
-    const runId = await repo.createRun(day, operator, now());
-    // One source after another: a busy day's settlement is tens of MB of JSON to parse (see
-    // MINISTRY_MAX_RESPONSE_BYTES), and three at once would not fit the production heap.
-    const outcomes: SourceOutcome[] = [];
-    for (const wanted of sources) {
-      const lease = typeof wanted === 'string' ? await acquireWaiting(day, wanted) : wanted;
-      outcomes.push(
-        lease
-          ? await runHeld(lease, runId)
-          : { source: wanted as Source, status: 'failed', matched: 0, autoConfirmed: 0, discrepancies: 0, error: 'another instance is reconciling this day and source' },
-      );
-    }
-    const run = await repo.finishRun(runId, outcomes.every((o) => o.status === 'completed') ? 'completed' : 'partial', outcomes, now());
-    if (run.auto_confirmed > 0) deps.onConfirmed?.();
-    return run;
-  }
-
-  return runSources;
+  const run = await repo.finishRun(runId, outcomes.every((o) => o.status === 'completed') ? 'completed' : 'partial', outcomes, now());
+  if (run.auto_confirmed > 0) deps.onConfirmed?.();
+  return run;
 }
 
 /**
@@ -226,7 +239,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
   const { now } = deps;
   const repo = deps.reconciliations;
   let progressAt = 0;
-  const runSources = dayRunner(deps, now, () => (progressAt = Date.now()));
+  const onProgress: OnProgress = () => (progressAt = Date.now());
 
   return {
     /** When a run here last renewed its lease (epoch ms; 0 before any). */
@@ -237,7 +250,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
       if (!isFinanceDay(financeDay)) throw new InvalidRequestError(['financeDay must be a date YYYY-MM-DD'], '/financeDay');
       if (financeDay > financeDayOf(now())) throw new InvalidRequestError(['financeDay must not be in the future'], '/financeDay');
       await repo.ensureSources(financeDay, SOURCES, now());
-      const run = await runSources(financeDay, SOURCES, operator);
+      const run = await runSources(deps, financeDay, SOURCES, operator, onProgress);
       await deps.audit.record({
         operator,
         action: 'reconciliation.run',
@@ -263,7 +276,7 @@ export function createReconciliationService(deps: ReconciliationDeps) {
         byDay.set(lease.financeDay, [...(byDay.get(lease.financeDay) ?? []), lease]);
       }
       const runs: RunRow[] = [];
-      for (const [day, leases] of byDay) runs.push(await runSources(day, leases, null));
+      for (const [day, leases] of byDay) runs.push(await runSources(deps, day, leases, null, onProgress));
       return runs;
     },
   };

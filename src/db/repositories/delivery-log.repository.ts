@@ -49,56 +49,6 @@ export interface DeliveryLogFilter {
   paymentId?: string;
 }
 
-/** The partner's recovery of what a webhook missed, a batch per statement. */
-function deliveryRecovery(db: Db) {
-  return {
-    /**
-     * One batch of a recovery: the webhook's next `limit` events of its types since `since`, after
-     * `after`, oldest first, each sent once more, due at `at`, unless delivered or already on its
-     * way. An event with no delivery to the webhook (it happened while the webhook was disabled,
-     * or before it was registered) gets a new one; a failed or canceled delivery is queued again
-     * and one waiting for a retry (waitingPast) is made due at `at`, their attempt counts going
-     * on. One statement touching at most `limit` deliveries; the unique (webhook, event) key
-     * makes a repeated or concurrent batch queue nothing twice, and `queued` counts only the
-     * deliveries this one queued or made due. The webhook row is share-locked, so a concurrent
-     * delete either waits (and then cancels these) or wins (and nothing is queued). Null when the
-     * webhook is not the partner's (or deleted).
-     */
-    async recoverBatch(partnerId: string, webhookId: string, since: Date, at: Date, after: RecoverCursor | null, limit: number): Promise<RecoverBatch | null> {
-      const rest = after ? sql`(e.created_at, e.id) > (${after.createdAt}::timestamptz, ${after.eventId}::uuid)` : sql`true`;
-      const { rows } = await sql<{ queued: number; events: number; last_at: string | null; last_id: string | null }>`
-        WITH target AS (
-          SELECT id, partner_id, events FROM webhooks
-          WHERE id = ${webhookId}::uuid AND partner_id = ${partnerId}::uuid AND deleted_at IS NULL
-          FOR SHARE
-        ), batch AS MATERIALIZED (
-          SELECT e.id, e.created_at
-          FROM target t JOIN events e ON e.partner_id = t.partner_id AND t.events @> jsonb_build_array(e.event)
-          WHERE e.created_at >= ${since}::timestamptz AND ${rest}
-          ORDER BY e.created_at, e.id
-          LIMIT ${limit}
-        ), queued AS (
-          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
-          SELECT t.id, b.id, 'pending', ${at}::timestamptz FROM target t CROSS JOIN batch b
-          ON CONFLICT (webhook_id, event_id) DO UPDATE
-            SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, updated_at = EXCLUDED.next_attempt_at
-            WHERE webhook_deliveries.status IN ('failed', 'canceled') OR ${waitingPast('webhook_deliveries', at)}
-          RETURNING id
-        ), last AS (
-          -- As the database writes it: exact to the microsecond, where a JavaScript Date keeps milliseconds.
-          SELECT created_at::text AS last_at, id AS last_id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
-        )
-        SELECT (SELECT count(*)::int FROM queued) AS queued, (SELECT count(*)::int FROM batch) AS events,
-          (SELECT last_at FROM last) AS last_at, (SELECT last_id FROM last) AS last_id
-        FROM target`.execute(db);
-      const row = rows[0];
-      if (!row) return null;
-      const last = row.last_at && row.last_id ? { createdAt: row.last_at, eventId: row.last_id } : null;
-      return { queued: Number(row.queued), events: Number(row.events), last };
-    },
-  };
-}
-
 /**
  * A webhook's delivery log and the partner's recovery of what it missed. The log merges the
  * attempts made (succeeded or failed) with one `pending` entry per delivery still to be sent (its
@@ -151,7 +101,52 @@ export function createDeliveryLogRepository(db: Db) {
       return rows;
     },
 
-    ...deliveryRecovery(db),
+    // The partner's recovery of what a webhook missed, a batch per statement.
+
+    /**
+     * One batch of a recovery: the webhook's next `limit` events of its types since `since`, after
+     * `after`, oldest first, each sent once more, due at `at`, unless delivered or already on its
+     * way. An event with no delivery to the webhook (it happened while the webhook was disabled,
+     * or before it was registered) gets a new one; a failed or canceled delivery is queued again
+     * and one waiting for a retry (waitingPast) is made due at `at`, their attempt counts going
+     * on. One statement touching at most `limit` deliveries; the unique (webhook, event) key
+     * makes a repeated or concurrent batch queue nothing twice, and `queued` counts only the
+     * deliveries this one queued or made due. The webhook row is share-locked, so a concurrent
+     * delete either waits (and then cancels these) or wins (and nothing is queued). Null when the
+     * webhook is not the partner's (or deleted).
+     */
+    async recoverBatch(partnerId: string, webhookId: string, since: Date, at: Date, after: RecoverCursor | null, limit: number): Promise<RecoverBatch | null> {
+      const rest = after ? sql`(e.created_at, e.id) > (${after.createdAt}::timestamptz, ${after.eventId}::uuid)` : sql`true`;
+      const { rows } = await sql<{ queued: number; events: number; last_at: string | null; last_id: string | null }>`
+        WITH target AS (
+          SELECT id, partner_id, events FROM webhooks
+          WHERE id = ${webhookId}::uuid AND partner_id = ${partnerId}::uuid AND deleted_at IS NULL
+          FOR SHARE
+        ), batch AS MATERIALIZED (
+          SELECT e.id, e.created_at
+          FROM target t JOIN events e ON e.partner_id = t.partner_id AND t.events @> jsonb_build_array(e.event)
+          WHERE e.created_at >= ${since}::timestamptz AND ${rest}
+          ORDER BY e.created_at, e.id
+          LIMIT ${limit}
+        ), queued AS (
+          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
+          SELECT t.id, b.id, 'pending', ${at}::timestamptz FROM target t CROSS JOIN batch b
+          ON CONFLICT (webhook_id, event_id) DO UPDATE
+            SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, updated_at = EXCLUDED.next_attempt_at
+            WHERE webhook_deliveries.status IN ('failed', 'canceled') OR ${waitingPast('webhook_deliveries', at)}
+          RETURNING id
+        ), last AS (
+          -- As the database writes it: exact to the microsecond, where a JavaScript Date keeps milliseconds.
+          SELECT created_at::text AS last_at, id AS last_id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
+        )
+        SELECT (SELECT count(*)::int FROM queued) AS queued, (SELECT count(*)::int FROM batch) AS events,
+          (SELECT last_at FROM last) AS last_at, (SELECT last_id FROM last) AS last_id
+        FROM target`.execute(db);
+      const row = rows[0];
+      if (!row) return null;
+      const last = row.last_at && row.last_id ? { createdAt: row.last_at, eventId: row.last_id } : null;
+      return { queued: Number(row.queued), events: Number(row.events), last };
+    },
   };
 }
 

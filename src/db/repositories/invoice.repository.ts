@@ -88,36 +88,6 @@ async function upsert(db: Db, invoices: UpstreamInvoice[], at: Date): Promise<In
   return invoices.map((inv) => byKey.get(`${inv.source}\u0000${inv.refNum}`)).filter((r): r is InvoiceRow => r !== undefined);
 }
 
-/** Sandbox invoices and the partner each belongs to (empty outside the sandbox). */
-function sandboxPlantings(db: Db) {
-  return {
-    /**
-     * Marks invoices as planted by this partner at the simulated ministry (sandbox only), so no other
-     * partner is shown them; `paymentExpiryMs` bounds how long their payments wait for approval.
-     */
-    async markPlanted(partnerId: string, invoices: readonly { id: string }[], paymentExpiryMs: number | null, uow?: UnitOfWork): Promise<void> {
-      if (invoices.length === 0) return;
-      await executorOf(db, uow)
-        .insertInto('sandbox_invoices')
-        .values(invoices.map((i) => ({ invoice_id: i.id, partner_id: partnerId, payment_expiry_ms: paymentExpiryMs })))
-        .onConflict((oc) => oc.column('invoice_id').doNothing())
-        .execute();
-    },
-
-    /** Which of these invoices another partner planted in the sandbox: never shown to this one. */
-    async plantedByOthers(partnerId: string, invoiceIds: readonly string[]): Promise<Set<string>> {
-      if (invoiceIds.length === 0) return new Set();
-      const rows = await db
-        .selectFrom('sandbox_invoices')
-        .select('invoice_id')
-        .where('invoice_id', '=', sql<string>`ANY(${[...new Set(invoiceIds)]}::uuid[])`)
-        .where('partner_id', '<>', partnerId)
-        .execute();
-      return new Set(rows.map((r) => r.invoice_id));
-    },
-  };
-}
-
 export function createInvoiceRepository(db: Db, now: Clock) {
   // Compiled once: every POST /payments and every cache miss of GET /invoices/{id} runs it.
   const selectForPartner = compileOnce((slot: SlotFn<'partnerId' | 'id'>) =>
@@ -130,7 +100,6 @@ export function createInvoiceRepository(db: Db, now: Clock) {
   );
 
   return {
-    ...sandboxPlantings(db),
     upsert: (invoices: UpstreamInvoice[], uow?: UnitOfWork) => upsert(executorOf(db, uow), dedupe(invoices), now()),
 
     /** Grants the partner access to the invoices it has just been shown. */
@@ -174,6 +143,33 @@ export function createInvoiceRepository(db: Db, now: Clock) {
         .orderBy('issued_at')
         .orderBy('ref_num')
         .execute();
+    },
+
+    // Sandbox invoices and the partner each belongs to (empty outside the sandbox).
+
+    /**
+     * Marks invoices as planted by this partner at the simulated ministry (sandbox only), so no other
+     * partner is shown them; `paymentExpiryMs` bounds how long their payments wait for approval.
+     */
+    async markPlanted(partnerId: string, invoices: readonly { id: string }[], paymentExpiryMs: number | null, uow?: UnitOfWork): Promise<void> {
+      if (invoices.length === 0) return;
+      await executorOf(db, uow)
+        .insertInto('sandbox_invoices')
+        .values(invoices.map((i) => ({ invoice_id: i.id, partner_id: partnerId, payment_expiry_ms: paymentExpiryMs })))
+        .onConflict((oc) => oc.column('invoice_id').doNothing())
+        .execute();
+    },
+
+    /** Which of these invoices another partner planted in the sandbox: never shown to this one. */
+    async plantedByOthers(partnerId: string, invoiceIds: readonly string[]): Promise<Set<string>> {
+      if (invoiceIds.length === 0) return new Set();
+      const rows = await db
+        .selectFrom('sandbox_invoices')
+        .select('invoice_id')
+        .where('invoice_id', '=', sql<string>`ANY(${[...new Set(invoiceIds)]}::uuid[])`)
+        .where('partner_id', '<>', partnerId)
+        .execute();
+      return new Set(rows.map((r) => r.invoice_id));
     },
   };
 }

@@ -74,9 +74,10 @@ function rateLimitColumns(limits: PartnerRateLimits | null) {
   };
 }
 
-/** A partner and its first key, its settings, and a new key beside the old ones: each in one transaction with `also`. */
-function partnerWrites(db: Db, now: Clock) {
+export function createPartnerRepository(db: Db, now: Clock) {
   return {
+    // A partner and its first key, its settings, and a new key beside the old ones: each in one transaction with `also`.
+
     async create(
       input: { name: string; qrStandard: QrStandard; environment: KeyEnvironment; active: boolean },
       key: { hash: string; prefix: string },
@@ -140,11 +141,9 @@ function partnerWrites(db: Db, now: Clock) {
         await also?.(asUnitOfWork(trx), partnerId);
       });
     },
-  };
-}
 
-function partnerReads(db: Db) {
-  return {
+    // The partners as operators list them, and a key's partner as authentication finds it.
+
     async list(): Promise<PartnerRow[]> {
       const rows = await db.selectFrom('partners').select(partnerColumns).orderBy('created_at').orderBy('id').execute();
       return rows.map(toPartner);
@@ -178,10 +177,6 @@ function partnerReads(db: Db) {
       };
     },
   };
-}
-
-export function createPartnerRepository(db: Db, now: Clock) {
-  return { ...partnerWrites(db, now), ...partnerReads(db) };
 }
 
 export type PartnerRepository = ReturnType<typeof createPartnerRepository>;

@@ -91,7 +91,7 @@ async function insertFindings(trx: Trx, runId: string, rows: DiscrepancyWrite[],
 const withRefNum = sql<string>`(SELECT i.ref_num FROM invoices i WHERE i.id = payments.invoice_id)`.as('ref_num');
 
 /** Days and systems whose lease is free and that `pending` selects, in one lane per system. */
-const reconciliations = (now: Date, pending: RawBuilder<unknown>) => (lanes: Partial<Record<string, number>>): LeasedWorkSpec => ({
+const reconciliations = (now: Date, pending: RawBuilder<unknown>, lanes: Partial<Record<string, number>>): LeasedWorkSpec => ({
   table: 'reconciliation_sources',
   key: ['finance_day', 'source'],
   dueColumn: 'next_attempt_at',
@@ -104,19 +104,15 @@ const reconciliations = (now: Date, pending: RawBuilder<unknown>) => (lanes: Par
   returning: sql`t.finance_day, t.source`,
 });
 
-async function claimLeases(
-  db: Db,
-  spec: (lanes: Partial<Record<string, number>>) => LeasedWorkSpec,
-  lanes: Partial<Record<string, number>>,
-  window: ClaimWindow,
-): Promise<ReconciliationLease[]> {
-  const rows = await claimLeased<{ finance_day: string; source: Source }, string>(db, spec(lanes), window);
+async function claimLeases(db: Db, spec: LeasedWorkSpec, window: ClaimWindow): Promise<ReconciliationLease[]> {
+  const rows = await claimLeased<{ finance_day: string; source: Source }, string>(db, spec, window);
   return rows.map((r) => ({ financeDay: r.finance_day, source: r.source, token: r.lease_token }));
 }
 
-/** Which instance reconciles a day and ministry system, and until when. */
-function reconciliationLeases(db: Db) {
+export function createReconciliationRepository(db: Db) {
   return {
+    // Which instance reconciles a day and ministry system, and until when.
+
     /** The day's rows for these systems, due at once when new; existing rows keep their state. */
     async ensureSources(financeDay: string, sources: readonly Source[], now: Date): Promise<void> {
       await db
@@ -132,14 +128,14 @@ function reconciliationLeases(db: Db) {
      * null when another instance holds it.
      */
     async acquire(financeDay: string, source: Source, now: Date, leaseUntil: Date): Promise<ReconciliationLease | null> {
-      const [lease] = await claimLeases(db, reconciliations(now, sql`finance_day = ${financeDay}`), { [source]: 1 }, { now, leaseUntil, batch: 1, dueBy: null });
+      const [lease] = await claimLeases(db, reconciliations(now, sql`finance_day = ${financeDay}`, { [source]: 1 }), { now, leaseUntil, batch: 1, dueBy: null });
       return lease ?? null;
     },
 
     /** Takes up to `limit` due days and systems not yet reconciled, the systems taking turns, oldest first within each. */
     async claimDue(now: Date, leaseUntil: Date, limit: number): Promise<ReconciliationLease[]> {
       const lanes = Object.fromEntries(SOURCES.map((source) => [source, limit]));
-      return claimLeases(db, reconciliations(now, sql`status <> 'completed'`), lanes, { now, leaseUntil, batch: limit });
+      return claimLeases(db, reconciliations(now, sql`status <> 'completed'`, lanes), { now, leaseUntil, batch: limit });
     },
 
     /** Extends the hold; false when it is no longer this one's (it ran out and another took it). */
@@ -176,11 +172,9 @@ function reconciliationLeases(db: Db) {
         .execute();
       return rows.flatMap((r) => (r.at ? [{ source: r.source, at: new Date(r.at) }] : []));
     },
-  };
-}
 
-function reconciliationRuns(db: Db) {
-  return {
+    // The runs, each one reconciliation of a day, and the findings they record.
+
     async createRun(financeDay: string, operator: string | null, at: Date): Promise<string> {
       const row = await db
         .insertInto('reconciliation_runs')
@@ -244,12 +238,9 @@ function reconciliationRuns(db: Db) {
         return { recorded: rows.length, cleared: cleared.length };
       });
     },
-  };
-}
 
-/** Local payments as reconciliation compares them with a settlement. */
-function settledPayments(db: Db) {
-  return {
+    // Local payments as reconciliation compares them with a settlement.
+
     /** The payments these settlement ids name, with their invoice's refNum; ids that are not ours are skipped. */
     async paymentsByIds(ids: string[]): Promise<LocalSettled[]> {
       const uuids = ids.filter(isUuid);
@@ -279,11 +270,9 @@ function settledPayments(db: Db) {
       if (after) query = query.where(sql<boolean>`(paid_at, id) > (${after.paidAt}::timestamptz, ${after.id}::uuid)`);
       return query.execute();
     },
-  };
-}
 
-function discrepancyRecords(db: Db) {
-  return {
+    // The findings as operators list and resolve them.
+
     async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string }, limit: number): Promise<DiscrepancyRow[]> {
       let query = db.selectFrom('discrepancies').select(discrepancyColumns).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (filter.status) query = query.where('status', '=', filter.status);
@@ -320,10 +309,6 @@ function discrepancyRecords(db: Db) {
       return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)]));
     },
   };
-}
-
-export function createReconciliationRepository(db: Db) {
-  return { ...reconciliationLeases(db), ...reconciliationRuns(db), ...settledPayments(db), ...discrepancyRecords(db) };
 }
 
 export type ReconciliationRepository = ReturnType<typeof createReconciliationRepository>;

@@ -198,56 +198,6 @@ const logRows = (executor: Kysely<Database>) =>
       'w.disabled_reason as webhook_disabled_reason',
     ]);
 
-/** Due deliveries taken by this worker, and how many wait. */
-function deliveryClaims(db: Db) {
-  return {
-    /**
-     * Claims due deliveries for this worker, never more of one endpoint or partner than it has
-     * free slots, so a backlog of one partner cannot crowd another out of a pass. Rows locked by
-     * another claimer are skipped, and pushing next_attempt_at to the lease expiry keeps every
-     * other worker off them until then (a worker that dies mid-attempt releases them by simply
-     * letting the lease run out).
-     *
-     * Each active webhook is probed on its own (webhook_id, next_attempt_at) index for at most
-     * its free slots, so the cost follows the number of webhooks, not the size of a backlog.
-     * When the overall limit is short, partners take turns: every partner's first row, then
-     * every partner's second, oldest first within a turn. Only webhooks of the limits' lane are
-     * claimed (slow_since set or not).
-     */
-    async claimDue(now: Date, leaseUntil: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
-      const rows = await claimLeased<ClaimedRow>(db, dueDeliveries(now, limits), { now, leaseUntil, batch: limits.total });
-      return rows.map(toClaimed);
-    },
-
-    /**
-     * The earliest due time of a pending delivery of an enabled webhook (null when none waits).
-     * Probed per webhook on its (webhook_id, next_attempt_at) index, so the cost follows the
-     * number of webhooks; a disabled webhook's deliveries wait on purpose and are left out.
-     */
-    async earliestDue(): Promise<Date | null> {
-      const { rows } = await sql<{ due: Date | null }>`
-        SELECT min(x.due) AS due FROM webhooks w
-        CROSS JOIN LATERAL (
-          SELECT d.next_attempt_at AS due FROM webhook_deliveries d
-          WHERE d.webhook_id = w.id AND d.status = 'pending'
-          ORDER BY d.next_attempt_at LIMIT 1
-        ) x
-        WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL`.execute(db);
-      const due = rows[0]?.due;
-      return due === null || due === undefined ? null : new Date(due);
-    },
-
-    async countPending(): Promise<number> {
-      const row = await db
-        .selectFrom('webhook_deliveries')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('status', '=', 'pending')
-        .executeTakeFirstOrThrow();
-      return Number(row.n);
-    },
-  };
-}
-
 /** What an attempt did to its delivery: delivered, scheduled for a retry, or failed for good. */
 type FinishShape = 'delivered' | 'retry' | 'failed';
 type FinishSlot = 'deliveryId' | 'webhookId' | 'attempt' | 'statusCode' | 'durationMs' | 'error' | 'nextAttemptAt' | 'at';
@@ -300,7 +250,7 @@ function finishStatement(db: Db, shape: FinishShape, slot: SlotFn<FinishSlot>) {
     .select((eb) => ['webhook_id', eb.exists(eb.selectFrom('lane').select('id')).as('moved_lane')]);
 }
 
-function deliveryOutcomes(db: Db) {
+export function createWebhookDeliveryRepository(db: Db) {
   // Compiled once per shape: every delivery attempt runs one, and building and compiling the
   // three CTEs each time was the largest of Kysely's costs in a payment's life.
   const finishing = {
@@ -309,6 +259,55 @@ function deliveryOutcomes(db: Db) {
     failed: compileOnce((slot: SlotFn<FinishSlot>) => finishStatement(db, 'failed', slot)),
   };
   return {
+    // Due deliveries taken by this worker, and how many wait.
+
+    /**
+     * Claims due deliveries for this worker, never more of one endpoint or partner than it has
+     * free slots, so a backlog of one partner cannot crowd another out of a pass. Rows locked by
+     * another claimer are skipped, and pushing next_attempt_at to the lease expiry keeps every
+     * other worker off them until then (a worker that dies mid-attempt releases them by simply
+     * letting the lease run out).
+     *
+     * Each active webhook is probed on its own (webhook_id, next_attempt_at) index for at most
+     * its free slots, so the cost follows the number of webhooks, not the size of a backlog.
+     * When the overall limit is short, partners take turns: every partner's first row, then
+     * every partner's second, oldest first within a turn. Only webhooks of the limits' lane are
+     * claimed (slow_since set or not).
+     */
+    async claimDue(now: Date, leaseUntil: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+      const rows = await claimLeased<ClaimedRow>(db, dueDeliveries(now, limits), { now, leaseUntil, batch: limits.total });
+      return rows.map(toClaimed);
+    },
+
+    /**
+     * The earliest due time of a pending delivery of an enabled webhook (null when none waits).
+     * Probed per webhook on its (webhook_id, next_attempt_at) index, so the cost follows the
+     * number of webhooks; a disabled webhook's deliveries wait on purpose and are left out.
+     */
+    async earliestDue(): Promise<Date | null> {
+      const { rows } = await sql<{ due: Date | null }>`
+        SELECT min(x.due) AS due FROM webhooks w
+        CROSS JOIN LATERAL (
+          SELECT d.next_attempt_at AS due FROM webhook_deliveries d
+          WHERE d.webhook_id = w.id AND d.status = 'pending'
+          ORDER BY d.next_attempt_at LIMIT 1
+        ) x
+        WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL`.execute(db);
+      const due = rows[0]?.due;
+      return due === null || due === undefined ? null : new Date(due);
+    },
+
+    async countPending(): Promise<number> {
+      const row = await db
+        .selectFrom('webhook_deliveries')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+
+    // What became of an attempt.
+
     /**
      * Logs the attempt, moves the delivery on and puts its webhook in the lane the outcome calls
      * for: the normal one after a success, the slow one after a failure or a timeout. Fenced by the
@@ -332,11 +331,9 @@ function deliveryOutcomes(db: Db) {
       const moved = rows[0];
       return { recorded: moved !== undefined, movedLane: moved?.moved_lane === true };
     },
-  };
-}
 
-function deliveryLog(db: Db) {
-  return {
+    // The attempts and deliveries as partners and operators read them.
+
     /** Newest attempts first across all deliveries of one webhook. */
     async listAttempts(webhookId: string, limit: number): Promise<AttemptLogRow[]> {
       const rows = await db
@@ -360,12 +357,9 @@ function deliveryLog(db: Db) {
       if (after) q = q.where(sql<boolean>`(d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = ${after}::uuid)`);
       return q.execute();
     },
-  };
-}
 
-/** Deliveries queued on request: one more attempt of a delivery, or a test. */
-function deliveryRequeues(db: Db) {
-  return {
+    // Deliveries queued on request: one more attempt of a delivery, or a test.
+
     /**
      * Queues one more attempt of a delivery, due now, whatever became of it, and `also` in the same
      * transaction; `deleted` when its webhook is deleted (there is nowhere to send it). The attempt
@@ -437,10 +431,6 @@ function deliveryRequeues(db: Db) {
       return rows[0]?.id ?? null;
     },
   };
-}
-
-export function createWebhookDeliveryRepository(db: Db) {
-  return { ...deliveryClaims(db), ...deliveryOutcomes(db), ...deliveryLog(db), ...deliveryRequeues(db) };
 }
 
 export type WebhookDeliveryRepository = ReturnType<typeof createWebhookDeliveryRepository>;

@@ -25,8 +25,10 @@ function ownedLive(eb: ExpressionBuilder<Database, 'webhooks'>, partnerId: strin
   return eb.and([eb('id', '=', id), eb('partner_id', '=', partnerId), eb('deleted_at', 'is', null)]);
 }
 
-function webhookReads(db: Db) {
+export function createWebhookRepository(db: Db) {
   return {
+    // The partner's webhooks as it reads them.
+
     async listForPartner(partnerId: string): Promise<WebhookRow[]> {
       return db
         .selectFrom('webhooks')
@@ -45,12 +47,9 @@ function webhookReads(db: Db) {
     async getForPartner(partnerId: string, id: string): Promise<WebhookRow | undefined> {
       return db.selectFrom('webhooks').select(PUBLIC_COLUMNS).where((eb) => ownedLive(eb, partnerId, id)).executeTakeFirst();
     },
-  };
-}
 
-/** A partner's webhook comes and goes. */
-function webhookLifecycle(db: Db) {
-  return {
+    // A partner's webhook comes and goes.
+
     /**
      * Inserts the webhook unless the partner already has `max` of them (deleted ones do not
      * count); null then. The partner row lock makes concurrent registrations of one partner
@@ -97,12 +96,9 @@ function webhookLifecycle(db: Db) {
         return true;
       });
     },
-  };
-}
 
-/** What the partner changes on its webhook. */
-function webhookChanges(db: Db) {
-  return {
+    // What the partner changes on its webhook.
+
     /**
      * Applies the partner's changes; undefined when the webhook is not the partner's (or deleted).
      * Disabling by hand makes the reason `manual` whatever it was; enabling a disabled webhook
@@ -144,12 +140,9 @@ function webhookChanges(db: Db) {
         .executeTakeFirst();
       return row !== undefined;
     },
-  };
-}
 
-/** Webhooks whose receivers keep failing: disabled by the service, and counted for /metrics. */
-function webhookHealth(db: Db) {
-  return {
+    // Webhooks whose receivers keep failing: disabled by the service, and counted for /metrics.
+
     /**
      * Disables (reason `failing`) at most `limit` enabled webhooks whose every attempt has failed
      * for `afterMs`: one is still failing (slow_since is when the run of failures began, and a
@@ -185,10 +178,6 @@ function webhookHealth(db: Db) {
       return counts;
     },
   };
-}
-
-export function createWebhookRepository(db: Db) {
-  return { ...webhookReads(db), ...webhookLifecycle(db), ...webhookChanges(db), ...webhookHealth(db) };
 }
 
 export type WebhookRepository = ReturnType<typeof createWebhookRepository>;
