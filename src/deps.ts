@@ -10,7 +10,7 @@ import type { MinistryAdapters } from './adapters/ministry/ministry.types.js';
 import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
 import type { PartnerService } from './services/partner.service.js';
 import type { InvoiceService } from './services/invoice.service.js';
-import type { PaymentService } from './services/payment.service.js';
+import type { PaymentService } from './payments/payment.service.js';
 import type { ReportService } from './services/report.service.js';
 import type { WebhookService } from './services/webhook.service.js';
 import type { EventService } from './services/event.service.js';
@@ -111,10 +111,11 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const { runtime, repos, db } = data;
   const ministries = createMinistries(config, runtime, opts.ministryUrls);
   const checks = { limits: ministries.confirmLimits, slots: ministries.checkSlots };
-  const payments = await createPayments(config, runtime, { repos, ministries: ministries.ministries, checks, ministryUrls: opts.ministryUrls });
+  // Before the payments: a check that resolves a payment has its webhook delivered at once.
+  const webhooks = createWebhooks(config, runtime, data);
+  const payments = await createPayments(config, runtime, { repos, ministries: ministries.ministries, checks, outage: data.dbOutage, onResolved: () => webhooks.job.nudge(), ministryUrls: opts.ministryUrls });
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
   const access = await createAccess(config, runtime, { repos, rateLimitClock: opts.rateLimitClock ?? epochMs(opts.testClock), rateLimitNamespace: opts.rateLimitNamespace });
-  const webhooks = createWebhooks(config, runtime, data);
   const pushes = await createPushes(config, runtime, repos);
   const services: AppServices = {
     ...payments.services,
@@ -128,13 +129,13 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   const admin = createBackOffice(config, runtime, {
     repos,
     ministries: ministries.ministries,
-    resolver: payments.flow.resolver,
+    resolver: payments.module.resolver,
     partners: access.partners,
     operatorAuthFailures: access.rateLimiters.operatorAuthFailures,
     nudgeWebhooks: webhooks.nudge,
   });
   observeBacklogs(runtime.metrics, repos, runtime.now);
-  const jobs = createJobs(config, runtime, { data, payments, confirmLimits: ministries.confirmLimits, checkSlots: ministries.checkSlots, webhooks, pushes, reconciliation: admin.reconciliation });
+  const jobs = createJobs(config, runtime, { data, payments, webhooks, pushes, reconciliation: admin.reconciliation });
   const control = jobControl(jobs, runtime, data);
   return {
     config,

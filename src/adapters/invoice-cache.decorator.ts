@@ -1,5 +1,5 @@
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentRepository } from '../db/repositories/payment.repository.js';
+import type { PaymentRepository } from '../payments/payment.repository.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
 import type { InvoiceCache } from './invoice-cache.js';
 

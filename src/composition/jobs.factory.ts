@@ -1,6 +1,5 @@
 import type { Config } from '../config.js';
 import type { ReconciliationService } from '../services/reconciliation.service.js';
-import { createPaymentConfirmationJob } from '../jobs/payment-confirmation.job.js';
 import { createWebhookHealthJob } from '../jobs/webhook-health.job.js';
 import { createRetentionSweepJob } from '../jobs/retention-sweep.job.js';
 import { createCounterRollupJob } from '../jobs/counter-rollup.job.js';
@@ -9,19 +8,13 @@ import { createPushDeliveryJob } from '../jobs/push-delivery.job.js';
 import { createEventPositionJob } from '../jobs/event-position.job.js';
 import { startJobs, type Job, type RunningJobs } from '../jobs/job-runner.js';
 import { createWorkHealth, type WorkHealth } from '../work/work-health.monitor.js';
-import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
-import type { KeyedSlots } from '../work/keyed-slots.js';
-import type { Source } from '../domain/vocabulary.js';
 import type { Data, Runtime } from './data.factory.js';
 import type { Payments } from './payments.factory.js';
 import type { Pushes, Webhooks } from './webhooks.factory.js';
 
 export interface JobsDeps {
   data: Pick<Data, 'repos' | 'dbOutage'>;
-  payments: Pick<Payments, 'stores' | 'flow'>;
-  confirmLimits: Record<Source, AdaptiveLimit>;
-  /** The status-check slots within those limits, shared with the partners' live reads. */
-  checkSlots: KeyedSlots;
+  payments: Pick<Payments, 'module'>;
   /** The webhook delivery job is built with the webhooks, whose nudge drives it. */
   webhooks: Pick<Webhooks, 'job'>;
   pushes: Pushes;
@@ -30,30 +23,11 @@ export interface JobsDeps {
 
 /** Every background job, in the order the runner starts them. */
 export function createJobs(config: Config, runtime: Runtime, deps: JobsDeps): Job[] {
-  const { logger: log, now, leases, metrics } = runtime;
+  const { logger: log, now, leases } = runtime;
   const { repos, dbOutage: outage } = deps.data;
-  const { stores, flow } = deps.payments;
   const deadlines = leases.passes;
   return [
-    createPaymentConfirmationJob({
-      payments: stores.payments,
-      cancellations: flow.cancellations,
-      resolver: flow.resolver,
-      ministryCancellation: flow.ministryCancellation,
-      schedule: flow.schedule,
-      limits: deps.confirmLimits,
-      slots: deps.checkSlots,
-      maxPerSource: config.confirmConcurrencyMaxPerSource,
-      onLimit: (source, limit) => metrics.ministryConcurrencyLimit.set({ source }, limit),
-      leaseMs: leases.confirmation,
-      passDeadlineMs: deadlines.confirmation,
-      log,
-      outage,
-      onStaleLease: runtime.onStaleLease,
-      now,
-      tracer: runtime.tracer,
-      onResolved: () => deps.webhooks.job.nudge(),
-    }),
+    deps.payments.module.confirmationJob,
     deps.webhooks.job,
     createWebhookHealthJob({
       webhooks: repos.webhooks,

@@ -1,72 +1,50 @@
 import { sandboxEnabled, type Config } from '../config.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import { createInvoiceCache } from '../adapters/invoice-cache.js';
+import { withInvoiceCacheBus } from '../adapters/invoice-cache.bus.js';
+import { invalidatingInvoices, invalidatingPayments, readThroughInvoices } from '../adapters/invoice-cache.decorator.js';
 import { loadQrConfig } from '../adapters/qr-config.loader.js';
 import { createSimulatorControlClient } from '../adapters/simulator-control.client.js';
-import { createPaymentService } from '../services/payment.service.js';
-import { createPaymentCancelService } from '../services/payment-cancel.service.js';
-import { createQrService, type QrService } from '../services/qr.service.js';
+import { createQrService } from '../services/qr.service.js';
 import { createInvoiceService } from '../services/invoice.service.js';
 import { createReportService } from '../services/report.service.js';
 import { createEventService } from '../services/event.service.js';
 import { createShortLinkService } from '../services/short-link.service.js';
 import { createSandboxService, type SandboxService } from '../services/sandbox.service.js';
-import { createPaymentLiveCheck } from '../services/payment-live-check.service.js';
+import { createPaymentsModule, type PaymentsModule, type PaymentsModuleDeps } from '../payments/payments.module.js';
 import type { Source } from '../domain/vocabulary.js';
-import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
-import type { KeyedSlots } from '../work/keyed-slots.js';
-import { createInvoiceStores, createPaymentFlow, type InvoiceStores, type PaymentFlow } from './payment-flow.factory.js';
+import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import type { Repositories } from './repositories.factory.js';
 import type { Runtime } from './data.factory.js';
+
+/** Invoice and payment rows behind the invoice cache, with the cache's own Redis bus when there is one. */
+export async function createInvoiceStores(config: Config, runtime: Runtime, repos: Pick<Repositories, 'invoices' | 'payments'>) {
+  const localCache = createInvoiceCache(config.invoiceCache);
+  // Instances that share Redis (for rate limits) also share invoice-cache invalidations.
+  const bus = config.redisUrl ? await withInvoiceCacheBus(localCache, config.redisUrl, runtime.logger) : null;
+  const cache = bus ?? localCache;
+  return {
+    // Every write that changes invoice rows goes through these, so no cached read outlives it.
+    invoices: invalidatingInvoices(repos.invoices, cache),
+    payments: invalidatingPayments(repos.payments, cache),
+    cachedInvoices: readThroughInvoices(repos.invoices, cache),
+    /** Without the invalidation around writes: the reports only read payments. */
+    uncachedPayments: repos.payments,
+    close: async () => bus?.close(),
+  };
+}
+
+export type InvoiceStores = Awaited<ReturnType<typeof createInvoiceStores>>;
 
 export interface PaymentsDeps {
   repos: Repositories;
   ministries: MinistryAdapters;
-  /** Each ministry system's limit and the status-check slots within it, shared with the confirmation job. */
-  checks: { limits: Record<Source, AdaptiveLimit>; slots: KeyedSlots };
+  checks: PaymentsModuleDeps['checks'];
+  outage: DatabaseOutage;
+  /** A check resolved a payment: the webhook job delivers its event now. */
+  onResolved: () => void;
   /** The simulator's control API, for the sandbox's approve. */
   ministryUrls: Record<Source, string>;
-}
-
-function paymentService(config: Config, runtime: Runtime, parts: { stores: InvoiceStores; flow: PaymentFlow; qr: QrService; deps: PaymentsDeps }) {
-  const { stores, flow, deps } = parts;
-  const { now, leases } = runtime;
-  const cancels = createPaymentCancelService({
-    payments: stores.payments,
-    invoices: stores.invoices,
-    cancellations: flow.cancellations,
-    attempt: (row) => flow.ministryCancellation.attempt(row),
-    graceMs: leases.partnerCancel,
-    now,
-  });
-  const liveCheck = createPaymentLiveCheck({
-    payments: stores.payments,
-    resolver: flow.resolver,
-    slots: deps.checks.slots,
-    limits: deps.checks.limits,
-    onLimit: (source, limit) => runtime.metrics.ministryConcurrencyLimit.set({ source }, limit),
-    leaseMs: leases.statusCheck,
-    slotWaitMs: config.confirmLiveWaitMs,
-    log: runtime.logger,
-    onStaleLease: runtime.onStaleLease,
-    now,
-  });
-  return createPaymentService({
-    payments: stores.payments,
-    invoices: stores.invoices,
-    idempotency: deps.repos.idempotency,
-    ministries: deps.ministries,
-    submitter: flow.submitter,
-    liveCheck,
-    cancels,
-    qr: parts.qr,
-    log: runtime.logger,
-    ministryTimeoutMs: config.ministryTimeoutMs,
-    idempotencyTtlMs: config.idempotencyTtlMs,
-    idempotencyLeaseMs: leases.idempotency,
-    onStaleLease: runtime.onStaleLease,
-    tracer: runtime.tracer,
-    now,
-  });
 }
 
 function sandboxServices(config: Config, runtime: Runtime, parts: { stores: InvoiceStores; ministries: MinistryAdapters; ministryUrls: Record<Source, string> }): { sandbox?: SandboxService } {
@@ -78,15 +56,15 @@ function sandboxServices(config: Config, runtime: Runtime, parts: { stores: Invo
   };
 }
 
-/** Invoices, payments and what partners read about them: reports, events and the QR landing page. */
+/** Invoices, the payment's life (src/payments) and what partners read about them: reports, events and the QR landing page. */
 export async function createPayments(config: Config, runtime: Runtime, deps: PaymentsDeps) {
   const { repos, ministries } = deps;
   const { logger: log, now } = runtime;
   const qrConfig = await loadQrConfig();
   const stores = await createInvoiceStores(config, runtime, repos);
-  const flow = createPaymentFlow(config, runtime, { stores, repos, ministries });
   // One QR service: the landing page rebuilds the very QR and links POST /payments answered with.
   const qr = createQrService({ banks: qrConfig.banks, schemes: qrConfig.schemes, shortUrlBase: config.shortUrlBase });
+  const module: PaymentsModule = createPaymentsModule(config, runtime, { stores, repos, ministries, qr, checks: deps.checks, outage: deps.outage, onResolved: deps.onResolved });
   const services = {
     invoices: createInvoiceService({
       invoices: stores.cachedInvoices,
@@ -96,13 +74,13 @@ export async function createPayments(config: Config, runtime: Runtime, deps: Pay
       onUnstorable: (source, operation) => runtime.metrics.upstreamErrors.inc({ source, operation, kind: 'malformed' }),
       now,
     }),
-    payments: paymentService(config, runtime, { stores, flow, qr, deps }),
+    payments: module.service,
     reports: createReportService({ reports: repos.reports, payments: stores.uncachedPayments, ministries, log, now }),
     events: createEventService({ events: repos.eventLog }),
     shortLinks: createShortLinkService({ links: repos.shortLinks, qr }),
     ...sandboxServices(config, runtime, { stores, ministries, ministryUrls: deps.ministryUrls }),
   };
-  return { services, stores, flow, close: stores.close };
+  return { services, module, close: stores.close };
 }
 
 export type Payments = Awaited<ReturnType<typeof createPayments>>;

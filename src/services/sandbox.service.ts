@@ -11,7 +11,7 @@ import {
   type ScenarioPlan,
 } from '../domain/sandbox-scenarios.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentRepository } from '../db/repositories/payment.repository.js';
+import type { PaymentRepository } from '../payments/payment.repository.js';
 import type { InUnitOfWork } from '../db/unit-of-work.js';
 import type { MinistryAdapter, UpstreamInvoice } from '../adapters/ministry/ministry.types.js';
 import type { SimulatorControl, SimulatorInvoice } from '../adapters/simulator-control.client.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { partnerWithInvoice, payOk } from '../helpers/api.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
-import { createPaymentRepository } from '../../src/db/repositories/payment.repository.js';
+import { createPaymentRepository } from '../../src/payments/payment.repository.js';
 import { createEventRepository } from '../../src/db/repositories/event.repository.js';
 
 /*

@@ -4,7 +4,7 @@ import { createTestContext, type TestContext } from '../helpers/test-context.js'
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { ownInvoice, pay, partnerWithInvoice, type OwnInvoice, type Partner, type PaymentCreated } from '../helpers/api.js';
 import { createIdempotencyRepository, type IdempotencyLease } from '../../src/db/repositories/idempotency.repository.js';
-import { createPaymentRepository } from '../../src/db/repositories/payment.repository.js';
+import { createPaymentRepository } from '../../src/payments/payment.repository.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
 
 /*

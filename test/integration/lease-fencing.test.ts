@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { partnerWithPayment } from '../helpers/api.js';
-import { createPaymentRepository } from '../../src/db/repositories/payment.repository.js';
-import { createMinistryCancellationRepository } from '../../src/db/repositories/ministry-cancellation.repository.js';
+import { createPaymentRepository } from '../../src/payments/payment.repository.js';
+import { createMinistryCancellationRepository } from '../../src/payments/ministry-cancellation.repository.js';
 import { createReconciliationRepository, type DiscrepancyWrite } from '../../src/db/repositories/reconciliation.repository.js';
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestContext, dropSchema, type TestContext } from '../helpers/test-context.js';
 import { testConfig } from '../helpers/test-config.js';
 import { approve, getPayment, partnerWithInvoice, partnerWithPayment, payOk, type Payment } from '../helpers/api.js';
-import { createPaymentRepository } from '../../src/db/repositories/payment.repository.js';
+import { createPaymentRepository } from '../../src/payments/payment.repository.js';
 import type { Config } from '../../src/config.js';
 import type { CallReport } from '../../simulator/call-tracker.js';
 

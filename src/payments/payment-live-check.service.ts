@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { PaymentDetail, PaymentRepository, PaymentRow, StatusCheckClaim } from '../db/repositories/payment.repository.js';
+import type { PaymentDetail, PaymentRepository, PaymentRow, StatusCheckClaim } from './payment.repository.js';
 import type { MinistryAnswerReport, PaymentResolver } from './payment-resolution.service.js';
 import type { KeyedSlots } from '../work/keyed-slots.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
-import { UNRESOLVED_STATUSES } from '../payments/payment.machine.js';
+import { UNRESOLVED_STATUSES } from './payment.machine.js';
 import type { Source, StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Clock } from '../domain/clock.port.js';

@@ -1,11 +1,11 @@
 import { amountToNumber, compareAmounts } from '../domain/money.js';
 import { isExpired } from '../domain/check-schedule.js';
-import { MINISTRY_ENDS, requestedCancel, type PaymentChange } from '../payments/payment.machine.js';
+import { MINISTRY_ENDS, requestedCancel, type PaymentChange } from './payment.machine.js';
 import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
-import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { PaymentRepository, PaymentRow } from './payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
-import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
+import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import type { PaymentEnder } from './payment-end.service.js';

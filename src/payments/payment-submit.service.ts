@@ -1,9 +1,9 @@
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentDetail, PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { PaymentDetail, PaymentRepository, PaymentRow } from './payment.repository.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
-import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
-import { effectsOf, type PaymentChange, type PaymentTrigger } from '../payments/payment.machine.js';
+import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
+import { effectsOf, type PaymentChange, type PaymentTrigger } from './payment.machine.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import { UpstreamUnavailableError } from '../domain/errors.js';

@@ -1,8 +1,8 @@
-import type { PaymentRepository, PaymentRow } from '../db/repositories/payment.repository.js';
+import type { PaymentRepository, PaymentRow } from './payment.repository.js';
 import type { EventRepository, PaymentEvent } from '../db/repositories/event.repository.js';
-import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
+import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
-import { effectsOf, INTENT_ENDS, type PaymentChange, type PaymentEffects, type PaymentTrigger } from '../payments/payment.machine.js';
+import { effectsOf, INTENT_ENDS, type PaymentChange, type PaymentEffects, type PaymentTrigger } from './payment.machine.js';
 import type { CancellationKind } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';
 

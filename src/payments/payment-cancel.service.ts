@@ -1,8 +1,8 @@
 import { NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
-import { IllegalTransitionError, requestedCancel } from '../payments/payment.machine.js';
+import { IllegalTransitionError, requestedCancel } from './payment.machine.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
-import type { PaymentRepository } from '../db/repositories/payment.repository.js';
-import type { MinistryCancellationRepository } from '../db/repositories/ministry-cancellation.repository.js';
+import type { PaymentRepository } from './payment.repository.js';
+import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 import type { Clock } from '../domain/clock.port.js';
 import type { Source } from '../domain/vocabulary.js';
 

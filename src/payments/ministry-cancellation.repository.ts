@@ -1,10 +1,10 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db } from '../database.js';
-import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
-import type { MinistryCancellationsTable } from '../db.types.js';
-import { executorOf, trxOf, type UnitOfWork } from '../unit-of-work.js';
-import { columnList, tableColumns } from '../table-columns.js';
-import type { Source } from '../../domain/vocabulary.js';
+import type { Db } from '../db/database.js';
+import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../work/leased-claim.query.js';
+import type { MinistryCancellationsTable } from '../db/db.types.js';
+import { executorOf, trxOf, type UnitOfWork } from '../db/unit-of-work.js';
+import { columnList, tableColumns } from '../db/table-columns.js';
+import type { Source } from '../domain/vocabulary.js';
 
 export type MinistryCancellationRow = Selectable<MinistryCancellationsTable>;
 /** A claimed cancellation, with the trace context of the request that created its payment. */

@@ -1,5 +1,5 @@
 import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
-import type { MinistryCancellationRepository, MinistryCancellationRow } from '../db/repositories/ministry-cancellation.repository.js';
+import type { MinistryCancellationRepository, MinistryCancellationRow } from './ministry-cancellation.repository.js';
 import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { CancellationKind, StaleLeaseReport } from '../domain/vocabulary.js';

@@ -1,18 +1,18 @@
-import { formatTraceparent, type TraceContext } from '../../domain/trace-context.js';
+import { formatTraceparent, type TraceContext } from '../domain/trace-context.js';
 import { sql, type Selectable } from 'kysely';
-import { compileOnce, type SlotFn } from '../compiled-query.js';
-import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
-import { isUniqueViolation, type Db } from '../database.js';
-import type { PaymentsTable } from '../db.types.js';
-import { executorOf, trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../unit-of-work.js';
-import { columnList, tableColumns } from '../table-columns.js';
-import type { Source } from '../../domain/vocabulary.js';
-import { paymentMove, storedFrom, UNRESOLVED_STATUSES, type PaymentChange, type PaymentTrigger } from '../../payments/payment.machine.js';
-import { invoiceMove, isPayable, type InvoiceEvent } from '../../domain/invoice-status.js';
-import { isUuid } from '../../domain/uuid.js';
-import type { OutboxWrite } from './event.repository.js';
-import type { IdempotencyLease } from './idempotency.repository.js';
-import type { Clock } from '../../domain/clock.port.js';
+import { compileOnce, type SlotFn } from '../db/compiled-query.js';
+import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../work/leased-claim.query.js';
+import { isUniqueViolation, type Db } from '../db/database.js';
+import type { PaymentsTable } from '../db/db.types.js';
+import { executorOf, trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../db/unit-of-work.js';
+import { columnList, tableColumns } from '../db/table-columns.js';
+import type { Source } from '../domain/vocabulary.js';
+import { paymentMove, storedFrom, UNRESOLVED_STATUSES, type PaymentChange, type PaymentTrigger } from './payment.machine.js';
+import { invoiceMove, isPayable, type InvoiceEvent } from '../domain/invoice-status.js';
+import { isUuid } from '../domain/uuid.js';
+import type { OutboxWrite } from '../db/repositories/event.repository.js';
+import type { IdempotencyLease } from '../db/repositories/idempotency.repository.js';
+import type { Clock } from '../domain/clock.port.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
 
