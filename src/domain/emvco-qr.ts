@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { crc16CcittFalse } from './crc16.js';
+import { crc16CcittFalse } from '../codecs/crc16.codec.js';
 import { canonicalAmount } from './money.js';
 import type { QrStandard } from './vocabulary.js';
 

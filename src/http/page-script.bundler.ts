@@ -1,18 +1,30 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { UNRESOLVED_STATUSES } from '../payments/payment.machine.js';
 
 /*
- * The pages' scripts are TypeScript modules (console/console.page.ts, sandbox/sandbox.page.ts)
- * bundled by esbuild into one classic script each. `npm run build` bundles them ahead into
- * dist/ (scripts/bundle-pages.ts), where the compiled service reads them; run from source
- * (`npm start`, the tests) there is no bundle next to this module, so the first request for a
- * page bundles its script in memory, once per process. esbuild is loaded only then: the
- * production image, which has no dev dependencies, never needs it.
+ * The pages' scripts are TypeScript modules (console/console.page.ts, sandbox/sandbox.page.ts,
+ * short-link/short-link.page.ts) bundled by esbuild into one classic script each, which the
+ * console and the sandbox load as a file and the QR landing page carries inline (one request
+ * fewer on a phone). `npm run build` bundles them ahead into dist/ (scripts/bundle-pages.ts),
+ * where the compiled service reads them; run from source (`npm start`, the tests) there is no
+ * bundle next to this module, so the first request for a page bundles its script in memory, once
+ * per process. esbuild is loaded only then: the production image, which has no dev dependencies,
+ * never needs it.
  */
 
-export const PAGE_NAMES = ['console', 'sandbox'] as const;
+export const PAGE_NAMES = ['console', 'sandbox', 'short-link'] as const;
 export type PageName = (typeof PAGE_NAMES)[number];
+
+/**
+ * The server's constants a page's script names without importing them, written into its bundle as
+ * literals: the module that holds them would bring a public page far more than it needs (the
+ * payment machine's whole table, and its names for what partners do).
+ */
+const PAGE_CONSTANTS: { readonly [page in PageName]?: Readonly<Record<string, unknown>> } = {
+  'short-link': { UNRESOLVED_STATUSES },
+};
 
 export interface PageScript {
   code: string;
@@ -40,6 +52,7 @@ export async function bundlePageScript(name: PageName): Promise<string> {
     minify: true,
     legalComments: 'none',
     logLevel: 'silent',
+    define: Object.fromEntries(Object.entries(PAGE_CONSTANTS[name] ?? {}).map(([constant, value]) => [constant, JSON.stringify(value)])),
   });
   const output = result.outputFiles[0];
   if (!output) throw new Error(`esbuild produced no bundle for the ${name} page`);

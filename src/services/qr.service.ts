@@ -4,7 +4,7 @@ import type { QrPayBody } from '../schemas/payment.schema.js';
 import type { BankLinkConfig } from '../domain/bank-links.schema.js';
 import { buildEmvcoPayload, fitsMerchantAccount, payeeNameShown, type QrSchemeConfig } from '../domain/emvco-qr.js';
 import { QR_STANDARDS, SOURCES, type QrStandard, type Source } from '../domain/vocabulary.js';
-import { qrPngBase64 } from '../domain/qr-png.js';
+import { qrPngBase64 } from '../codecs/qr-png.codec.js';
 import { isUuid } from '../domain/uuid.js';
 
 export interface QrServiceDeps {

@@ -12,7 +12,7 @@ export function decodeQrImage(base64: string): string | null {
   return result ? new TextDecoder('utf-8').decode(new Uint8Array(result.binaryData)) : null;
 }
 
-/** Bitwise CRC-16/CCITT-FALSE, written independently of src/domain/crc16.ts. */
+/** Bitwise CRC-16/CCITT-FALSE, written independently of src/codecs/crc16.codec.ts. */
 export function referenceCrc16(text: string): string {
   let crc = 0xffff;
   for (const byte of Buffer.from(text, 'utf8')) {

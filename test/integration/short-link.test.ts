@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { decodeQrImage } from '../helpers/qr-decode.js';
 import { approve, cancelPayment, pay, partnerWithInvoice, partnerWithPayment, type PaymentCreated } from '../helpers/api.js';
+import { pageScript } from '../../src/http/page-script.bundler.js';
+import { hashOf } from '../../src/http/plugins/page-security.plugin.js';
 
 /*
  * The QR landing page behind qrpay.shortUrl: GET /q/{paymentId} (HTML, no API key) and the status
@@ -96,6 +98,19 @@ describe('QR landing page', () => {
     const head = await open(pathOf(payment), 'HEAD');
     expect(head.statusCode).toBe(200);
     expect(head.body).toBe('');
+  });
+
+  it('carries its bundled script inline, allowed by its hash and nothing else', async () => {
+    const { payment } = await partnerWithPayment(ctx, 'mof');
+    const res = await page(payment.id);
+    expect(res.statusCode, res.body).toBe(200);
+    const scripts = [...res.body.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.map((m) => m[1])).toEqual(['']);
+    const code = scripts[0]?.[2] ?? '';
+    expect(code).toBe((await pageScript('short-link')).code);
+    const policy = String(res.headers['content-security-policy']).split('; ');
+    expect(policy).toContain(`script-src ${hashOf(code)}`);
+    expect(policy).toContain("connect-src 'self'");
   });
 
   it('never exposes payer, partner or invoice identity in the page or the status', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { crc16CcittFalse } from '../../src/domain/crc16.js';
+import { crc16CcittFalse } from '../../src/codecs/crc16.codec.js';
 
 /** Bit-by-bit reference, deliberately sharing nothing with the table-driven implementation. */
 function referenceCrc(text: string): string {

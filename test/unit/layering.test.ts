@@ -28,6 +28,23 @@ describe('layering rule (eslint.config.js)', () => {
     expect(await violations('src/domain/x.ts', 'export const x = process.env.PORT;\n')).toContain('no-restricted-globals');
   });
 
+  it('keeps a codec free of the service: no other layer, no I/O, no process', async () => {
+    for (const from of ["'../domain/money.js'", "'../services/qr.service.js'", "'../config.js'"]) {
+      expect(await violations('src/codecs/x.codec.ts', `import { x as y } from ${from};\nexport const x = y;\n`), from).toContain('no-restricted-imports');
+    }
+    expect(await violations('src/codecs/x.codec.ts', "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n")).toContain('no-restricted-imports');
+    expect(await violations('src/codecs/x.codec.ts', 'export const x = process.env.PORT;\n')).toContain('no-restricted-globals');
+    expect(await violations('src/codecs/x.codec.ts', "import { crc32 } from 'node:zlib';\nimport { qrSegments } from './qr-segments.codec.js';\nexport const x = [crc32, qrSegments];\n")).toEqual([]);
+  });
+
+  it('lets the domain and services use a codec, never a page script', async () => {
+    expect(await violations('src/domain/x.ts', "import { crc16CcittFalse } from '../codecs/crc16.codec.js';\nexport const x = crc16CcittFalse;\n")).toEqual([]);
+    expect(await violations('src/services/x.service.ts', "import { qrPngBase64 } from '../codecs/qr-png.codec.js';\nexport const x = qrPngBase64;\n")).toEqual([]);
+    expect(await violations('src/http/short-link/x.ts', "import { qrPngBase64 } from '../../codecs/qr-png.codec.js';\nexport const x = qrPngBase64;\n")).toContain(
+      '@typescript-eslint/no-restricted-imports',
+    );
+  });
+
   it('refuses drivers and fetch in services', async () => {
     expect(await violations('src/services/x.service.ts', "import pg from 'pg';\nexport const x = pg;\n")).toContain('no-restricted-imports');
     expect(await violations('src/services/x.service.ts', "export const x = () => fetch('http://example.test');\n")).toContain('no-restricted-globals');
@@ -40,11 +57,14 @@ describe('layering rule (eslint.config.js)', () => {
     expect(await violations('src/services/x.service.ts', "import type { UnitOfWork } from '../db/unit-of-work.js';\nexport type X = UnitOfWork;\n")).toEqual([]);
   });
 
-  it('holds every function under 80 lines', async () => {
-    // A function of `lines` lines: its signature, a declaration, `lines - 4` statements, the return and the brace.
-    const long = (lines: number) => `export function f(): number {\n  let a = 0;\n${'  a += 1;\n'.repeat(lines - 4)}  return a;\n}\n`;
-    expect(await violations('src/services/x.service.ts', long(81))).toContain('max-lines-per-function');
-    expect(await violations('src/services/x.service.ts', long(80))).toEqual([]);
+  it('holds every function to 40 paths, whatever its length', async () => {
+    // A function of `paths` paths: the straight one and one more for each `if`.
+    const branching = (paths: number) =>
+      `export function f(x: number): number {\n  let a = 0;\n${Array.from({ length: paths - 1 }, (_, i) => `  if (x > ${i}) a += 1;\n`).join('')}  return a;\n}\n`;
+    expect(await violations('src/services/x.service.ts', branching(41))).toContain('complexity');
+    expect(await violations('src/services/x.service.ts', branching(40))).toEqual([]);
+    const long = `export function f(): number {\n  let a = 0;\n${'  a += 1;\n'.repeat(200)}  return a;\n}\n`;
+    expect(await violations('src/services/x.service.ts', long)).toEqual([]);
   });
 
   it('lets http/ import services and the domain import the domain', async () => {

@@ -1,7 +1,7 @@
 import { deflateSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { deflateRepeatedRows, type RepeatedRow } from '../../src/domain/qr-image-deflate.js';
-import { buildQrMatrix, encodeQrPng } from '../../src/domain/qr-png.js';
+import { deflateRepeatedRows, type RepeatedRow } from '../../src/codecs/qr-image-deflate.codec.js';
+import { buildQrMatrix, encodeQrPng } from '../../src/codecs/qr-png.codec.js';
 
 /** A seeded generator: the same cases on every run. */
 function seeded(seed: number): (n: number) => number {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { BankLinkConfig } from '../../src/domain/bank-links.schema.js';
 import { EmvcoPayloadError, parseEmvcoTlv, transliterateMongolian, type QrSchemeConfig } from '../../src/domain/emvco-qr.js';
-import { qrPngBase64 } from '../../src/domain/qr-png.js';
+import { qrPngBase64 } from '../../src/codecs/qr-png.codec.js';
 import { SOURCES, type QrStandard } from '../../src/domain/vocabulary.js';
 import { createQrService, type QrBuildInput } from '../../src/services/qr.service.js';
 import { createShortLinkService } from '../../src/services/short-link.service.js';

@@ -2,9 +2,9 @@ import { createRequire } from 'node:module';
 import { PNG } from 'pngjs';
 import QRCode from 'qrcode';
 import { describe, expect, it } from 'vitest';
-import { buildQrMatrix, encodeQrPng, qrPngBase64 } from '../../src/domain/qr-png.js';
-import { encodeQrSymbol, formatInfoBits } from '../../src/domain/qr-symbol.js';
-import { qrSegments } from '../../src/domain/qr-segments.js';
+import { buildQrMatrix, encodeQrPng, qrPngBase64 } from '../../src/codecs/qr-png.codec.js';
+import { encodeQrSymbol, formatInfoBits } from '../../src/codecs/qr-symbol.codec.js';
+import { qrSegments } from '../../src/codecs/qr-segments.codec.js';
 import { decodeQrImage } from '../helpers/qr-decode.js';
 
 // jsqr is a UMD bundle typed with an ES default export: under NodeNext the default import is

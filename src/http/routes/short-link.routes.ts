@@ -7,7 +7,8 @@ import { DATABASE_RETRY_AFTER_SECONDS, sendError } from '../plugins/errors.plugi
 import { limitPerAddress, sendRefusal, type Refusal } from '../plugins/rate-limit.plugin.js';
 import type { RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { redactDbError } from '../db-error.redactor.js';
-import { loadPageTemplate, sendPage } from '../plugins/page-security.plugin.js';
+import { contentSecurityPolicy, fillTemplate, loadPageTemplate, sendPage, type PageTemplate } from '../plugins/page-security.plugin.js';
+import { pageScript } from '../page-script.bundler.js';
 import { isDatabaseUnavailable } from '../../db/pg-error.js';
 
 /*
@@ -20,8 +21,19 @@ import { isDatabaseUnavailable } from '../../db/pg-error.js';
  */
 
 /** Read once at start-up: self-contained pages (inline CSS and JS by hash, nothing from any other host). */
-const PAGE = loadPageTemplate(new URL('../short-link/short-link.page.html', import.meta.url));
+const PAGE_MARKUP = loadPageTemplate(new URL('../short-link/short-link.page.html', import.meta.url)).html;
 const MESSAGE = loadPageTemplate(new URL('../short-link/short-link.message.html', import.meta.url));
+
+let page: PageTemplate | undefined;
+
+/** The page with its script (short-link/short-link.page.ts, bundled) inline, and a policy allowing that script by its hash. */
+async function landingPage(): Promise<PageTemplate> {
+  if (!page) {
+    const html = fillTemplate(PAGE_MARKUP, { SCRIPT: (await pageScript('short-link')).code });
+    page = { html, csp: contentSecurityPolicy(html) };
+  }
+  return page;
+}
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
@@ -107,7 +119,7 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
     pages.get('/:paymentId', { schema: { hide: true, params: ShortLinkParams }, attachValidation: true, onRequest: limitPage }, async (request, reply) => {
       const view = request.validationError ? null : await opts.shortLinks.page(request.params.paymentId);
       if (!view) return sendNotFound(reply);
-      return sendPage(reply, 200, PAGE, {
+      return sendPage(reply, 200, await landingPage(), {
         STATUS: view.status,
         AMOUNT: escapeHtml(formatTugrik(view.amount)),
         PAYEE: escapeHtml(view.payeeName),

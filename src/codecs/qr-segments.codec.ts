@@ -1,4 +1,4 @@
-import type { QrDataSegment } from './qr-symbol.js';
+import type { QrDataSegment } from './qr-symbol.codec.js';
 
 interface QrSegment {
   data: string;

@@ -1,7 +1,7 @@
 import { crc32 } from 'node:zlib';
-import { qrSegments } from './qr-segments.js';
-import { deflateRepeatedRows, type RepeatedRow } from './qr-image-deflate.js';
-import { encodeQrSymbol } from './qr-symbol.js';
+import { qrSegments } from './qr-segments.codec.js';
+import { deflateRepeatedRows, type RepeatedRow } from './qr-image-deflate.codec.js';
+import { encodeQrSymbol } from './qr-symbol.codec.js';
 
 /**
  * QR code as a 1-bit grayscale PNG, drawn without the `qrcode` library because it is on every
