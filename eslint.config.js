@@ -55,6 +55,19 @@ export const LAYER_RULES = [
     },
   },
   {
+    // A primitive knows nothing of the service: any folder may use one, and it uses none.
+    files: ['src/primitives/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*', '../**'], message: 'a primitive imports nothing of the service' }] }] },
+  },
+  {
+    files: ['src/work/**/*.ts'],
+    rules: layer('leased work runs any work: it imports none of the use cases', ['http', 'bin', 'jobs', 'services', 'payments', 'composition']),
+  },
+  {
+    files: ['src/config/**/*.ts'],
+    rules: layer('the configuration sits below every use of it', ['http', 'bin', 'jobs', 'services', 'payments', 'work', 'adapters', 'db', 'schemas', 'composition']),
+  },
+  {
     files: ['src/services/**/*.ts', 'src/payments/*.service.ts'],
     rules: {
       ...layer('services hold use cases: HTTP stays in http/, drivers in db/ and adapters/', ['http', 'bin'], IO_MODULES),

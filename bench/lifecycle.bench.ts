@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { request } from 'undici';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { cpuMsOf, createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, postgresCpuMs, startProcess, startRoles, UNLIMITED_RATES, type Proc, type ServiceRole } from './bench-processes.js';
 
 const SOURCES = ['mof', 'etax', 'police'] as const;

@@ -12,7 +12,7 @@ import QRCode from 'qrcode';
 import { buildEmvcoPayload } from '../src/domain/emvco-qr.js';
 import { buildQrMatrix, encodeMatrixPng, encodeQrPng, type QrMatrix } from '../src/codecs/qr-png.codec.js';
 import { loadQrConfig } from '../src/adapters/qr-config.loader.js';
-import { createQrService, type QrBuildInput } from '../src/services/qr.service.js';
+import { createQrService, type QrBuildInput } from '../src/payments/qr.service.js';
 
 const WARMUP_CALLS = 2000;
 const ROUNDS = 7;

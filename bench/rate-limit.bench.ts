@@ -7,10 +7,10 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { createMemoryRateLimitStore } from '../src/adapters/rate-limit/memory-rate-limit.store.js';
 import { createRedisRateLimitStore } from '../src/adapters/rate-limit/redis-rate-limit.store.js';
-import { windowsFromSettings, type RateLimitStore } from '../src/services/rate-limit/rate-limiter.js';
+import { windowsFromSettings, type RateLimitStore } from '../src/domain/rate-limiter.port.js';
 
 const windows = windowsFromSettings({ perSecond: 5, perMinute: 60, perHour: 1000 });
 const ROUNDS = 5;

@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { freshDatabase } from './bench-processes.js';
 import { createDatabase, migrateToLatest, type Db } from '../src/db/database.js';
 import { createPaymentRepository } from '../src/payments/payment.repository.js';
@@ -24,7 +24,7 @@ import { createReconciliationService } from '../src/services/reconciliation.serv
 import { financeDayBounds } from '../src/domain/finance-day.js';
 import { systemClock } from '../src/domain/clock.port.js';
 import { SOURCES, type Source } from '../src/domain/vocabulary.js';
-import type { MinistryAdapter, MinistryAdapters, SettlementEntry } from '../src/adapters/ministry/ministry.types.js';
+import type { MinistryAdapter, MinistryAdapters, SettlementEntry } from '../src/domain/ministry.port.js';
 
 const ROWS = Number(process.argv.find((a) => a.startsWith('--rows='))?.slice(7) ?? 2_000_000);
 /** The seeded history spans this many finance days, so the measured day holds ROWS / DAYS payments. */

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { createDatabase } from '../src/db/database.js';
 import { createIdempotencyRepository } from '../src/db/repositories/idempotency.repository.js';
 import { createRetentionRepository } from '../src/db/repositories/retention.repository.js';

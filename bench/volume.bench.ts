@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { sql } from 'kysely';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { createDatabase, migrateToLatest, type Db } from '../src/db/database.js';
 import { createPaymentRepository } from '../src/payments/payment.repository.js';
 import { createMinistryCancellationRepository } from '../src/payments/ministry-cancellation.repository.js';

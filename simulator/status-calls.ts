@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 // For the FastifyContextConfig augmentation that types routeOptions.config.operation.
 import type {} from './fault.registry.js';
-import type { SimSource } from './simulator.state.js';
+import type { SimSource } from './simulator.types.js';
 
 /** A status call that arrived while another call for the same payment was still unanswered. */
 export interface StatusOverlap {

@@ -1,4 +1,4 @@
-import type { SimSource, SubmitOutcome } from './simulator.state.js';
+import type { SimSource, SubmitOutcome } from './simulator.types.js';
 
 /** `before`: the ministry has not seen the submit yet; `after`: it has taken it, the answer is held. */
 export type HoldPoint = 'before' | 'after';

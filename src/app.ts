@@ -17,10 +17,40 @@ import { eventRoutes } from './http/routes/events.routes.js';
 import { deviceRoutes } from './http/routes/devices.routes.js';
 import { sandboxApiRoutes, sandboxPageRoutes } from './http/routes/sandbox.routes.js';
 import { shortLinkRoutes } from './http/routes/short-link.routes.js';
-import type { AppServices } from './deps.js';
+import type { PartnerService } from './services/partner.service.js';
+import type { InvoiceService } from './services/invoice.service.js';
+import type { PaymentService } from './payments/payment.service.js';
+import type { ReportService } from './services/report.service.js';
+import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
+import type { WebhookService } from './services/webhook.service.js';
+import type { EventService } from './services/event.service.js';
+import type { DeviceService } from './services/device.service.js';
+import type { ShortLinkService } from './services/short-link.service.js';
+import type { SandboxService } from './services/sandbox.service.js';
 import type { Metrics } from './adapters/metrics.js';
 import { registerHttpMetrics } from './http/plugins/metrics.plugin.js';
 import { registerRequestActivity, type RequestActivity } from './http/plugins/request-activity.plugin.js';
+
+/** The services the partner API serves, one per area (composition/deps.factory.ts builds them). */
+export interface AppServices {
+  partners: PartnerService;
+  invoices: InvoiceService;
+  payments: PaymentService;
+  reports: ReportService;
+  rateLimiter: RateLimitService;
+  /** Failed authentications per client address, checked before a key is looked up. */
+  authFailureLimiter: RateLimitService;
+  /** Requests per client address to the QR landing page, which has no key to limit by. */
+  shortLinkLimiter: RateLimitService;
+  webhooks: WebhookService;
+  /** The partner's own payment events (GET /events). */
+  events: EventService;
+  devices: DeviceService;
+  /** The public QR landing page behind `qrpay.shortUrl` (`GET /q/{paymentId}`). */
+  shortLinks: ShortLinkService;
+  /** Sandbox-only helpers (the sandbox page's simulator approve); absent in production. */
+  sandbox?: SandboxService;
+}
 
 export interface AppOptions {
   logger: FastifyBaseLogger;

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { growingBound } from '../work/cache-bound.helper.js';
+import { growingBound } from '../primitives/cache-bound.helper.js';
 import type { InvoiceRow } from '../db/repositories/invoice.repository.js';
 
 /**

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Tracing } from '../adapters/tracing/tracing.loader.js';
-import { createDeps, createLogger } from '../deps.js';
+import { createDeps, createLogger } from '../composition/deps.factory.js';
 import { buildListeners } from '../composition/listeners.factory.js';
 import { API_PREFIX } from '../app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/config.js';
 import { startTracing } from '../adapters/tracing/tracing.loader.js';
 import { initializeEmbeddedClusterOnDisk, isInMemory } from '../db/embedded-cluster.initializer.js';
 

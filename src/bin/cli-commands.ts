@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadCliConfig, type CliConfig } from '../process-env.js';
+import { loadCliConfig, type CliConfig } from '../config/process-env.js';
 
 /*
  * The operator CLI: each command is one request to the admin API, and prints its JSON answer.

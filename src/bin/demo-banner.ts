@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { PartnerService } from '../services/partner.service.js';
 import { API_PREFIX } from '../app.js';
 

@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createPartnerService, type PartnerService } from '../services/partner.service.js';
-import { createRateLimitersFromConfig, type RateLimiters } from '../adapters/rate-limit/rate-limit.factory.js';
+import { createRateLimitersFromConfig, type RateLimiters } from './rate-limit.factory.js';
 import type { Repositories } from './repositories.factory.js';
 import type { Runtime } from './data.factory.js';
 

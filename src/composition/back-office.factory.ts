@@ -1,5 +1,5 @@
-import type { Config } from '../config.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { Config } from '../config/config.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
 import { createReconciliationService } from '../services/reconciliation.service.js';
 import { createBackOfficeService } from '../services/back-office.service.js';
 import { createPartnerAdminService } from '../services/partner-admin.service.js';

@@ -1,9 +1,9 @@
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
 import { redactDbError } from '../http/db-error.redactor.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createDatabase, createDatabasePinger, migrateToLatest, pingDatabase, type DatabaseOptions, type Db, type EmbeddedDatabase } from '../db/database.js';
 import { createDatabaseClock } from '../db/database-clock.js';
-import { withDeadline } from '../work/deadline.helper.js';
+import { withDeadline } from '../primitives/deadline.helper.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import { createDatabaseOutage, type DatabaseOutage } from '../db/database-outage.monitor.js';
 import { createWorkPriority, type WorkPriority } from '../db/work-priority.js';
@@ -12,7 +12,7 @@ import type { StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import { createLocalTracer } from '../adapters/tracing/local.tracer.js';
 import { createLeasePolicy, type LeasePolicy } from '../domain/lease-policy.js';
-import { createAsyncContext, type AsyncContext } from '../work/async-context.js';
+import { createAsyncContext, type AsyncContext } from '../primitives/async-context.js';
 import { createRepositories, type Repositories } from './repositories.factory.js';
 
 export interface DataOptions {

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { ReconciliationService } from '../services/reconciliation.service.js';
 import { createWebhookHealthJob } from '../jobs/webhook-health.job.js';
 import { createRetentionSweepJob } from '../jobs/retention-sweep.job.js';
@@ -6,7 +6,7 @@ import { createCounterRollupJob } from '../jobs/counter-rollup.job.js';
 import { createReconciliationJob } from '../jobs/reconciliation.job.js';
 import { createPushDeliveryJob } from '../jobs/push-delivery.job.js';
 import { createEventPositionJob } from '../jobs/event-position.job.js';
-import { startJobs, type Job, type RunningJobs } from '../jobs/job-runner.js';
+import { startJobs, type Job, type RunningJobs } from '../work/job-runner.js';
 import { createWorkHealth, type WorkHealth } from '../work/work-health.monitor.js';
 import type { Data, Runtime } from './data.factory.js';
 import type { Payments } from './payments.factory.js';

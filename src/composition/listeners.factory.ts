@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { Config } from '../config.js';
-import type { Deps } from '../deps.js';
+import type { Config } from '../config/config.js';
+import type { Deps } from './deps.factory.js';
 import { buildApp, API_PREFIX } from '../app.js';
 import { buildAdminApp } from '../admin-app.js';
 import { buildWorkerApp } from '../worker-app.js';

@@ -1,9 +1,9 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createMinistryAdapters } from '../adapters/ministry/ministry.factory.js';
 import { instrumentAdapters } from '../adapters/ministry/instrumented-adapter.js';
 import { traceAdapters } from '../adapters/ministry/traced-adapter.js';
 import { guardAdapters } from '../adapters/ministry/guarded-adapter.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
 import { createAdaptiveLimit, type AdaptiveLimit } from '../domain/adaptive-limit.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import type { Runtime } from './data.factory.js';

@@ -1,11 +1,11 @@
-import { sandboxEnabled, type Config } from '../config.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import { sandboxEnabled, type Config } from '../config/config.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
 import { createInvoiceCache } from '../adapters/invoice-cache.js';
 import { withInvoiceCacheBus } from '../adapters/invoice-cache.bus.js';
-import { invalidatingInvoices, invalidatingPayments, readThroughInvoices } from '../adapters/invoice-cache.decorator.js';
+import { invalidatingInvoices, invalidatingPayments, readThroughInvoices } from './invoice-cache.decorator.js';
 import { loadQrConfig } from '../adapters/qr-config.loader.js';
 import { createSimulatorControlClient } from '../adapters/simulator-control.client.js';
-import { createQrService } from '../services/qr.service.js';
+import { createQrService } from '../payments/qr.service.js';
 import { createInvoiceService } from '../services/invoice.service.js';
 import { createReportService } from '../services/report.service.js';
 import { createEventService } from '../services/event.service.js';

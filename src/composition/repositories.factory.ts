@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { Clock } from '../domain/clock.port.js';
 import { createAuditRepository } from '../db/repositories/audit.repository.js';

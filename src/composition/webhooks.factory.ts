@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createWebhookHttpClient } from '../adapters/webhook-http.client.js';
 import { createTargetGuard } from '../adapters/webhook-target.guard.js';
 import { createPushSender } from '../adapters/push-sender.js';

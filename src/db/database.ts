@@ -11,7 +11,7 @@ import { initializeEmbeddedCluster, initializeEmbeddedClusterOnDisk, isInMemory 
 import { tracedDialect } from './traced.driver.js';
 import type { Tracer } from '../domain/tracer.port.js';
 import type { WorkPriority } from './work-priority.js';
-import { withDeadline } from '../work/deadline.helper.js';
+import { withDeadline } from '../primitives/deadline.helper.js';
 import { createStatementNamer, preparedStatementPool, type DatabaseHealth } from './prepared-statement.pool.js';
 
 export type Db = Kysely<Database>;

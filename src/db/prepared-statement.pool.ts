@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
 import { pgErrorCode } from './pg-error.js';
-import { createDeadlineSweep, type DeadlineSweep } from '../work/deadline.helper.js';
+import { createDeadlineSweep, type DeadlineSweep } from '../primitives/deadline.helper.js';
 
 export interface PreparedStatementOptions {
   /** Executions of a statement text before it is prepared; one-off statements stay unnamed. */

@@ -1,4 +1,4 @@
-import { createAsyncContext, type AsyncSlot } from '../work/async-context.js';
+import { createAsyncContext, type AsyncSlot } from '../primitives/async-context.js';
 
 /**
  * Tells background work (job passes and what they start) from partner and operator requests,

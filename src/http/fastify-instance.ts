@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { frameworkErrors, registerErrorHandling } from './plugins/errors.plugin.js';
 import { clientErrorHandler } from './client-error.handler.js';
 import { genReqId, registerRequestId } from './plugins/request-id.plugin.js';

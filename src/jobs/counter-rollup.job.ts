@@ -1,4 +1,4 @@
-import type { Job } from './job-runner.js';
+import type { Job } from '../work/job-runner.js';
 import type { CounterRepository } from '../db/repositories/counter.repository.js';
 import type { Logger } from '../domain/logger.port.js';
 

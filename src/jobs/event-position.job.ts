@@ -1,4 +1,4 @@
-import type { Job } from './job-runner.js';
+import type { Job } from '../work/job-runner.js';
 import type { EventLogRepository } from '../db/repositories/event-log.repository.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { ReconciliationService } from '../services/reconciliation.service.js';
-import type { Job } from './job-runner.js';
+import type { Job } from '../work/job-runner.js';
 
 /**
  * The daily reconciliation and its retries. Each pass is bounded (a few day-and-source pairs) and

@@ -1,4 +1,4 @@
-import type { Job } from './job-runner.js';
+import type { Job } from '../work/job-runner.js';
 import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
 import type { RetentionRepository } from '../db/repositories/retention.repository.js';
 import type { Logger } from '../domain/logger.port.js';

@@ -1,4 +1,4 @@
-import type { Job } from './job-runner.js';
+import type { Job } from '../work/job-runner.js';
 import type { WebhookRepository } from '../db/repositories/webhook.repository.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Clock } from '../domain/clock.port.js';

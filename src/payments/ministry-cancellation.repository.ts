@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
-import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../work/leased-claim.query.js';
+import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../db/leased-claim.query.js';
 import type { MinistryCancellationsTable } from '../db/db.types.js';
 import { executorOf, trxOf, type UnitOfWork } from '../db/unit-of-work.js';
 import { columnList, tableColumns } from '../db/table-columns.js';

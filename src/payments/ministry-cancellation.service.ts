@@ -1,6 +1,6 @@
 import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { MinistryCancellationRepository, MinistryCancellationRow } from './ministry-cancellation.repository.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { CancellationKind, StaleLeaseReport } from '../domain/vocabulary.js';
 import type { Clock } from '../domain/clock.port.js';

@@ -1,4 +1,4 @@
-import type { Job } from '../jobs/job-runner.js';
+import type { Job } from '../work/job-runner.js';
 import { createLeasedWorkLoop, type ClaimResult, type LaneSlots, type WorkLane } from '../work/leased-work.loop.js';
 import { checkBackoff, nextCheckDelayMs, type CheckSchedule } from '../domain/check-schedule.js';
 import type { ClaimedPayment, PaymentRepository } from './payment.repository.js';

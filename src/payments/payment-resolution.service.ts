@@ -6,7 +6,7 @@ import type { InvoiceRepository } from '../db/repositories/invoice.repository.js
 import type { PaymentRepository, PaymentRow } from './payment.repository.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import type { PaymentEnder } from './payment-end.service.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';

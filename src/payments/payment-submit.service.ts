@@ -4,7 +4,7 @@ import type { UnitOfWork } from '../db/unit-of-work.js';
 import type { EventRepository } from '../db/repositories/event.repository.js';
 import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 import { effectsOf, type PaymentChange, type PaymentTrigger } from './payment.machine.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
 import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import { UpstreamUnavailableError } from '../domain/errors.js';
 import type { MinistryCancellationService } from './ministry-cancellation.service.js';

@@ -1,7 +1,7 @@
 import { formatTraceparent, type TraceContext } from '../domain/trace-context.js';
 import { sql, type Selectable } from 'kysely';
 import { compileOnce, type SlotFn } from '../db/compiled-query.js';
-import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../work/leased-claim.query.js';
+import { claimLeased, lanesOf, totalFree, type Leased, type LeasedWorkSpec } from '../db/leased-claim.query.js';
 import { isUniqueViolation, type Db } from '../db/database.js';
 import type { PaymentsTable } from '../db/db.types.js';
 import { executorOf, trxOf, unitOfWorkRunner, type Trx, type UnitOfWork } from '../db/unit-of-work.js';

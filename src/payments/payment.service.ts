@@ -5,18 +5,23 @@ import { amountToNumber, canonicalAmount, compareAmounts, requestedAmount } from
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentDetail, PaymentRepository, PaymentRow } from './payment.repository.js';
 import type { IdempotencyAnswer, IdempotencyLease, IdempotencyRepository, StoredOutcome } from '../db/repositories/idempotency.repository.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
 import { settledWithin, type PaymentLiveCheck, type StatusSource } from './payment-live-check.service.js';
 import type { PaymentCancelService } from './payment-cancel.service.js';
 import type { PaymentBody, PaymentCreatedBody, PaymentFailedBody } from '../schemas/payment.schema.js';
-import type { AuthenticatedPartner } from '../services/partner.service.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Tracer } from '../domain/tracer.port.js';
-import { billNumberFor, type QrBuildInput, type QrService } from '../services/qr.service.js';
+import { billNumberFor, type QrBuildInput, type QrService } from './qr.service.js';
 import type { Clock } from '../domain/clock.port.js';
 import { EmvcoPayloadError } from '../domain/emvco-qr.js';
 import type { QrStandard, StaleLeaseReport } from '../domain/vocabulary.js';
+
+/** The partner paying, as the partner API authenticated it: its id and its QR standard are all a payment takes of it. */
+export interface PayingPartner {
+  id: string;
+  qrStandard: QrStandard;
+}
 
 /** A payment the ministry accepted, or one it refused: both are answers a replay repeats. */
 export type CreateOutcome =
@@ -138,7 +143,7 @@ function createdBody(qr: QrService, payment: PaymentDetail, invoice: InvoiceRow,
   return { success: true, ...toPaymentView(payment), qrpay };
 }
 
-type Execute = (partner: AuthenticatedPartner, input: CreateInput, lease: IdempotencyLease | null, resumeId: string | null) => Promise<CreateOutcome>;
+type Execute = (partner: PayingPartner, input: CreateInput, lease: IdempotencyLease | null, resumeId: string | null) => Promise<CreateOutcome>;
 
 /** A payment's creation: a new pending payment sent to its ministry, or one a key's earlier request left pending. */
 function paymentCreation(deps: PaymentServiceDeps): Execute {
@@ -188,7 +193,7 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
    * the same answer and no second payment. The check is pushed out under the key's token first,
    * so the confirmation job does not conclude the ministry never received it meanwhile.
    */
-  async function resume(partner: AuthenticatedPartner, paymentId: string, lease: IdempotencyLease): Promise<CreateOutcome> {
+  async function resume(partner: PayingPartner, paymentId: string, lease: IdempotencyLease): Promise<CreateOutcome> {
     const existing = await deps.payments.findById(paymentId);
     const invoice = requireInvoice(existing ? await deps.invoices.findById(existing.invoice_id) : null);
     const hold = existing?.status === 'pending' ? await deps.payments.holdPendingForKey(paymentId, lease, new Date(now().getTime() + pendingGraceMs)) : 'not_pending';
@@ -247,7 +252,7 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
     throw new ConflictError(KEY_IN_FLIGHT, 'idempotency_key_in_use');
   }
 
-  return async function withIdempotency(partner: AuthenticatedPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
+  return async function withIdempotency(partner: PayingPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
     const at = now();
     const hash = requestHash(input.invoiceId, input.amount, input.userId, input.partnerReference);
     const claim = await deps.idempotency.claim({
@@ -281,7 +286,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   return {
     /** `userId` is the partner's end user (X-User-Id): their devices are pushed once the payment is confirmed. */
-    async create(partner: AuthenticatedPartner, input: CreateInput, idemKey: string | undefined): Promise<CreateOutcome> {
+    async create(partner: PayingPartner, input: CreateInput, idemKey: string | undefined): Promise<CreateOutcome> {
       if (idemKey) return withIdempotency(partner, idemKey, input);
       return execute(partner, input, null, null);
     },

@@ -1,8 +1,8 @@
-import type { Config } from '../config.js';
-import type { MinistryAdapters } from '../adapters/ministry/ministry.types.js';
-import type { Job } from '../jobs/job-runner.js';
+import type { Config } from '../config/config.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
+import type { Job } from '../work/job-runner.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
-import type { QrService } from '../services/qr.service.js';
+import type { QrService } from './qr.service.js';
 import type { AdaptiveLimit } from '../domain/adaptive-limit.js';
 import type { KeyedSlots } from '../work/keyed-slots.js';
 import { createPaymentService, type PaymentService } from './payment.service.js';

@@ -1,6 +1,6 @@
 import { NotFoundError, UpstreamUnavailableError } from '../domain/errors.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import { type InvoiceFilter, type MinistryAdapters, type UpstreamInvoice, UpstreamError } from '../adapters/ministry/ministry.types.js';
+import { type InvoiceFilter, type MinistryAdapters, type UpstreamInvoice, UpstreamError } from '../domain/ministry.port.js';
 import { isValueRefused } from '../db/pg-error.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import type { InvoiceBody, InvoiceListBody } from '../schemas/invoice.schema.js';

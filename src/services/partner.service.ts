@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { growingBound } from '../work/cache-bound.helper.js';
+import { growingBound } from '../primitives/cache-bound.helper.js';
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../domain/errors.js';
 import { acceptedKeyEnvironment, generateApiKey, hashApiKey, hashesEqual, keyEnvironment, keyPrefix } from '../domain/api-key.js';
 import type { KeyLookupRow, PartnerPatch, PartnerRateLimits, PartnerRepository, PartnerRow } from '../db/repositories/partner.repository.js';

@@ -2,7 +2,7 @@ import { isFinanceDay, financeDayBounds, financeDayOf, minutesIntoFinanceDay, pr
 import { entriesById, judgeEntry } from '../domain/reconciliation.js';
 import { InvalidRequestError } from '../domain/errors.js';
 import { SOURCES, type Source, type StaleLeaseReport } from '../domain/vocabulary.js';
-import type { MinistryAdapters, SettlementEntry } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapters, SettlementEntry } from '../domain/ministry.port.js';
 import type { DiscrepancyWrite, LocalSettled, ReconciliationLease, ReconciliationRepository, RunRow } from '../db/repositories/reconciliation.repository.js';
 import type { SourceOutcome } from '../db/db.types.js';
 import type { AuditRepository } from '../db/repositories/audit.repository.js';

@@ -2,7 +2,7 @@ import { UpstreamUnavailableError } from '../domain/errors.js';
 import { amountToNumber, canonicalAmount } from '../domain/money.js';
 import type { ReportRepository } from '../db/repositories/report.repository.js';
 import type { PaymentRepository } from '../payments/payment.repository.js';
-import { type MinistryAdapters, type SettlementEntry } from '../adapters/ministry/ministry.types.js';
+import { type MinistryAdapters, type SettlementEntry } from '../domain/ministry.port.js';
 import { SOURCES } from '../domain/vocabulary.js';
 import type { PaymentListBody, SettlementBody, SummaryBody } from '../schemas/payment.schema.js';
 import type { Logger } from '../domain/logger.port.js';

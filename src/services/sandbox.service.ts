@@ -13,7 +13,7 @@ import {
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../payments/payment.repository.js';
 import type { InUnitOfWork } from '../db/unit-of-work.js';
-import type { MinistryAdapter, UpstreamInvoice } from '../adapters/ministry/ministry.types.js';
+import type { MinistryAdapter, UpstreamInvoice } from '../domain/ministry.port.js';
 import type { SimulatorControl, SimulatorInvoice } from '../adapters/simulator-control.client.js';
 import type { InvoiceBody } from '../schemas/invoice.schema.js';
 import type { ScenarioListBody } from '../schemas/sandbox.schema.js';

@@ -1,4 +1,4 @@
-import type { Job } from '../jobs/job-runner.js';
+import type { Job } from './job-runner.js';
 import { createKeyedPool, type KeyedPool, type KeyedPoolOptions } from './keyed-pool.js';
 import { createSerialPass } from './serial-pass.js';
 import type { Logger } from '../domain/logger.port.js';

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { checkInvariants, type RunSql } from '../helpers/invariants.js';
 import { serviceEnv, startApiProcess } from '../helpers/api-process.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
 import { listenLocal } from '../helpers/listen-local.js';
 

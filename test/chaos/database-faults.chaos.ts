@@ -11,7 +11,7 @@ import { canRunOwnCluster, createPgCluster, type PgCluster } from '../helpers/pg
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
 import { listenLocal } from '../helpers/listen-local.js';
 

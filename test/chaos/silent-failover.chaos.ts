@@ -14,7 +14,7 @@ import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver
 import { freePorts } from '../walkthrough/walkthrough.js';
 import { invoiceFixture } from '../helpers/fixtures.js';
 import { unique } from '../helpers/own-invoice.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { leasePolicyOf } from '../../src/composition/data.factory.js';
 import { listenLocal } from '../helpers/listen-local.js';
 

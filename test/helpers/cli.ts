@@ -1,6 +1,6 @@
 import { vi, type MockInstance } from 'vitest';
 import { main } from '../../src/bin/cli-commands.js';
-import type { CliConfig } from '../../src/process-env.js';
+import type { CliConfig } from '../../src/config/process-env.js';
 
 const printed = (spy: MockInstance<(...args: unknown[]) => void>) => spy.mock.calls.map((c) => String(c[0])).join('\n');
 

@@ -1,4 +1,4 @@
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 
 /**
  * Config for tests: local defaults, in-memory PGlite, and the real PostgreSQL / Redis only when

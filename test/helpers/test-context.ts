@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse, InjectOptions } from 'fastify';
 import pg from 'pg';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import { testConfig } from './test-config.js';
 import { pooledEmbeddedDatabase } from './embedded-database-pool.js';
 import type { EmbeddedDatabase } from '../../src/db/database.js';
 import { isInMemory } from '../../src/db/embedded-cluster.initializer.js';
-import { createDeps, type Deps, type DepsOptions } from '../../src/deps.js';
+import { createDeps, type Deps, type DepsOptions } from '../../src/composition/deps.factory.js';
 import { buildServiceApps } from '../../src/composition/listeners.factory.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { UpstreamError } from '../../src/adapters/ministry/ministry.types.js';
+import { UpstreamError } from '../../src/domain/ministry.port.js';
 
 /** The UpstreamError `promise` rejects with; fails the test when it resolves or rejects with anything else. */
 export async function upstreamError(promise: Promise<unknown>): Promise<UpstreamError> {

@@ -7,7 +7,7 @@ import { approve, partnerWithInvoice, partnerWithPayment, payOk, ownInvoice, typ
 import { receiverPool } from '../helpers/webhook-receiver.js';
 import { startDatabaseProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { alertTests, hasPromtool, inputSeries, parseExposition, promtoolTest, readAlertRules, type ExpectedAlert, type Scrapes } from '../helpers/alert-rules.js';
-import type { RunningJobs } from '../../src/jobs/job-runner.js';
+import type { RunningJobs } from '../../src/work/job-runner.js';
 
 /*
  * Each alerting rule of deploy/prometheus/alerts.yml, fired by promtool on the metrics of a real

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, partnerWithPayment } from '../helpers/api.js';
-import type { RunningJobs } from '../../src/jobs/job-runner.js';
+import type { RunningJobs } from '../../src/work/job-runner.js';
 
 /*
  * The job runner as a process runs it: passes on their intervals, as background work. On the

@@ -6,7 +6,7 @@ import { testConfig } from '../helpers/test-config.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { addOwnInvoice } from '../helpers/own-invoice.js';
 import { approve, cancelPayment, lookupRef, pay, type Partner } from '../helpers/api.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import type { Source } from '../../src/domain/vocabulary.js';
 
 /*

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CliConfig } from '../../src/process-env.js';
+import type { CliConfig } from '../../src/config/process-env.js';
 import { financeDayOf } from '../../src/domain/finance-day.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { approve, partnerWithPayment } from '../helpers/api.js';

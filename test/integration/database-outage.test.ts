@@ -7,7 +7,9 @@ import { capturingLogger } from '../helpers/log-capture.js';
 import { testConfig } from '../helpers/test-config.js';
 import { startDatabaseProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { getPayment, partnerWithInvoice, partnerWithPayment, pay } from '../helpers/api.js';
-import type { RunningJobs } from '../../src/jobs/job-runner.js';
+import type { RunningJobs } from '../../src/work/job-runner.js';
+import { recordActivity } from '../helpers/job-activity.js';
+import { queryOnce } from '../helpers/pg-query.js';
 import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
 
 /*
@@ -17,6 +19,8 @@ import { isDatabaseUnavailable } from '../../src/db/pg-error.js';
  */
 const { databaseUrl } = testConfig();
 const OUTAGE_LINE = 'database unavailable: background work paused, requests that need it answer 503 until it is back';
+/** Every job's interval, so that each one ticks many times during the outage. */
+const TICK_MS = 100;
 
 describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
   let proxy: TcpProxy;
@@ -29,7 +33,21 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
     const started = await startDatabaseProxy(databaseUrl as string);
     proxy = started.proxy;
     const viaProxy = started.url;
-    ctx = await createTestContext({ logger, config: { databaseUrl: viaProxy, dbConnectTimeoutMs: 1000, confirmPollMs: 100, webhookPollMs: 50 } });
+    const base = testConfig();
+    ctx = await createTestContext({
+      logger,
+      config: {
+        databaseUrl: viaProxy,
+        dbConnectTimeoutMs: 1000,
+        confirmPollMs: 4 * TICK_MS,
+        webhookPollMs: TICK_MS,
+        webhookHealthCheckMs: TICK_MS,
+        eventPositionMs: TICK_MS,
+        counterRollup: { ...base.counterRollup, intervalMs: TICK_MS },
+        retention: { ...base.retention, sweepMs: TICK_MS },
+        reconciliation: { ...base.reconciliation, pollMs: TICK_MS },
+      },
+    });
   });
 
   afterAll(async () => {
@@ -43,6 +61,10 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
     const { partner, payment } = await partnerWithPayment(ctx, 'mof');
     const second = await partnerWithInvoice(ctx, 'etax');
     jobs = ctx.deps.startJobs();
+    const activity = recordActivity(jobs);
+    const everyJob = ctx.deps.jobs.map((j) => j.name).sort();
+    // Every job works on the database before it goes.
+    await expect.poll(() => activity.jobsThat('completed'), { timeout: 20_000 }).toEqual(everyJob);
 
     proxy.cut();
 
@@ -62,8 +84,13 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
 
     await expect.poll(() => said(OUTAGE_LINE)).toBe(1);
     expect(metrics.body).toMatch(/^database_up 0$/m);
-    // The jobs tick every 50-100 ms: give them a few dozen passes to fail, were they not paused.
-    await new Promise((r) => setTimeout(r, 1500));
+    // From the outage on, every job ticks more than once, and each tick sits the outage out (a
+    // probe at most) rather than start a pass that would fail against the missing database.
+    const down = activity.mark();
+    const ticks = (job: string) => activity.count('sat-out', job, down) + activity.count('started', job, down);
+    await expect.poll(() => everyJob.filter((job) => ticks(job) < 2), { timeout: 20_000 }).toEqual([]);
+    expect(activity.jobsThat('started', down)).toEqual([]);
+    expect(ctx.deps.dbOutage.down).toBe(true);
 
     proxy.restore();
     await expect.poll(async () => (await ctx.app.inject({ method: 'GET', url: '/api/v1/health/ready' })).statusCode, { timeout: 10_000 }).toBe(200);
@@ -74,6 +101,9 @@ describe.skipIf(!databaseUrl)('database outage', { tags: ['postgres'] }, () => {
     expect(paid.statusCode, paid.body).toBe(201);
     await expect.poll(() => said('database available again: background work resumed')).toBe(1);
     expect((await ctx.admin.inject({ method: 'GET', url: '/metrics' })).body).toMatch(/^database_up 1$/m);
+    // Every job works on the database again.
+    const back = activity.mark();
+    await expect.poll(() => activity.jobsThat('completed', back), { timeout: 20_000 }).toEqual(everyJob);
 
     expect(said(OUTAGE_LINE)).toBe(1);
     expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
@@ -110,8 +140,11 @@ describe.skipIf(!databaseUrl)('a connection ended while the database answers', {
     let pid = 0;
     const held = ctx.deps.db.transaction().execute(async (trx) => {
       pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]?.pid ?? 0;
-      // What a process paused mid-transaction looks like to the server: nothing sent for too long.
-      await new Promise((r) => setTimeout(r, QUERY_DEADLINE_MS * 3));
+      // What a process paused mid-transaction looks like to the server: nothing sent until the
+      // server has ended the connection for it.
+      await expect
+        .poll(async () => (await queryOnce(databaseUrl as string, 'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid]))[0]?.n, { timeout: 20_000, interval: 100 })
+        .toBe(0);
       await sql`select 1`.execute(trx);
     });
     const failure = await held.then(() => null, (err: unknown) => err);

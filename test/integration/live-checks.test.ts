@@ -4,8 +4,9 @@ import { createTestContext, dropSchema, type TestContext } from '../helpers/test
 import { testConfig } from '../helpers/test-config.js';
 import { approve, getPayment, partnerWithInvoice, partnerWithPayment, payOk, type Payment } from '../helpers/api.js';
 import { createPaymentRepository } from '../../src/payments/payment.repository.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import type { CallReport } from '../../simulator/call-tracker.js';
+import { recordActivity } from '../helpers/job-activity.js';
 
 /*
  * GET /payments/{id} asks the ministry live, within what the ministry system is allowed: the
@@ -20,6 +21,8 @@ import type { CallReport } from '../../simulator/call-tracker.js';
 const LIMIT = 2;
 /** The ministry timeout of the tests whose status calls time out: each of their calls waits it out. */
 const SHORT_TIMEOUT_MS = 1000;
+/** How long the ministry holds a check that a read arrives during: the read reaches its wait well within it. */
+const HELD_MS = 800;
 
 /**
  * A check interval far longer than a test: a payment the job checked is not due again, so a pass
@@ -93,7 +96,10 @@ async function timedRead(c: TestContext, p: Submitted): Promise<Read> {
   return { statusCode: res.statusCode, status: res.json<Payment>().status, source, ms: performance.now() - startedAt };
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Until the simulator has `n` of etax's status calls in flight: the checks that make them are asking. */
+async function asking(c: TestContext, n: number): Promise<void> {
+  await expect.poll(async () => (await statusCalls(c)).inFlight, { timeout: 10_000 }).toBe(n);
+}
 
 /** `count` reads at once, spread over the payments, each payment's reads over every instance. */
 function burst(instances: TestContext[], payments: Submitted[], count: number): Promise<Read[]> {
@@ -166,13 +172,19 @@ describe('live status checks', () => {
     expect(held.ms).toBeLessThanOrEqual(c.config.ministryTimeoutMs + 1000);
     expect((await statusCalls(c)).calls).toBe(2);
 
-    // Its check ends while a read waits: the read asks itself, after it.
-    const waiting = timedRead(c, p);
-    await pause(300);
-    expect((await statusCalls(c)).calls).toBe(2);
     expect(await repo.releaseStatusCheck(p.id, token, c.now())).toBe(true);
+
+    // The confirmation job's check holds the lease while the ministry takes its time: a read
+    // arriving meanwhile waits it out, then asks itself, after it (never two calls at once).
+    await setStatusFault(c, 'slow', HELD_MS);
+    await resetCalls(c);
+    c.advance(c.config.confirmPollMs + 1000);
+    const pass = confirmationPass(c);
+    await asking(c, 1);
+    const waiting = timedRead(c, p);
     expect(await waiting).toMatchObject({ status: 'submitted', source: 'live' });
-    expect((await statusCalls(c)).calls).toBe(3);
+    await pass;
+    expect(await statusCalls(c)).toMatchObject({ calls: 2, maxInFlightPerPayment: 1 });
   });
 
   it('gives a read arriving while a check is asking a follow-up check, one shared by every read in that position', async () => {
@@ -183,7 +195,7 @@ describe('live status checks', () => {
     await setStatusFault(c, 'late', 600);
     await resetCalls(c);
     const first = timedRead(c, p);
-    await pause(200);
+    await asking(c, 1);
     // The citizen pays while the first check's question is answered `submitted`.
     expect((await approve(c, p.refNum)).statusCode).toBe(200);
     const later = await Promise.all([timedRead(c, p), timedRead(c, p), timedRead(c, p)]);
@@ -206,7 +218,7 @@ describe('live status checks', () => {
     expect((await approve(c, p.refNum)).statusCode).toBe(200);
     await resetCalls(c);
     const first = timedRead(c, p);
-    await pause(200);
+    await asking(c, 1);
     const later = await Promise.all([timedRead(c, p), timedRead(c, p)]);
     expect(await first).toMatchObject({ status: 'confirmed', source: 'live' });
     for (const read of later) expect(read).toMatchObject({ status: 'confirmed', source: 'live' });
@@ -221,11 +233,11 @@ describe('live status checks', () => {
     await setStatusFault(c, 'slow', 1500);
     await resetCalls(c);
     const filling = Promise.all([timedRead(c, a), timedRead(c, b)]);
-    await pause(100);
+    await asking(c, 2);
     const starved = await timedRead(c, p);
     expect(starved).toMatchObject({ status: 'submitted', source: 'stored' });
-    expect(starved.ms).toBeGreaterThanOrEqual(450);
-    expect(starved.ms).toBeLessThan(1400);
+    // It gave up while both slow checks still held their slots, and asked nothing.
+    expect(await statusCalls(c)).toMatchObject({ calls: 2, inFlight: 2 });
     for (const read of await filling) expect(read).toMatchObject({ status: 'submitted', source: 'live' });
     expect((await statusCalls(c)).calls).toBe(2);
 
@@ -233,7 +245,7 @@ describe('live status checks', () => {
     await setStatusFault(c, 'slow', 300);
     await resetCalls(c);
     const short = Promise.all([timedRead(c, a), timedRead(c, b)]);
-    await pause(50);
+    await asking(c, 2);
     expect(await timedRead(c, p)).toMatchObject({ status: 'submitted', source: 'live' });
     await short;
     const calls = await statusCalls(c);
@@ -264,10 +276,12 @@ describe('live status checks', () => {
     const [p] = payments;
     if (!p) throw new Error('no payment');
     await expect(c.deps.ministries.etax.getPayment({ paymentId: p.id, refNum: 'any' })).rejects.toMatchObject({ kind: 'circuit-open' });
-    // ...and reads answer the stored status at once, while submissions still go through.
+    // ...and reads answer the stored status without asking the ministry, while submissions
+    // still go through.
+    await resetCalls(c);
     const open = await burst([c], payments, 6);
     expectAnsweredInTime(c, open, 'stored');
-    for (const read of open) expect(read.ms).toBeLessThan(SHORT_TIMEOUT_MS);
+    expect((await statusCalls(c)).calls).toBe(0);
     expect(await anotherPartnerPays(c)).toBe(201);
   });
 
@@ -280,7 +294,7 @@ describe('live status checks', () => {
     const first = timedRead(c, p);
     // Arrives while the first read's check asks, which the ministry holds until its timeout: its
     // follow-up asks after that, and is held too.
-    await pause(500);
+    await asking(c, 1);
     const reads = await Promise.all([first, timedRead(c, p)]);
     expectAnsweredInTime(c, reads, 'stored');
     const calls = await statusCalls(c);
@@ -291,6 +305,7 @@ describe('live status checks', () => {
   it('answers confirmed, live, right after the approval while the confirmation job checks every CONFIRM_POLL_MS', async () => {
     const c = await context({ confirmPollMs: 500, confirmBackoffMaxMs: 500 });
     const jobs = c.deps.startJobs();
+    const activity = recordActivity(jobs);
     try {
       const payments = await submittedPayments(c, 3);
       // Status answers say what the ministry knew when asked, a little later: a job check asked
@@ -303,7 +318,9 @@ describe('live status checks', () => {
         const read = await timedRead(c, p);
         expect(read).toMatchObject({ statusCode: 200, status: 'confirmed', source: 'live' });
         expect(read.ms).toBeLessThanOrEqual(c.config.ministryTimeoutMs + 1000);
-        await pause(170);
+        // The next read comes after another pass of the job, at another point of its checks.
+        const readAt = activity.mark();
+        await expect.poll(() => activity.count('completed', 'payment-confirmation', readAt), { timeout: 10_000 }).toBeGreaterThan(0);
       }
     } finally {
       await jobs.stop();

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { type ClosableMinistryAdapters, createMinistryAdapters } from '../../src/adapters/ministry/ministry.factory.js';
-import type { UpstreamInvoice } from '../../src/adapters/ministry/ministry.types.js';
+import type { UpstreamInvoice } from '../../src/domain/ministry.port.js';
 import { type Source, SOURCES } from '../../src/domain/vocabulary.js';
 import { upstreamError } from '../helpers/upstream-error.js';
 

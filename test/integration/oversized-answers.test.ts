@@ -2,7 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMinistryAdapters, type ClosableMinistryAdapters } from '../../src/adapters/ministry/ministry.factory.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 import { capturingLogger, type LogLine } from '../helpers/log-capture.js';
 import { REG } from '../helpers/fixtures.js';

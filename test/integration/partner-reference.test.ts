@@ -5,7 +5,7 @@ import { createTestContext, type TestContext } from '../helpers/test-context.js'
 import { receiverPool, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { approve, cancelPayment, getPayment, partnerWithInvoice, pay, type Partner, type PaymentCreated, type PaymentList, type Settlement } from '../helpers/api.js';
 import type { EventBody, EventListBody } from '../../src/schemas/event.schema.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 /**
  * The bank's own reference of a payment (X-Partner-Reference on POST /payments): stored with the

@@ -5,7 +5,7 @@ import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { receiverPool, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { cancelPayment, partnerWithInvoice, pay, payOk, type Partner } from '../helpers/api.js';
 import type { EventBody, EventListBody } from '../../src/schemas/event.schema.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 
 /**
  * Every end of an accepted payment is told to its partner: `payment.failed` when the ministry

@@ -9,12 +9,25 @@ import { queryOnce } from '../helpers/pg-query.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
 import { listenLocal } from '../helpers/listen-local.js';
+import type { CallReport } from '../../simulator/call-tracker.js';
 
 /*
  * PROCESS_ROLE=api serves the listeners and runs no background work; PROCESS_ROLE=worker runs the
  * background work and answers only health and metrics. Real processes on one PostgreSQL database.
  */
 const { databaseUrl } = testConfig();
+
+/** The sum of the samples of `metric` in a Prometheus exposition whose labels include `labels`. */
+function samples(exposition: string, metric: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of exposition.split('\n')) {
+    const match = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== metric) continue;
+    const has = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => has[k] === v)) sum += Number(match[3]);
+  }
+  return sum;
+}
 const ADMIN_TOKEN = 'roles-admin-token';
 
 describe.skipIf(!databaseUrl)('process roles', { tags: ['postgres'] }, () => {
@@ -76,18 +89,25 @@ describe.skipIf(!databaseUrl)('process roles', { tags: ['postgres'] }, () => {
     const approved = await fetch(`${simulatorUrl}/__control/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refNum: 'ROLE-1' }) });
     expect(approved.status).toBe(200);
 
-    // The api process checks nothing and delivers nothing on its own: with the jobs' 100 ms
-    // intervals, a second is ten passes that never come.
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(await onDb(`SELECT status FROM payments WHERE id = $1`, [id])).toEqual([{ status: 'submitted' }]);
-    expect(await onDb(`SELECT count(*)::int AS n FROM webhook_attempts`)).toEqual([{ n: 0 }]);
-    expect(receiver.received).toEqual([]);
-
+    // The payment.submitted delivery is due from now on, and the check of the approved payment
+    // soon after: the api process, up since before the worker, would make both first, were it
+    // running background work. The worker makes them, and the api process has made none.
     started.push(await startApiProcess('role-worker', env('worker', workerPort, workerAdmin), `http://127.0.0.1:${workerAdmin}/health/ready`));
     await expect.poll(async () => (await onDb<{ status: string }>(`SELECT status FROM payments WHERE id = $1`, [id]))[0]?.status, { timeout: 15_000 }).toBe('confirmed');
     await expect
       .poll(() => receiver.received.map((r) => (JSON.parse(r.body) as { event: string }).event).sort(), { timeout: 15_000 })
       .toEqual(['payment.confirmed', 'payment.submitted']);
+    const metricsOf = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const [apiSays, workerSays] = [await metricsOf(apiAdmin), await metricsOf(workerAdmin)];
+    const statusChecks = { source: 'mof', operation: 'getPayment' };
+    const { calls } = (await simulator.inject({ method: 'GET', url: '/__control/calls?source=mof&operation=status' })).json<CallReport>();
+    expect(calls).toBeGreaterThan(0);
+    expect(samples(workerSays, 'ministry_call_duration_seconds_count', statusChecks)).toBe(calls);
+    expect(samples(apiSays, 'ministry_call_duration_seconds_count', statusChecks)).toBe(0);
+    expect(samples(workerSays, 'webhook_deliveries_total')).toBe(receiver.received.length);
+    expect(samples(apiSays, 'webhook_deliveries_total')).toBe(0);
+    // The api process made the calls its requests needed.
+    expect(samples(apiSays, 'ministry_call_duration_seconds_count', { source: 'mof', operation: 'submitPayment' })).toBe(1);
 
     const worker = `http://127.0.0.1:${workerAdmin}`;
     expect((await fetch(`${worker}/health/live`)).status).toBe(200);

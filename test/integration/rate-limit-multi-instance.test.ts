@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { testConfig } from '../helpers/test-config.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import { generateApiKey } from '../../src/domain/api-key.js';
-import { createDeps, type Deps } from '../../src/deps.js';
+import { createDeps, type Deps } from '../../src/composition/deps.factory.js';
 import { buildApp } from '../../src/app.js';
 import { SOURCES, type Source } from '../../src/domain/vocabulary.js';
 

@@ -3,10 +3,10 @@ import { createTestContext, type TestContext } from '../helpers/test-context.js'
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { createIdempotencyRepository } from '../../src/db/repositories/idempotency.repository.js';
 import { createRetentionRepository } from '../../src/db/repositories/retention.repository.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 import { testConfig } from '../helpers/test-config.js';
 import type { StoredDeliveryStatus } from '../../src/db/db.types.js';
-import type { Job } from '../../src/jobs/job-runner.js';
+import type { Job } from '../../src/work/job-runner.js';
 
 const DAY = 24 * 3600 * 1000;
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InvoiceFixture } from '../../simulator/fixtures.schema.js';
 import { createMinistryAdapters, type ClosableMinistryAdapters } from '../../src/adapters/ministry/ministry.factory.js';
-import { UpstreamError, type MinistryAdapter, type MinistryAdapters, type UpstreamInvoice } from '../../src/adapters/ministry/ministry.types.js';
+import { UpstreamError, type MinistryAdapter, type MinistryAdapters, type UpstreamInvoice } from '../../src/domain/ministry.port.js';
 import { createInvoiceRepository } from '../../src/db/repositories/invoice.repository.js';
 import { UpstreamUnavailableError } from '../../src/domain/errors.js';
 import type { Source } from '../../src/domain/vocabulary.js';

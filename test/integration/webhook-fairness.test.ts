@@ -5,7 +5,7 @@ import { receiverPool, startReceiver, type WebhookReceiver } from '../helpers/we
 import { addOwnInvoice } from '../helpers/own-invoice.js';
 import { createEventRepository } from '../../src/db/repositories/event.repository.js';
 import { createWebhookDeliveryRepository, type ClaimLimits } from '../../src/db/repositories/webhook-delivery.repository.js';
-import type { Job } from '../../src/jobs/job-runner.js';
+import type { Job } from '../../src/work/job-runner.js';
 
 const SECRET = 'whsec_0123456789abcdef';
 const CONCURRENCY = { total: 32, perEndpoint: 2, perPartner: 5 };

@@ -6,7 +6,7 @@ import { testFixtures } from '../helpers/fixtures.js';
 import { receiverPool, startReceiver } from '../helpers/webhook-receiver.js';
 import { lookupRef, payOk, type DeliveryAttempt } from '../helpers/api.js';
 import type { FixtureFile } from '../../simulator/fixtures.schema.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
 import { testConfig } from '../helpers/test-config.js';
 import { seededDataDir } from '../helpers/database-image.js';
 import { createWebhookDeliveryJob } from '../../src/jobs/webhook-delivery.job.js';
@@ -14,7 +14,7 @@ import { createWebhookDeliveryRepository } from '../../src/db/repositories/webho
 import { createWebhookDeliveryService } from '../../src/services/webhook-delivery.service.js';
 import { createWebhookHttpClient } from '../../src/adapters/webhook-http.client.js';
 import { createSecretCipher } from '../../src/domain/secret-cipher.js';
-import type { Job } from '../../src/jobs/job-runner.js';
+import type { Job } from '../../src/work/job-runner.js';
 
 const SECRET = 'whsec_0123456789abcdef';
 // Retries a minute apart on the services' clock, which the tests move forward by hand.

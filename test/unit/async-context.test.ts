@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createAsyncContext } from '../../src/work/async-context.js';
+import { createAsyncContext } from '../../src/primitives/async-context.js';
 import { createWorkPriority } from '../../src/db/work-priority.js';
 import { createLocalTracer } from '../../src/adapters/tracing/local.tracer.js';
 

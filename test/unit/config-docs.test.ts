@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SECRET_MIN_LENGTH, secretVariables, settingVariables } from '../../src/config.js';
+import { SECRET_MIN_LENGTH, secretVariables, settingVariables } from '../../src/config/config.js';
 
 /*
  * The README's configuration table is written for operators: this holds it to the settings

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig, SECRET_MIN_LENGTH } from '../../src/config.js';
+import { loadConfig, SECRET_MIN_LENGTH } from '../../src/config/config.js';
 import { operatorsOf } from '../../src/http/plugins/admin-auth.plugin.js';
 import { openApiServers } from '../../src/http/plugins/openapi.plugin.js';
-import { LOCAL_ADMIN_TOKEN, loadCliConfig } from '../../src/process-env.js';
+import { LOCAL_ADMIN_TOKEN, loadCliConfig } from '../../src/config/process-env.js';
 
 describe('operator and reconciliation settings', () => {
   it('names operators from ADMIN_TOKENS beside ADMIN_TOKEN, which stays operator admin', () => {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { isConnectionEnd, isDatabaseUnavailable, isDatabaseUnresponsive } from '../../src/db/pg-error.js';
 import { createDatabaseOutage } from '../../src/db/database-outage.monitor.js';
-import { startJobs, type Job } from '../../src/jobs/job-runner.js';
+import { startJobs, type Job } from '../../src/work/job-runner.js';
 
 function pgError(code: string, message = 'x'): Error {
   return Object.assign(new Error(message), { code });

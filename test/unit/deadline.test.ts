@@ -1,7 +1,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createDeadlineSweep, withDeadline } from '../../src/work/deadline.helper.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createDeadlineSweep, withDeadline } from '../../src/primitives/deadline.helper.js';
 
 /** Blocks the event loop, as a paused process or a long synchronous task does. */
 function stall(ms: number): void {
@@ -25,10 +25,17 @@ describe('withDeadline', () => {
   });
 
   it('gives the work\'s answer, and never runs the deadline\'s, when the work answers in time', async () => {
-    let lateRan = false;
-    await expect(withDeadline(Promise.resolve('answered'), 10, () => { lateRan = true; return 'late'; })).resolves.toBe('answered');
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    expect(lateRan).toBe(false);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
+    try {
+      let lateRan = false;
+      await expect(withDeadline(Promise.resolve('answered'), 10, () => { lateRan = true; return 'late'; })).resolves.toBe('answered');
+      // The deadline's timer is gone: no time run on the test's clock reaches it.
+      expect(vi.getTimerCount()).toBe(0);
+      await vi.runAllTimersAsync();
+      expect(lateRan).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('an answer that arrived while the process was stalled past the deadline wins over the overdue timer', async () => {

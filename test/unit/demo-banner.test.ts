@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { printDemoBanner, type BannerPartners } from '../../src/bin/demo-banner.js';
 import type { Partner } from '../../src/services/partner.service.js';
 

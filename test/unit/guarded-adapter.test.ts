@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { guardAdapters, type CircuitStateReport } from '../../src/adapters/ministry/guarded-adapter.js';
-import { UpstreamError, type MinistryAdapter, type MinistryAdapters, type UpstreamPaymentState } from '../../src/adapters/ministry/ministry.types.js';
+import { UpstreamError, type MinistryAdapter, type MinistryAdapters, type UpstreamPaymentState } from '../../src/domain/ministry.port.js';
 import type { Source } from '../../src/domain/vocabulary.js';
 
 interface Failing {

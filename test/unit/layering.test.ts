@@ -45,6 +45,13 @@ describe('layering rule (eslint.config.js)', () => {
     );
   });
 
+  it('keeps the lower folders below their users: a primitive imports nothing, leased work no use case, the configuration neither', async () => {
+    expect(await violations('src/primitives/x.helper.ts', "import { money } from '../domain/money.js';\nexport const x = money;\n")).toContain('no-restricted-imports');
+    expect(await violations('src/work/x.loop.ts', "import type { PaymentService } from '../payments/payment.service.js';\nexport type X = PaymentService;\n")).toContain('no-restricted-imports');
+    expect(await violations('src/config/x.ts', "import type { Db } from '../db/database.js';\nexport type X = Db;\n")).toContain('no-restricted-imports');
+    expect(await violations('src/work/x.loop.ts', "import { withDeadline } from '../primitives/deadline.helper.js';\nexport const x = withDeadline;\n")).toEqual([]);
+  });
+
   it('refuses drivers and fetch in services', async () => {
     expect(await violations('src/services/x.service.ts', "import pg from 'pg';\nexport const x = pg;\n")).toContain('no-restricted-imports');
     expect(await violations('src/services/x.service.ts', "export const x = () => fetch('http://example.test');\n")).toContain('no-restricted-globals');

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { startJobs, type Job } from '../../src/jobs/job-runner.js';
+import { describe, expect, it, vi } from 'vitest';
+import { startJobs, type Job } from '../../src/work/job-runner.js';
 import { createWorkHealth } from '../../src/work/work-health.monitor.js';
 import { createSerialPass } from '../../src/work/serial-pass.js';
 import { createLeasePolicy, LEASE_MARGIN_MS } from '../../src/domain/lease-policy.js';
@@ -40,16 +40,19 @@ describe('a background pass past its deadline', () => {
   });
 
   it('counts its deadline from its last progress, so a long pass that renews is left alone', async () => {
+    // The runner's ticks, its watchdog and the pass's renewals all run on the test's clock.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
     const { log } = recordingLog();
     const abandoned: string[] = [];
     const health = createWorkHealth({ log, onAbandoned: (work) => abandoned.push(work) });
     let progressAt = Date.now();
     let finish: () => void = () => undefined;
     let passes = 0;
+    const deadlineMs = 60;
     const job: Job = {
       name: 'long',
       intervalMs: 5,
-      deadlineMs: 60,
+      deadlineMs,
       progress: () => progressAt,
       run: () => {
         passes++;
@@ -59,15 +62,18 @@ describe('a background pass past its deadline', () => {
     const beat = setInterval(() => (progressAt = Date.now()), 10);
     const running = startJobs([job], log, { health });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      // Five deadlines long, renewed every sixth of one.
+      await vi.advanceTimersByTimeAsync(5 * deadlineMs);
       expect(abandoned).toEqual([]);
       expect(passes).toBe(1);
       clearInterval(beat);
-      await expect.poll(() => abandoned).toEqual(['long']);
+      await vi.advanceTimersByTimeAsync(deadlineMs + 10);
+      expect(abandoned).toEqual(['long']);
     } finally {
       clearInterval(beat);
       finish();
       await running.stop();
+      vi.useRealTimers();
     }
   });
 

@@ -4,7 +4,7 @@ import type { BankLinkConfig } from '../../src/domain/bank-links.schema.js';
 import { EmvcoPayloadError, parseEmvcoTlv, transliterateMongolian, type QrSchemeConfig } from '../../src/domain/emvco-qr.js';
 import { qrPngBase64 } from '../../src/codecs/qr-png.codec.js';
 import { SOURCES, type QrStandard } from '../../src/domain/vocabulary.js';
-import { createQrService, type QrBuildInput } from '../../src/services/qr.service.js';
+import { createQrService, type QrBuildInput } from '../../src/payments/qr.service.js';
 import { createShortLinkService } from '../../src/services/short-link.service.js';
 import type { ShortLinkRow } from '../../src/db/repositories/short-link.repository.js';
 import { decodeQrImage, referenceCrc16, topLevelTags } from '../helpers/qr-decode.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BankLinkConfig } from '../../src/domain/bank-links.schema.js';
 import { parseEmvcoTlv, verifyEmvcoCrc, type QrSchemeConfig } from '../../src/domain/emvco-qr.js';
-import { createQrService, referenceLabelFor } from '../../src/services/qr.service.js';
+import { createQrService, referenceLabelFor } from '../../src/payments/qr.service.js';
 import { testSchemes } from '../helpers/qr-schemes.js';
 
 const schemes: QrSchemeConfig = testSchemes();

@@ -1,10 +1,10 @@
 import net from 'node:net';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRateLimitRedisClient } from '../../src/adapters/rate-limit/rate-limit.factory.js';
+import { createRateLimitRedisClient } from '../../src/composition/rate-limit.factory.js';
 import { createRedisRateLimitStore } from '../../src/adapters/rate-limit/redis-rate-limit.store.js';
 import { createRateLimitService } from '../../src/services/rate-limit/rate-limit.service.js';
-import { windowsFromSettings } from '../../src/services/rate-limit/rate-limiter.js';
+import { windowsFromSettings } from '../../src/domain/rate-limiter.port.js';
 import type { Redis } from 'ioredis';
 
 const windows = windowsFromSettings({ perSecond: 5, perMinute: 60, perHour: 1000 });

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { testConfig } from '../helpers/test-config.js';
 import { createMemoryRateLimitStore } from '../../src/adapters/rate-limit/memory-rate-limit.store.js';
 import { createRedisRateLimitStore } from '../../src/adapters/rate-limit/redis-rate-limit.store.js';
-import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from '../../src/services/rate-limit/rate-limiter.js';
+import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from '../../src/domain/rate-limiter.port.js';
 
 const redisUrl = testConfig().redisUrl;
 const LIMITS = { perSecond: 5, perMinute: 60, perHour: 1000 };

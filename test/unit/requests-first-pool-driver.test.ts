@@ -148,8 +148,7 @@ describe('requests first on a pool of connections', () => {
     await tick();
     expect(got).toEqual(['job 1']);
     clock = 150;
-    await new Promise((resolve) => setTimeout(resolve, 120));
-    expect(got).toEqual(['job 1', 'job 2']);
+    await expect.poll(() => got).toEqual(['job 1', 'job 2']);
     first.release();
     second.release();
     await Promise.all([first.done, second.done]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SlidingLog } from '../../src/services/rate-limit/sliding-log.js';
+import { SlidingLog } from '../../src/domain/sliding-log.js';
 
 const contents = (log: SlidingLog) => Array.from({ length: log.size }, (_, i) => log.at(i));
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatTraceparent, parseTraceparent } from '../../src/domain/trace-context.js';
 import { createLocalTracer } from '../../src/adapters/tracing/local.tracer.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';

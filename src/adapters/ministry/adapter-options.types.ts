@@ -1,5 +1,5 @@
 import type { TraceHeaders } from '../../domain/trace-context.js';
-import type { MinistryAdapter } from './ministry.types.js';
+import type { MinistryAdapter } from '../../domain/ministry.port.js';
 
 export interface AdapterOptions {
   /** Root of the ministry system; each adapter appends its own path prefix. */

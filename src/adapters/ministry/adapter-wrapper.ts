@@ -1,4 +1,4 @@
-import type { MinistryAdapter, MinistryAdapters } from './ministry.types.js';
+import type { MinistryAdapter, MinistryAdapters } from '../../domain/ministry.port.js';
 import type { Source } from '../../domain/vocabulary.js';
 
 export type Operation = Exclude<keyof MinistryAdapter, 'source'>;

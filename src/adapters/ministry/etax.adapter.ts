@@ -10,7 +10,7 @@ import {
 } from './etax-wire.schema.js';
 import { createHttpClient, SETTLEMENT_MAX_RESPONSE_BYTES } from './http-client.js';
 import { storableKey } from './key.mapping.js';
-import type { UpstreamInvoice } from './ministry.types.js';
+import type { UpstreamInvoice } from '../../domain/ministry.port.js';
 import type { InvoiceFilterKind } from '../../domain/vocabulary.js';
 import { amountToFixed2, storableAmount } from '../../domain/money.js';
 import { decodeBody, isMinistryNotFound, mapWire } from './wire-decode.helper.js';

@@ -1,6 +1,6 @@
 import { createCircuitBreaker, type CircuitBreakerOptions, type CircuitState } from '../../domain/circuit-breaker.js';
 import type { Source } from '../../domain/vocabulary.js';
-import { UpstreamError, type MinistryAdapters } from './ministry.types.js';
+import { UpstreamError, type MinistryAdapters } from '../../domain/ministry.port.js';
 import { wrapAdapters, type Operation } from './adapter-wrapper.js';
 
 /** Told a breaker's state after each call it judged or refused (for the gauge). */

@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 import { readBoundedText, ResponseTooLargeError } from '../bounded-body.helper.js';
-import { UpstreamError } from './ministry.types.js';
+import { UpstreamError } from '../../domain/ministry.port.js';
 import type { Source } from '../../domain/vocabulary.js';
 import type { TraceHeaders } from '../../domain/trace-context.js';
 

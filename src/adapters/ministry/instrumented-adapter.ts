@@ -1,5 +1,5 @@
 import type { Metrics } from '../metrics.js';
-import { UpstreamError, type MinistryAdapters } from './ministry.types.js';
+import { UpstreamError, type MinistryAdapters } from '../../domain/ministry.port.js';
 import { wrapAdapters } from './adapter-wrapper.js';
 
 /** Latency and error metrics per source and operation, without touching the adapters. */

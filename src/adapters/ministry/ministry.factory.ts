@@ -1,7 +1,7 @@
 import type { TraceHeaders } from '../../domain/trace-context.js';
 import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.types.js';
 import { createEtaxAdapter } from './etax.adapter.js';
-import type { MinistryAdapters } from './ministry.types.js';
+import type { MinistryAdapters } from '../../domain/ministry.port.js';
 import type { Source } from '../../domain/vocabulary.js';
 import { createMofAdapter } from './mof.adapter.js';
 import { createPoliceAdapter } from './police.adapter.js';

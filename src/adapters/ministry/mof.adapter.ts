@@ -3,7 +3,7 @@ import type { AdapterOptions, ClosableMinistryAdapter } from './adapter-options.
 import { isoFromIso, nullable } from './date.mapping.js';
 import { createHttpClient, SETTLEMENT_MAX_RESPONSE_BYTES } from './http-client.js';
 import { storableKey } from './key.mapping.js';
-import type { UpstreamInvoice } from './ministry.types.js';
+import type { UpstreamInvoice } from '../../domain/ministry.port.js';
 import type { InvoiceFilterKind } from '../../domain/vocabulary.js';
 import { amountFromNumber, amountToNumber } from '../../domain/money.js';
 import {

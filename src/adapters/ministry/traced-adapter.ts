@@ -1,5 +1,5 @@
 import type { Tracer } from '../../domain/tracer.port.js';
-import type { MinistryAdapters } from './ministry.types.js';
+import type { MinistryAdapters } from '../../domain/ministry.port.js';
 import { wrapAdapters } from './adapter-wrapper.js';
 
 /**

@@ -2,7 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Validator } from 'typebox/compile';
 import type { JsonResponse } from './http-client.js';
-import { UpstreamError } from './ministry.types.js';
+import { UpstreamError } from '../../domain/ministry.port.js';
 import type { Source } from '../../domain/vocabulary.js';
 import { WireValueError } from './wire-value.error.js';
 import { AmountError } from '../../domain/money.js';

@@ -1,4 +1,4 @@
-import { SlidingLog } from '../../services/rate-limit/sliding-log.js';
+import { SlidingLog } from '../../domain/sliding-log.js';
 import {
   largestLimit,
   longestWindowMs,
@@ -7,7 +7,7 @@ import {
   type RateLimitStore,
   type RateLimitWindow,
   type WindowCount,
-} from '../../services/rate-limit/rate-limiter.js';
+} from '../../domain/rate-limiter.port.js';
 
 export interface MemoryStoreOptions {
   /** The windows a check is counted against when it names none. */

@@ -6,7 +6,7 @@ import {
   type RateLimitStore,
   type RateLimitWindow,
   type WindowCount,
-} from '../../services/rate-limit/rate-limiter.js';
+} from '../../domain/rate-limiter.port.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {

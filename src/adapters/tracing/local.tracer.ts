@@ -1,7 +1,7 @@
 import { parseTraceparent, traceHeaders, type TraceContext } from '../../domain/trace-context.js';
 import type { RequestSpan, Tracer } from '../../domain/tracer.port.js';
 import { createTraceIds } from './trace-ids.js';
-import { createAsyncContext, type AsyncSlot } from '../../work/async-context.js';
+import { createAsyncContext, type AsyncSlot } from '../../primitives/async-context.js';
 
 /** A trace this service starts without an exporter is not sampled: nothing of it is recorded here. */
 const NOT_SAMPLED = '00';

@@ -1,7 +1,7 @@
 import type { Tracer } from '../../domain/tracer.port.js';
 import { createLocalTracer } from './local.tracer.js';
 import type { OtelSettings } from './otel.setup.js';
-import { createAsyncContext, type AsyncContext } from '../../work/async-context.js';
+import { createAsyncContext, type AsyncContext } from '../../primitives/async-context.js';
 
 export interface Tracing {
   tracer: Tracer;

@@ -4,7 +4,7 @@ import type { Db } from '../database.js';
 import type { InvoicesTable } from '../db.types.js';
 import { executorOf, type UnitOfWork } from '../unit-of-work.js';
 import { qualified, tableColumns } from '../table-columns.js';
-import type { InvoiceFilter, UpstreamInvoice } from '../../adapters/ministry/ministry.types.js';
+import type { InvoiceFilter, UpstreamInvoice } from '../../domain/ministry.port.js';
 import type { Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
 import type { Clock } from '../../domain/clock.port.js';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
 import { PUSH_STATUSES, type PushStatus } from '../../domain/vocabulary.js';
-import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
+import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type LeasedWorkSpec } from '../leased-claim.query.js';
 
 /** A push this worker holds until its lease ends, with what the message needs. */
 export interface ClaimedPush {

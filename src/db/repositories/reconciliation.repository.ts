@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { Db } from '../database.js';
 import type { DiscrepanciesTable, PaymentsTable, ReconciliationRunsTable, SourceOutcome } from '../db.types.js';
 import { SOURCES, type DiscrepancyKind, type DiscrepancyStatus, type ReconciliationStatus, type Source } from '../../domain/vocabulary.js';
-import { claimLeased, lanesOf, type ClaimWindow, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
+import { claimLeased, lanesOf, type ClaimWindow, type LeasedWorkSpec } from '../leased-claim.query.js';
 import { isUuid } from '../../domain/uuid.js';
 import { asUnitOfWork, type AlsoInTransaction, type Trx } from '../unit-of-work.js';
 

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database, StoredDeliveryStatus } from '../db.types.js';
 import type { Db } from '../database.js';
-import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type Leased, type LeasedWorkSpec } from '../../work/leased-claim.query.js';
+import { ATTEMPTED_WORK, claimLeased, freeSlotsCte, type Leased, type LeasedWorkSpec } from '../leased-claim.query.js';
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type DeliveryStatus, type WebhookDisabledReason } from '../../domain/vocabulary.js';
 import { asUnitOfWork, type AlsoInTransaction } from '../unit-of-work.js';
 import { camelRow } from '../rows/row.mapper.js';

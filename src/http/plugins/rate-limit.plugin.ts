@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { windowsFromSettings, type RateLimitDecision, type RateLimitSettings, type RateLimitWindow } from '../../services/rate-limit/rate-limiter.js';
+import { windowsFromSettings, type RateLimitDecision, type RateLimitSettings, type RateLimitWindow } from '../../domain/rate-limiter.port.js';
 import type { RateLimitOutcome, RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { clientAddressKey } from '../../domain/client-address.js';
 import { UnauthenticatedError } from '../../domain/errors.js';

@@ -1,4 +1,4 @@
-import type { RateLimitDecision, RateLimitStore, RateLimitWindow } from './rate-limiter.js';
+import type { RateLimitDecision, RateLimitStore, RateLimitWindow } from '../../domain/rate-limiter.port.js';
 
 /**
  * `decided`: the store answered. `bypassed`: it failed and the limiter fails open (request goes on

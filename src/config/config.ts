@@ -1,7 +1,7 @@
 import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { APP_ENVS, PROCESS_ROLES, type AppEnv } from './domain/vocabulary.js';
-import { TRACE_SAMPLERS } from './domain/trace-context.js';
+import { APP_ENVS, PROCESS_ROLES, type AppEnv } from '../domain/vocabulary.js';
+import { TRACE_SAMPLERS } from '../domain/trace-context.js';
 import { DEFAULT_ADMIN_PORT, int, LOCAL_ADMIN_TOKEN, processEnv, str, type Env } from './process-env.js';
 
 const AppEnvSchema = Type.Enum(APP_ENVS);

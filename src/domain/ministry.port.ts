@@ -1,4 +1,4 @@
-import type { InvoiceFilterKind, Source, StoredInvoiceStatus } from '../../domain/vocabulary.js';
+import type { InvoiceFilterKind, Source, StoredInvoiceStatus } from './vocabulary.js';
 
 export interface InvoiceFilter {
   kind: InvoiceFilterKind;

@@ -1,11 +1,11 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
-import { createRedisClient, redisErrorLogger } from '../redis-client.js';
-import type { Config } from '../../config.js';
-import { createMemoryRateLimitStore } from './memory-rate-limit.store.js';
-import { createRedisRateLimitStore } from './redis-rate-limit.store.js';
-import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from '../../services/rate-limit/rate-limiter.js';
-import { createRateLimitService, type IncCounter, type RateLimitLog, type RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
+import { createRedisClient, redisErrorLogger } from '../adapters/redis-client.js';
+import type { Config } from '../config/config.js';
+import { createMemoryRateLimitStore } from '../adapters/rate-limit/memory-rate-limit.store.js';
+import { createRedisRateLimitStore } from '../adapters/rate-limit/redis-rate-limit.store.js';
+import { windowsFromSettings, type RateLimitStore, type RateLimitWindow } from '../domain/rate-limiter.port.js';
+import { createRateLimitService, type IncCounter, type RateLimitLog, type RateLimitService } from '../services/rate-limit/rate-limit.service.js';
 
 export interface RateLimitFactoryOptions {
   log: RateLimitLog & { info(obj: object, msg: string): void };

@@ -1,57 +1,29 @@
-import type { Tracer } from './domain/tracer.port.js';
-import type { AsyncContext } from './work/async-context.js';
+import type { Tracer } from '../domain/tracer.port.js';
+import type { AsyncContext } from '../primitives/async-context.js';
 import type { Logger as PinoLogger } from 'pino';
-import type { Config } from './config.js';
-import type { Db, EmbeddedDatabase } from './db/database.js';
-import type { DatabaseOutage } from './db/database-outage.monitor.js';
-import type { RequestActivity } from './http/plugins/request-activity.plugin.js';
-import type { Metrics } from './adapters/metrics.js';
-import type { MinistryAdapters } from './adapters/ministry/ministry.types.js';
-import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
-import type { PartnerService } from './services/partner.service.js';
-import type { InvoiceService } from './services/invoice.service.js';
-import type { PaymentService } from './payments/payment.service.js';
-import type { ReportService } from './services/report.service.js';
-import type { WebhookService } from './services/webhook.service.js';
-import type { EventService } from './services/event.service.js';
-import type { DeviceService } from './services/device.service.js';
-import type { ShortLinkService } from './services/short-link.service.js';
-import type { SandboxService } from './services/sandbox.service.js';
-import type { Source } from './domain/vocabulary.js';
-import type { Clock } from './domain/clock.port.js';
-import type { Job, RunningJobs } from './jobs/job-runner.js';
-import type { AdminServices } from './admin-app.js';
-import { createData, type DataOptions, type Runtime } from './composition/data.factory.js';
-import { createMinistries } from './composition/ministries.factory.js';
-import { createPayments } from './composition/payments.factory.js';
-import { createAccess } from './composition/access.factory.js';
-import { createPushes, createWebhooks } from './composition/webhooks.factory.js';
-import { createBackOffice } from './composition/back-office.factory.js';
-import { observeBacklogs } from './composition/metrics.factory.js';
-import { createJobs, jobControl } from './composition/jobs.factory.js';
-import { createShutdown } from './composition/shutdown.factory.js';
+import type { Config } from '../config/config.js';
+import type { Db, EmbeddedDatabase } from '../db/database.js';
+import type { DatabaseOutage } from '../db/database-outage.monitor.js';
+import type { RequestActivity } from '../http/plugins/request-activity.plugin.js';
+import type { Metrics } from '../adapters/metrics.js';
+import type { MinistryAdapters } from '../domain/ministry.port.js';
+import type { Source } from '../domain/vocabulary.js';
+import type { Clock } from '../domain/clock.port.js';
+import type { Job, RunningJobs } from '../work/job-runner.js';
+import type { AdminServices } from '../admin-app.js';
+import type { AppServices } from '../app.js';
+import { createData, type DataOptions, type Runtime } from './data.factory.js';
+import { createMinistries } from './ministries.factory.js';
+import { createPayments } from './payments.factory.js';
+import { createAccess } from './access.factory.js';
+import { createPushes, createWebhooks } from './webhooks.factory.js';
+import { createBackOffice } from './back-office.factory.js';
+import { observeBacklogs } from './metrics.factory.js';
+import { createJobs, jobControl } from './jobs.factory.js';
+import { createShutdown } from './shutdown.factory.js';
 
-export { createLogger } from './composition/data.factory.js';
+export { createLogger } from './data.factory.js';
 
-export interface AppServices {
-  partners: PartnerService;
-  invoices: InvoiceService;
-  payments: PaymentService;
-  reports: ReportService;
-  rateLimiter: RateLimitService;
-  /** Failed authentications per client address, checked before a key is looked up. */
-  authFailureLimiter: RateLimitService;
-  /** Requests per client address to the QR landing page, which has no key to limit by. */
-  shortLinkLimiter: RateLimitService;
-  webhooks: WebhookService;
-  /** The partner's own payment events (GET /events). */
-  events: EventService;
-  devices: DeviceService;
-  /** The public QR landing page behind `qrpay.shortUrl` (`GET /q/{paymentId}`). */
-  shortLinks: ShortLinkService;
-  /** Sandbox-only helpers (the sandbox page's simulator approve); absent in production. */
-  sandbox?: SandboxService;
-}
 
 export interface Deps {
   config: Config;

@@ -1,7 +1,7 @@
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository } from '../payments/payment.repository.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
-import type { InvoiceCache } from './invoice-cache.js';
+import type { InvoiceCache } from '../adapters/invoice-cache.js';
 
 /**
  * The invoice cache as decorations of the repositories, so no use case handles it: writes that

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from '../db/database.js';
+import type { Db } from './database.js';
 
 /**
  * Leased work as a table describes it: which rows are due, in which lanes (a ministry system, a

@@ -1,7 +1,7 @@
 import type { Logger } from '../domain/logger.port.js';
 import type { DatabaseOutage } from '../db/database-outage.monitor.js';
 import type { WorkPriority } from '../db/work-priority.js';
-import type { WorkHealth } from '../work/work-health.monitor.js';
+import type { WorkHealth } from './work-health.monitor.js';
 
 export interface Job {
   name: string;
@@ -30,8 +30,19 @@ export interface Job {
   stop?(): Promise<void>;
 }
 
+/**
+ * What a job's loop did: a pass started or ended, or a tick sat out a database outage (no pass,
+ * at most a probe). Tests read it to know background work happened rather than wait for it.
+ */
+export interface JobActivity {
+  job: string;
+  kind: 'started' | 'completed' | 'failed' | 'abandoned' | 'sat-out';
+}
+
 export interface RunningJobs {
   stop(): Promise<void>;
+  /** Calls `listener` with each activity of these loops from now on; returns its removal. */
+  observe(listener: (activity: JobActivity) => void): () => void;
 }
 
 export interface JobRunnerOptions {
@@ -53,6 +64,8 @@ export function startJobs(jobs: Job[], log: Logger, opts: JobRunnerOptions = {})
   const { outage, priority, health } = opts;
   let stopped = false;
   const inFlight = new Set<Promise<void>>();
+  const listeners = new Set<(activity: JobActivity) => void>();
+  const tell = (job: string, kind: JobActivity['kind']): void => listeners.forEach((listener) => listener({ job, kind }));
 
   const timers = jobs.map((job) => {
     health?.watch(job.name, job.intervalMs);
@@ -75,17 +88,22 @@ export function startJobs(jobs: Job[], log: Logger, opts: JobRunnerOptions = {})
           current = null;
           job.abandon?.();
           health?.abandoned(job.name, deadlineMs);
+          tell(job.name, 'abandoned');
           settle();
         };
         if (deadlineMs !== undefined) watchdog = setTimeout(check, deadlineMs);
         (priority ? priority.background(() => job.run()) : job.run())
           .then(
             () => {
-              if (current === pass) health?.completed(job.name);
+              if (current !== pass) return;
+              health?.completed(job.name);
+              tell(job.name, 'completed');
             },
             (err: unknown) => {
               // An abandoned pass's failure is its own: the loop has moved on.
-              if (current === pass && !outage?.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
+              if (current !== pass) return;
+              if (!outage?.absorb(err)) log.error({ err, job: job.name }, 'job pass failed');
+              tell(job.name, 'failed');
             },
           )
           .finally(() => {
@@ -98,9 +116,13 @@ export function startJobs(jobs: Job[], log: Logger, opts: JobRunnerOptions = {})
 
     return setInterval(() => {
       if (current || stopped) return;
-      if (outage?.down) return outage.probe();
+      if (outage?.down) {
+        tell(job.name, 'sat-out');
+        return outage.probe();
+      }
       const pass = Symbol(job.name);
       current = pass;
+      tell(job.name, 'started');
       const settled = runPass(pass).finally(() => inFlight.delete(settled));
       inFlight.add(settled);
     }, job.intervalMs);
@@ -111,6 +133,10 @@ export function startJobs(jobs: Job[], log: Logger, opts: JobRunnerOptions = {})
       timers.forEach(clearInterval);
       await Promise.allSettled([...inFlight]);
       await Promise.allSettled(jobs.map((job) => (job.stop ? job.stop() : job.drain?.())));
+    },
+    observe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
   };
 }
