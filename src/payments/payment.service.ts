@@ -143,11 +143,21 @@ function createdBody(qr: QrService, payment: PaymentDetail, invoice: InvoiceRow,
   return { success: true, ...toPaymentView(payment), qrpay };
 }
 
-type Execute = (partner: PayingPartner, input: CreateInput, lease: IdempotencyLease | null, resumeId: string | null) => Promise<CreateOutcome>;
+/** The stored answer as a replay gives it; one stored before partner references came with none. */
+function replayOf(answer: Extract<IdempotencyAnswer, { kind: 'replay' }>): CreateOutcome {
+  if (answer.outcome === 'rejected') {
+    // The code is stored with the refusal; one stored before codes existed is given it by its reason.
+    const body = answer.body as RefusalBody;
+    return { kind: 'rejected', body: { ...body, code: replayedRefusalCode(body.code, body.message) }, replayed: true };
+  }
+  const body = answer.body as PaymentCreatedBody;
+  return { kind: 'created', body: { ...body, partnerReference: body.partnerReference ?? null, message: 'idempotent' }, replayed: true };
+}
 
-/** A payment's creation: a new pending payment sent to its ministry, or one a key's earlier request left pending. */
-function paymentCreation(deps: PaymentServiceDeps): Execute {
+export function createPaymentService(deps: PaymentServiceDeps) {
   const { now } = deps;
+  const elapsed = deps.elapsed ?? (() => performance.now());
+  const readWithinMs = deps.ministryTimeoutMs + 1000 - READ_ANSWER_MARGIN_MS;
   const newId = deps.newId ?? randomUUID;
   // A pending payment is left alone while the request that made it may still submit it: the lease
   // on a request's key covers its reads, the insert, the submit and the writes that record it.
@@ -202,7 +212,8 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
     return outcomeOf(paymentId, invoice, partner.qrStandard, submitted);
   }
 
-  return async function execute(partner, input, lease, resumeId) {
+  /** A payment's creation: a new pending payment sent to its ministry, or one a key's earlier request left pending. */
+  async function execute(partner: PayingPartner, input: CreateInput, lease: IdempotencyLease | null, resumeId: string | null): Promise<CreateOutcome> {
     const { invoiceId, amount: requested } = input;
     if (resumeId && lease) return resume(partner, resumeId, lease);
     const invoice = requireInvoice(await deps.invoices.findForPartner(partner.id, invoiceId));
@@ -211,28 +222,7 @@ function paymentCreation(deps: PaymentServiceDeps): Execute {
     const amount = resolveAmount(invoice, requested);
     const payment = await createPending(partner.id, invoice, amount, lease, input, partner.qrStandard);
     return outcomeOf(payment.id, invoice, partner.qrStandard, await deps.submitter.submit(payment, invoice, 'partner_request'));
-  };
-}
-
-/** The stored answer as a replay gives it; one stored before partner references came with none. */
-function replayOf(answer: Extract<IdempotencyAnswer, { kind: 'replay' }>): CreateOutcome {
-  if (answer.outcome === 'rejected') {
-    // The code is stored with the refusal; one stored before codes existed is given it by its reason.
-    const body = answer.body as RefusalBody;
-    return { kind: 'rejected', body: { ...body, code: replayedRefusalCode(body.code, body.message) }, replayed: true };
   }
-  const body = answer.body as PaymentCreatedBody;
-  return { kind: 'created', body: { ...body, partnerReference: body.partnerReference ?? null, message: 'idempotent' }, replayed: true };
-}
-
-/**
- * A creation under an idempotency key: the first request's answer is kept, and a repeat gets it
- * again. The request holds the key under a lease whose token it presents to create the payment,
- * store the answer or give the key back; one that stalled past its lease (a GC pause, a frozen
- * VM) and lost the key to a retry changes nothing and answers as the retry did.
- */
-function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
-  const { now } = deps;
 
   /** False when the key was taken over; a release that failed (the database is away) leaves the key to its lease. */
   async function releaseOrLeave(lease: IdempotencyLease): Promise<boolean> {
@@ -252,7 +242,13 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
     throw new ConflictError(KEY_IN_FLIGHT, 'idempotency_key_in_use');
   }
 
-  return async function withIdempotency(partner: PayingPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
+  /**
+   * A creation under an idempotency key: the first request's answer is kept, and a repeat gets it
+   * again. The request holds the key under a lease whose token it presents to create the payment,
+   * store the answer or give the key back; one that stalled past its lease (a GC pause, a frozen
+   * VM) and lost the key to a retry changes nothing and answers as the retry did.
+   */
+  async function withIdempotency(partner: PayingPartner, key: string, input: CreateInput): Promise<CreateOutcome> {
     const at = now();
     const hash = requestHash(input.invoiceId, input.amount, input.userId, input.partnerReference);
     const claim = await deps.idempotency.claim({
@@ -274,15 +270,7 @@ function idempotentCreation(deps: PaymentServiceDeps, execute: Execute) {
       if (await releaseOrLeave(lease)) throw err;
     }
     return answerOfNewHolder(lease, hash);
-  };
-}
-
-export function createPaymentService(deps: PaymentServiceDeps) {
-  const { now } = deps;
-  const elapsed = deps.elapsed ?? (() => performance.now());
-  const readWithinMs = deps.ministryTimeoutMs + 1000 - READ_ANSWER_MARGIN_MS;
-  const execute = paymentCreation(deps);
-  const withIdempotency = idempotentCreation(deps, execute);
+  }
 
   return {
     /** `userId` is the partner's end user (X-User-Id): their devices are pushed once the payment is confirmed. */

@@ -91,9 +91,11 @@ async function requireOwned(webhooks: WebhookRepository, partnerId: string, id: 
   if (!(await webhooks.existsForPartner(partnerId, id))) throw new NotFoundError('Webhook');
 }
 
-/** The partner's webhooks: registered, read, changed and deleted. */
-function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
+/** The partner's webhooks (registered, read, changed and deleted) and their deliveries as the partner handles them: recovered, tested, sent again and logged. */
+export function createWebhookService(deps: WebhookServiceDeps) {
+  const { now } = deps;
   return {
+    // The webhooks themselves.
     /** The secret is echoed once, here; only its ciphertext is stored. */
     async register(partnerId: string, input: { url: string; secret: string; events: WebhookEvent[] }): Promise<WebhookView & { secret: string }> {
       const violations = await deps.guard.violations(input.url);
@@ -153,12 +155,8 @@ function webhookRecords(deps: WebhookServiceDeps, now: Clock) {
       if (!(await deps.webhooks.deleteForPartner(partnerId, id, now()))) throw new NotFoundError('Webhook');
       return { id, deleted: true };
     },
-  };
-}
 
-/** A webhook's deliveries as its partner handles them: recovered, tested, sent again and logged. */
-function webhookDeliveryTools(deps: WebhookServiceDeps, now: Clock) {
-  return {
+    // Their deliveries.
     /**
      * Sends, once and now, every event of the webhook's types since `since` it has not received:
      * batch after batch of WEBHOOK_RECOVER_BATCH events, each its own short statement, so a
@@ -234,11 +232,6 @@ function webhookDeliveryTools(deps: WebhookServiceDeps, now: Clock) {
       return { items: page.map(deliveryLogItem), nextCursor: rows.length > limit && last ? cursorOf(partnerId, id, last) : null };
     },
   };
-}
-
-export function createWebhookService(deps: WebhookServiceDeps) {
-  const { now } = deps;
-  return { ...webhookRecords(deps, now), ...webhookDeliveryTools(deps, now) };
 }
 
 export type WebhookService = ReturnType<typeof createWebhookService>;
