@@ -2,14 +2,16 @@ import { sql, type RawBuilder } from 'kysely';
 import { trxOf, type UnitOfWork } from '../unit-of-work.js';
 import type { Clock } from '../../domain/clock.port.js';
 import { isUuid } from '../../domain/uuid.js';
-import type { CancelReason } from '../../domain/vocabulary.js';
+import type { Static } from 'typebox';
+import type { WebhookEvent } from '../../domain/vocabulary.js';
+import type { EVENT_DATA } from '../../schemas/event.schema.js';
 
-/** `partnerReference` is the partner's own reference of the payment (X-Partner-Reference), null when none came. */
-export type PaymentEvent =
-  | { event: 'payment.submitted'; data: { id: string; invoiceId: string; partnerReference: string | null } }
-  | { event: 'payment.confirmed'; data: { id: string; amount: number; partnerReference: string | null } }
-  | { event: 'payment.failed'; data: { id: string; invoiceId: string; partnerReference: string | null } }
-  | { event: 'payment.canceled'; data: { id: string; invoiceId: string; reason: CancelReason; partnerReference: string | null } };
+/**
+ * One event of a payment as the outbox writes it: its type and its data, typed from the schema of
+ * that type's data (EVENT_DATA), the same one the webhook body, GET /events and the OpenAPI
+ * document are made from.
+ */
+export type PaymentEvent = { [E in WebhookEvent]: { event: E; data: Static<(typeof EVENT_DATA)[E]> } }[WebhookEvent];
 
 export interface EventRepositoryOptions {
   now: Clock;
