@@ -14,7 +14,7 @@ import { freshDatabase } from './bench-processes.js';
 import { createDatabase, migrateToLatest, type Db } from '../src/db/database.js';
 import { createPaymentRepository } from '../src/payments/payment.repository.js';
 import { createInvoiceRepository } from '../src/db/repositories/invoice.repository.js';
-import { createEventRepository } from '../src/db/repositories/event.repository.js';
+import { createOutbox } from '../src/db/outbox.statements.js';
 import { createMinistryCancellationRepository } from '../src/payments/ministry-cancellation.repository.js';
 import { createPaymentEnder } from '../src/payments/payment-end.service.js';
 import { createReconciliationRepository } from '../src/db/repositories/reconciliation.repository.js';
@@ -93,7 +93,7 @@ async function measure(db: Db) {
   const files = await settlementFiles(db);
   const ministries = adaptersFor(files);
   const payments = createPaymentRepository(db, systemClock);
-  const events = createEventRepository({ now: systemClock, firstAttemptDelayMs: 0 });
+  const events = createOutbox({ now: systemClock, firstAttemptDelayMs: 0 });
   const cancellations = createMinistryCancellationRepository(db);
   const resolver = createPaymentResolver({
     payments,

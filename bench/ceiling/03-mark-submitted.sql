@@ -1,5 +1,5 @@
 -- POST /payments, the ministry accepted it: pending -> submitted with the `payment.submitted`
--- outbox event and its deliveries (PaymentRepository.markSubmitted with EventRepository.outbox).
+-- outbox event and its deliveries (PaymentRepository.markSubmitted with Outbox.outbox).
 -- Due for its first check at once, as the service makes it.
 WITH moved AS (
   UPDATE payments SET status = 'submitted', status_event = 'ministry_accepted', status_cause = 'partner_request', status_detail = '{"ministry": "accepted", "linkedRefNums": []}'::jsonb, updated_at = now(), submitted_at = now(),

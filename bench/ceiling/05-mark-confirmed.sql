@@ -1,7 +1,7 @@
 -- The check found the payment confirmed at the ministry: submitted -> confirmed, its invoice
 -- paid, the `payment.confirmed` outbox event with its deliveries and pushes, in one statement
 -- that also finds the invoice owing nothing after it by our books
--- (PaymentRepository.markConfirmedIfSettled with EventRepository.outbox, from PaymentResolver's
+-- (PaymentRepository.markConfirmedIfSettled with Outbox.outbox, from PaymentResolver's
 -- confirm; a part-payment would move nothing here and take the balance's path with what the
 -- books leave owing).
 WITH books AS (SELECT b.whole OR b.owed <= 0 AS settles, b.owed FROM (

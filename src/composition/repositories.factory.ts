@@ -6,7 +6,7 @@ import { createCounterRepository } from '../db/repositories/counter.repository.j
 import { createDeliveryLogRepository } from '../db/repositories/delivery-log.repository.js';
 import { createDeviceRepository } from '../db/repositories/device.repository.js';
 import { createEventLogRepository } from '../db/repositories/event-log.repository.js';
-import { createEventRepository } from '../db/repositories/event.repository.js';
+import { createOutbox } from '../db/outbox.statements.js';
 import { createIdempotencyRepository } from '../db/repositories/idempotency.repository.js';
 import { createInvoiceRepository } from '../db/repositories/invoice.repository.js';
 import { createMinistryCancellationRepository } from '../payments/ministry-cancellation.repository.js';
@@ -33,7 +33,7 @@ export function createRepositories(config: Config, db: Db, now: Clock) {
     devices: createDeviceRepository(db),
     eventLog: createEventLogRepository(db),
     /** The outbox writes that ride in the statements moving a payment; a first attempt waits the schedule's head. */
-    events: createEventRepository({ now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] }),
+    events: createOutbox({ now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] }),
     idempotency: createIdempotencyRepository(db),
     invoices: createInvoiceRepository(db, now),
     ministryCancellations: createMinistryCancellationRepository(db),

@@ -1,5 +1,5 @@
 import type { PaymentRepository, PaymentRow } from './payment.repository.js';
-import type { EventRepository, PaymentEvent } from '../db/repositories/event.repository.js';
+import type { Outbox, PaymentEvent } from '../db/outbox.statements.js';
 import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
 import { effectsOf, INTENT_ENDS, type PaymentChange, type PaymentEffects, type PaymentTrigger } from './payment.machine.js';
@@ -8,7 +8,7 @@ import type { Clock } from '../domain/clock.port.js';
 
 export interface PaymentEnderDeps {
   payments: PaymentRepository;
-  events: EventRepository;
+  events: Outbox;
   cancellations: MinistryCancellationRepository;
   /** The expiry rule's age, recorded in an expired payment's timeline. */
   expiryMs: number;

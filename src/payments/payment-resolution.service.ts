@@ -4,7 +4,7 @@ import { MINISTRY_ENDS, requestedCancel, type PaymentChange } from './payment.ma
 import type { PaymentCause, Source } from '../domain/vocabulary.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
 import type { PaymentRepository, PaymentRow } from './payment.repository.js';
-import type { EventRepository } from '../db/repositories/event.repository.js';
+import type { Outbox } from '../db/outbox.statements.js';
 import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 import type { MinistryAdapters } from '../domain/ministry.port.js';
 import type { PaymentSubmitter } from './payment-submit.service.js';
@@ -15,7 +15,7 @@ import type { Clock } from '../domain/clock.port.js';
 export interface PaymentResolverDeps {
   payments: PaymentRepository;
   invoices: InvoiceRepository;
-  events: EventRepository;
+  events: Outbox;
   ministries: MinistryAdapters;
   submitter: PaymentSubmitter;
   /** Ends a payment with its partner event, and finishes the cancels recorded as intents. */

@@ -1,7 +1,7 @@
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
 import type { PaymentDetail, PaymentRepository, PaymentRow } from './payment.repository.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
-import type { EventRepository } from '../db/repositories/event.repository.js';
+import type { Outbox } from '../db/outbox.statements.js';
 import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 import { effectsOf, type PaymentChange, type PaymentTrigger } from './payment.machine.js';
 import type { MinistryAdapters } from '../domain/ministry.port.js';
@@ -19,7 +19,7 @@ const NEVER_KNOWN = 'The ministry still had no record of the payment when the wa
 export interface PaymentSubmitterDeps {
   payments: PaymentRepository;
   invoices: InvoiceRepository;
-  events: EventRepository;
+  events: Outbox;
   ministries: MinistryAdapters;
   cancellations: MinistryCancellationRepository;
   ministryCancellation: MinistryCancellationService;

@@ -10,7 +10,7 @@ import type { Source } from '../domain/vocabulary.js';
 import { paymentMove, storedFrom, UNRESOLVED_STATUSES, type PaymentChange, type PaymentTrigger } from './payment.machine.js';
 import { invoiceMove, isPayable, type InvoiceEvent } from '../domain/invoice-status.js';
 import { isUuid } from '../domain/uuid.js';
-import type { OutboxWrite } from '../db/repositories/event.repository.js';
+import type { OutboxWrite } from '../db/outbox.statements.js';
 import type { IdempotencyLease } from '../db/repositories/idempotency.repository.js';
 import type { Clock } from '../domain/clock.port.js';
 

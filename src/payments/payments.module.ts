@@ -22,7 +22,7 @@ import type { Tracer } from '../domain/tracer.port.js';
 import type { LeasePolicy } from '../domain/lease-policy.js';
 import type { Metrics } from '../adapters/metrics.js';
 import type { InvoiceRepository } from '../db/repositories/invoice.repository.js';
-import type { EventRepository } from '../db/repositories/event.repository.js';
+import type { Outbox } from '../db/outbox.statements.js';
 import type { IdempotencyRepository } from '../db/repositories/idempotency.repository.js';
 import type { PaymentRepository } from './payment.repository.js';
 import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
@@ -45,7 +45,7 @@ export interface PaymentStores {
 
 export interface PaymentFlowDeps {
   stores: PaymentStores;
-  repos: { events: EventRepository; ministryCancellations: MinistryCancellationRepository };
+  repos: { events: Outbox; ministryCancellations: MinistryCancellationRepository };
   ministries: MinistryAdapters;
 }
 

@@ -4,7 +4,7 @@ import { createTestContext, type TestContext } from '../helpers/test-context.js'
 import { partnerWithInvoice, payOk } from '../helpers/api.js';
 import { checkInvariants, kyselyRunner } from '../helpers/invariants.js';
 import { createPaymentRepository } from '../../src/payments/payment.repository.js';
-import { createEventRepository } from '../../src/db/repositories/event.repository.js';
+import { createOutbox } from '../../src/db/outbox.statements.js';
 
 /*
  * The confirmation's one-statement path: a payment that leaves its invoice owing nothing by our
@@ -21,7 +21,7 @@ describe('PaymentRepository.markConfirmedIfSettled', () => {
 
   function confirmIfSettled(payment: { id: string; amount: number }) {
     const payments = createPaymentRepository(ctx.deps.db, ctx.now);
-    const outbox = createEventRepository({ now: ctx.now }).outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: payment.amount, partnerReference: null } });
+    const outbox = createOutbox({ now: ctx.now }).outbox({ event: 'payment.confirmed', data: { id: payment.id, amount: payment.amount, partnerReference: null } });
     return payments.markConfirmedIfSettled({ id: payment.id, at: ctx.now(), paidAt: ctx.now(), outbox, why: { cause: 'confirmation_job' } });
   }
 

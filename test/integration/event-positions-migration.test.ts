@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, migrateToLatest, type Db } from '../../src/db/database.js';
 import { createEventLogRepository } from '../../src/db/repositories/event-log.repository.js';
-import { createEventRepository } from '../../src/db/repositories/event.repository.js';
+import { createOutbox } from '../../src/db/outbox.statements.js';
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { testConfig } from '../helpers/test-config.js';
 import { dropSchema } from '../helpers/test-context.js';
@@ -49,7 +49,7 @@ describe('migration 021 (event positions) on existing events', () => {
     // Retention removed the newest; its number is not given again.
     await sql`DELETE FROM events WHERE sequence = 4`.execute(db);
     const eventId = await unitOfWorkRunner(db)((uow) =>
-      createEventRepository({ now: () => new Date() }).append(uow, partnerId, { event: 'payment.confirmed', data: { id: randomUUID(), amount: 100, partnerReference: null } }),
+      createOutbox({ now: () => new Date() }).append(uow, partnerId, { event: 'payment.confirmed', data: { id: randomUUID(), amount: 100, partnerReference: null } }),
     );
     const log = createEventLogRepository(db);
     await log.assignPending();

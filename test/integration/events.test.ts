@@ -8,7 +8,7 @@ import { createTestContext, type TestContext } from '../helpers/test-context.js'
 import { testConfig } from '../helpers/test-config.js';
 import { encodeEventCursor } from '../../src/domain/event-cursor.js';
 import { badRequest, ownInvoice, partnerWithPayment, payOk, type Partner } from '../helpers/api.js';
-import { createEventRepository, type PaymentEvent } from '../../src/db/repositories/event.repository.js';
+import { createOutbox, type PaymentEvent } from '../../src/db/outbox.statements.js';
 import { createEventLogRepository } from '../../src/db/repositories/event-log.repository.js';
 import type { EventBody, EventListBody } from '../../src/schemas/event.schema.js';
 
@@ -29,7 +29,7 @@ async function list(partner: Partner, query = ''): Promise<EventList> {
 
 /** Writes events through the outbox the payment services use (without a payment behind each). */
 async function appendEvents(partnerId: string, events: PaymentEvent[]): Promise<void> {
-  const outbox = createEventRepository({ now: ctx.now });
+  const outbox = createOutbox({ now: ctx.now });
   for (const e of events) {
     await unitOfWorkRunner(ctx.deps.db)((uow) => outbox.append(uow, partnerId, e));
     // Each its own millisecond: two appends within one would tie, and a time range could not part them.
@@ -286,7 +286,7 @@ describe('GET /events positions (sequence, afterSequence)', () => {
   // event could commit meanwhile, which is the case this test is about.
   it.skipIf(!databaseUrl)('withholds nothing for good: an event whose transaction commits late comes after every one already read', async () => {
     const partner = await ctx.partner();
-    const outbox = createEventRepository({ now: ctx.now });
+    const outbox = createOutbox({ now: ctx.now });
     await appendEvents(partner.id, [payment()]);
     const before = await feed(partner);
 
@@ -342,7 +342,7 @@ describe('GET /events positions (sequence, afterSequence)', () => {
   // On PGlite (one connection) writers cannot overlap: there is no commit order to get wrong.
   it.skipIf(!databaseUrl)('followers polling every 10 ms while 8 writers commit get every event once, in sequence order', async () => {
     const partner = await ctx.partner();
-    const outbox = createEventRepository({ now: ctx.now });
+    const outbox = createOutbox({ now: ctx.now });
     const perWriter = 25;
     const writers = Array.from({ length: 8 }, async () => {
       for (let i = 0; i < perWriter; i++) {

@@ -5,7 +5,7 @@ import { approve, getPayment, ownInvoice, payOk, type Partner, type Payment } fr
 import { unique } from '../helpers/own-invoice.js';
 import { testConfig } from '../helpers/test-config.js';
 import { startFakeFcm, type FakeFcm } from '../helpers/fake-fcm.js';
-import { createEventRepository } from '../../src/db/repositories/event.repository.js';
+import { createOutbox } from '../../src/db/outbox.statements.js';
 import { createPushDeliveryRepository, type ClaimedPush } from '../../src/db/repositories/push-delivery.repository.js';
 
 let ctx: TestContext;
@@ -213,7 +213,7 @@ describe('push claims', () => {
     const { id: deviceId } = await ctx.deps.db.selectFrom('devices').select('id').where('partner_id', '=', bank.id).executeTakeFirstOrThrow();
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
-      const eventId = await unitOfWorkRunner(ctx.deps.db)((uow) => createEventRepository({ now: ctx.now }).append(uow, bank.id, { event: 'payment.submitted', data: { id: unique('pay'), invoiceId: 'inv', partnerReference: null } }));
+      const eventId = await unitOfWorkRunner(ctx.deps.db)((uow) => createOutbox({ now: ctx.now }).append(uow, bank.id, { event: 'payment.submitted', data: { id: unique('pay'), invoiceId: 'inv', partnerReference: null } }));
       const row = await ctx.deps.db
         .insertInto('push_deliveries')
         .values({ event_id: eventId, partner_id: bank.id, device_id: deviceId, status: 'pending', next_attempt_at: dueAt })

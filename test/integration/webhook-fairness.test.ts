@@ -3,7 +3,7 @@ import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { receiverPool, startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { addOwnInvoice } from '../helpers/own-invoice.js';
-import { createEventRepository } from '../../src/db/repositories/event.repository.js';
+import { createOutbox } from '../../src/db/outbox.statements.js';
 import { createWebhookDeliveryRepository, type ClaimLimits } from '../../src/db/repositories/webhook-delivery.repository.js';
 import type { Job } from '../../src/work/job-runner.js';
 
@@ -39,7 +39,7 @@ async function registerOk(apiKey: string, url: string): Promise<string> {
 
 /** One `payment.submitted` event of the partner: a due delivery per webhook it has. */
 async function submitted(partnerId: string, n: number): Promise<void> {
-  const events = createEventRepository({ now: ctx.now });
+  const events = createOutbox({ now: ctx.now });
   for (let i = 0; i < n; i++) await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv', partnerReference: null } }));
 }
 

@@ -9,7 +9,7 @@ import { verifyWebhookRequest } from '../../sdk/src/webhook-node.js';
 import type { RecoverQueuedBody, SecretRotatedBody, WebhookBody } from '../../src/schemas/webhook.schema.js';
 import type { EventListBody } from '../../src/schemas/event.schema.js';
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
-import { createEventRepository } from '../../src/db/repositories/event.repository.js';
+import { createOutbox } from '../../src/db/outbox.statements.js';
 
 type WebhookView = Static<typeof WebhookBody>;
 type Rotated = Static<typeof SecretRotatedBody>;
@@ -534,7 +534,7 @@ describe('webhook endpoints that manage themselves', () => {
 
 /** `n` `payment.submitted` events of the partner, each in its own transaction as a payment writes it. */
 async function submitted(ctx: TestContext, partnerId: string, n: number): Promise<string[]> {
-  const events = createEventRepository({ now: ctx.now });
+  const events = createOutbox({ now: ctx.now });
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     ids.push(await unitOfWorkRunner(ctx.deps.db)((uow) => events.append(uow, partnerId, { event: 'payment.submitted', data: { id: `${partnerId}-${i}`, invoiceId: 'inv', partnerReference: null } })));

@@ -1,10 +1,10 @@
 import { sql, type RawBuilder } from 'kysely';
-import { trxOf, type UnitOfWork } from '../unit-of-work.js';
-import type { Clock } from '../../domain/clock.port.js';
-import { isUuid } from '../../domain/uuid.js';
+import { trxOf, type UnitOfWork } from './unit-of-work.js';
+import type { Clock } from '../domain/clock.port.js';
+import { isUuid } from '../domain/uuid.js';
 import type { Static } from 'typebox';
-import type { WebhookEvent } from '../../domain/vocabulary.js';
-import type { EVENT_DATA } from '../../schemas/event.schema.js';
+import type { WebhookEvent } from '../domain/vocabulary.js';
+import type { EVENT_DATA } from '../schemas/event.schema.js';
 
 /**
  * One event of a payment as the outbox writes it: its type and its data, typed from the schema of
@@ -13,7 +13,7 @@ import type { EVENT_DATA } from '../../schemas/event.schema.js';
  */
 export type PaymentEvent = { [E in WebhookEvent]: { event: E; data: Static<(typeof EVENT_DATA)[E]> } }[WebhookEvent];
 
-export interface EventRepositoryOptions {
+export interface OutboxOptions {
   now: Clock;
   /** Delay of the first delivery attempt (the head of the retry schedule, normally 0). */
   firstAttemptDelayMs?: number;
@@ -47,7 +47,8 @@ function pushes(source: string, dueAt: Date): RawBuilder<unknown> {
         )`;
 }
 
-export function createEventRepository(opts: EventRepositoryOptions) {
+/** The outbox: the statements that write a payment event, and its deliveries and pushes, inside the statement or transaction that moves the payment. It holds no database: every write runs on the caller's. */
+export function createOutbox(opts: OutboxOptions) {
   const { now } = opts;
 
   function outbox(e: PaymentEvent): OutboxWrite {
@@ -83,4 +84,4 @@ export function createEventRepository(opts: EventRepositoryOptions) {
   };
 }
 
-export type EventRepository = ReturnType<typeof createEventRepository>;
+export type Outbox = ReturnType<typeof createOutbox>;
