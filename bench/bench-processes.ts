@@ -6,6 +6,20 @@ import { createServer } from 'node:net';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import pg from 'pg';
 
+/** A `--name=value` argument of the bench's command line. */
+export function benchFlag(name: string): string | undefined {
+  return process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
+}
+
+/** The Node flags `npm run start:prod` gives the service (its heap budget), for a bench that runs it from source. */
+export const START_PROD_NODE_FLAGS: string[] =
+  (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']?.split(' ').filter((word) => word.startsWith('--')) ?? [];
+
+/** A JSON POST, with the partner's key when given. */
+export function jsonPost(body: unknown, key?: string): RequestInit {
+  return { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) }, body: JSON.stringify(body) };
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const srv = createServer();

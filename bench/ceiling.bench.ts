@@ -17,14 +17,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createDatabase, migrateToLatest } from '../src/db/database.js';
-import { exitedChildrenCpuMs, freshDatabase, observed, postgresCpuMs, type Machine } from './bench-processes.js';
+import { exitedChildrenCpuMs, freshDatabase, observed, postgresCpuMs, type Machine, START_PROD_NODE_FLAGS, benchFlag } from './bench-processes.js';
 import { activityPer, databaseActivity, lifecyclePeak, PEAK_WARMUP_PAYMENTS, type DatabaseActivity, type LifecyclePeak, type PeakCpu, type TableWrites } from './lifecycle.bench.js';
 
-const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
-const PG_URL = flag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const DURATION_S = Number(flag('duration') ?? 20);
+const PG_URL = benchFlag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const DURATION_S = Number(benchFlag('duration') ?? 20);
 /** The service's pool (src/db/database.ts): at most this many of its statements run at once. */
-const CLIENTS = Number(flag('clients') ?? 10);
+const CLIENTS = Number(benchFlag('clients') ?? 10);
 const THREADS = 2;
 /** pgbench's clients and threads, the same for the warm-up and the measured runs. */
 const CLIENT_ARGS = ['-c', String(CLIENTS), '-j', String(THREADS)];
@@ -35,9 +34,6 @@ const SCRIPT_DIR = 'bench/ceiling';
 /** The service from source through tsx, with the Node flags `npm run start:prod` gives it, as bench:recover runs it. */
 const API_ENTRY = 'src/bin/api.ts';
 const SIMULATOR_ENTRY = 'simulator/bin/simulator.ts';
-const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
-  ?.split(' ')
-  .filter((word) => word.startsWith('--')) ?? [];
 /** Invoices per client for one pgbench run: more than a client pays in it at 200 lives a second. */
 const INVOICES_PER_RUN = DURATION_S * 200;
 /** Lives per client of the warm-up before the first measured run. */
@@ -363,7 +359,7 @@ async function measure(): Promise<{ pgbench: Observed<CeilingPgbench>[]; service
     script = await prepareCeiling(db.url);
     const first = await pgbenchRun(db.url, script, 0, 'before the service');
     console.log("ceiling: the service's lifecycle peak, one process...");
-    const settings = { pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS };
+    const settings = { pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: START_PROD_NODE_FLAGS };
     const service = await observed(() => lifecyclePeak(settings));
     console.log(`ceiling: the service's lifecycle peak, ${SPLIT_LAYOUT_NAME}...`);
     const split = await observed(() => lifecyclePeak({ ...settings, layout: SPLIT_LAYOUT }));

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request as AcRequest } from 'autocannon';
-import { UNLIMITED_RATES, apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc } from './bench-processes.js';
+import { UNLIMITED_RATES, apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc, START_PROD_NODE_FLAGS } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
 import { lifecycleBench, lifecycleTable, splitLifecycleTable, type LifecycleLayout, type LifecycleResult } from './lifecycle.bench.js';
 import { rolesBench, rolesTable } from './roles.bench.js';
@@ -53,9 +53,6 @@ const CPU_PROF = process.argv.includes('--cpu-prof');
 const FROM_SOURCE = process.argv.includes('--source');
 const API_ENTRY = FROM_SOURCE ? 'src/bin/api.ts' : 'dist/src/bin/api.js';
 /** The Node flags `npm run start:prod` gives the service (its heap budget), so the bench measures that process. */
-const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
-  ?.split(' ')
-  .filter((word) => word.startsWith('--')) ?? [];
 const SIMULATOR_ENTRY = FROM_SOURCE ? 'simulator/bin/simulator.ts' : 'dist/simulator/bin/simulator.js';
 /** `--memory`: after each endpoint, the API's heap, external memory and RSS from its /metrics. */
 const MEMORY = process.argv.includes('--memory');
@@ -334,7 +331,7 @@ async function benchStore(
   const api = `http://127.0.0.1:${port}/api/v1`;
   const profileDir = 'bench/results/profiles';
   if (CPU_PROF) mkdirSync(profileDir, { recursive: true });
-  const nodeArgs = [...API_NODE_FLAGS, ...(CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}/${store}`] : []), ...(TRACE_GC ? ['--trace-gc'] : [])];
+  const nodeArgs = [...START_PROD_NODE_FLAGS, ...(CPU_PROF ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}/${store}`] : []), ...(TRACE_GC ? ['--trace-gc'] : [])];
   const proc = await startProcess([API_ENTRY], env, `${api}/health/ready`, nodeArgs, TRACE_GC ? 'inherit' : 'ignore');
   try {
     const keys = await createPartners(`http://127.0.0.1:${adminPort}`);
@@ -506,7 +503,7 @@ function runCeiling(): { md: string; json: unknown } | null {
  */
 function runLifecycle(layout?: LifecycleLayout, atRate?: number): Promise<LifecycleResult | null> {
   const rate = atRate ?? (flag('lifecycle-rate') ? Number(flag('lifecycle-rate')) : null);
-  const apiNodeFlags = [...API_NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/lifecycle'] : [])];
+  const apiNodeFlags = [...START_PROD_NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles/lifecycle'] : [])];
   return lifecycleBench({ pgUrl: PG_URL, layout, rate, durationS: Number(flag('lifecycle-duration') ?? 20), apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags });
 }
 
@@ -582,7 +579,7 @@ async function main(): Promise<void> {
   const split = lifecycle && ENDPOINTS.includes('roles') ? await runLifecycle({ apis: 2, worker: true }, lifecycle.rate) : null;
   // `--roles-backlog=N` payments await their checks while POST /payments is measured (5,000 by default).
   const roles = ENDPOINTS.includes('roles')
-    ? await rolesBench({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: API_NODE_FLAGS, durationS: DURATION_S, backlog: Number(flag('roles-backlog') ?? 5000) })
+    ? await rolesBench({ pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: START_PROD_NODE_FLAGS, durationS: DURATION_S, backlog: Number(flag('roles-backlog') ?? 5000) })
     : null;
 
   const ceiling = ENDPOINTS.includes('ceiling') ? runCeiling() : null;

@@ -12,20 +12,19 @@
  * `--rate=N` (B's payments per second, 15), `--duration=S` (B's load, 30), `--recover-at=S` (5),
  * `--events=N` (A's events, 10000).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc } from './bench-processes.js';
+import { createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, startRoles, UNLIMITED_RATES, type Proc, START_PROD_NODE_FLAGS, jsonPost, benchFlag } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
 
-const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
-const PG_URL = flag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const RATE = Number(flag('rate') ?? 15);
-const DURATION_S = Number(flag('duration') ?? 30);
-const RECOVER_AT_S = Number(flag('recover-at') ?? 5);
-const EVENTS = Number(flag('events') ?? 10_000);
+const PG_URL = benchFlag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const RATE = Number(benchFlag('rate') ?? 15);
+const DURATION_S = Number(benchFlag('duration') ?? 30);
+const RECOVER_AT_S = Number(benchFlag('recover-at') ?? 5);
+const EVENTS = Number(benchFlag('events') ?? 10_000);
 const BUDGET_MS = 3000;
 const APPROVE_AFTER_MS = 200;
 /** B's paced connections; each sends one unmeasured payment first, which takes an invoice too. */
@@ -35,15 +34,6 @@ const SECRET = 'recover-bench-secret-0123';
 /** The service from source through tsx, with the Node flags `npm run start:prod` gives it (its heap budget). */
 const API_ENTRY = 'src/bin/api.ts';
 const SIMULATOR_ENTRY = 'simulator/bin/simulator.ts';
-const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
-  ?.split(' ')
-  .filter((word) => word.startsWith('--')) ?? [];
-
-const post = (body: unknown, key?: string): RequestInit => ({
-  method: 'POST',
-  headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) },
-  body: JSON.stringify(body),
-});
 
 /** B's invoices at the simulator, one system, found by B's search (which gives B access to them). */
 async function invoicesForB(api: string, simUrl: string, key: string, count: number): Promise<string[]> {
@@ -58,7 +48,7 @@ async function invoicesForB(api: string, simUrl: string, key: string, count: num
     payer: { register: 'RB1', name: 'Recover Payer' },
     payee: { id: 'ORG-1', name: 'Org' },
   }));
-  await json(`${simUrl}/__control/invoices`, post({ invoices }));
+  await json(`${simUrl}/__control/invoices`, jsonPost({ invoices }));
   const found = await json(`${api}/invoices?ttd=RB1`, { headers: { 'x-api-key': key } });
   return (found.invoices as { id: string }[]).map((i) => i.id);
 }
@@ -150,13 +140,13 @@ async function main(): Promise<number> {
     sim = await startProcess([SIMULATOR_ENTRY], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: String(APPROVE_AFTER_MS), LOG_LEVEL: 'warn' }, `${simUrl}/mof/api/invoices/NOPE`);
     // One `all` process, as the lifecycle bench's steady phase: the recovery's statements, A's
     // deliveries and B's payments, confirmations and deliveries share its one event loop.
-    const started = await startRoles(['all'], { apiEntry: API_ENTRY, apiNodeFlags: API_NODE_FLAGS, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra: { ...UNLIMITED_RATES, MINISTRY_TIMEOUT_MS: '5000' } });
+    const started = await startRoles(['all'], { apiEntry: API_ENTRY, apiNodeFlags: START_PROD_NODE_FLAGS, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db.url, extra: { ...UNLIMITED_RATES, MINISTRY_TIMEOUT_MS: '5000' } });
     procs = started.procs;
     const api = started.apis[0] as string;
     const a = await createPartner(started.adminUrl, ADMIN_TOKEN, 'Recover A');
     const b = await createPartner(started.adminUrl, ADMIN_TOKEN, 'Recover B');
-    const webhookA = (await json(`${api}/webhooks`, post({ url: hookA.url, secret: SECRET, events: ['payment.confirmed'] }, a.apiKey))) as { id: string };
-    await json(`${api}/webhooks`, post({ url: hookB.url, secret: SECRET, events: ['payment.confirmed'] }, b.apiKey));
+    const webhookA = (await json(`${api}/webhooks`, jsonPost({ url: hookA.url, secret: SECRET, events: ['payment.confirmed'] }, a.apiKey))) as { id: string };
+    await json(`${api}/webhooks`, jsonPost({ url: hookB.url, secret: SECRET, events: ['payment.confirmed'] }, b.apiKey));
     const seedStart = Date.now();
     await seedFailedDeliveries(db.url, a.id, webhookA.id, EVENTS);
     console.log(`seeded ${EVENTS} events of A with failed deliveries in ${Date.now() - seedStart} ms`);
@@ -175,7 +165,7 @@ async function main(): Promise<number> {
     await sleep(RECOVER_AT_S * 1000);
     const since = new Date(Date.now() - 2 * 3600_000).toISOString();
     const recoverStart = Date.now();
-    const recovered = (await json(`${api}/webhooks/${webhookA.id}/recover`, post({ since }, a.apiKey))) as { queued: number };
+    const recovered = (await json(`${api}/webhooks/${webhookA.id}/recover`, jsonPost({ since }, a.apiKey))) as { queued: number };
     const acceptedMs = Date.now() - recoverStart;
     console.log(`A: recover answered 202 in ${acceptedMs} ms, queued ${recovered.queued}`);
 

@@ -8,13 +8,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, type Proc } from './bench-processes.js';
+import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, type Proc, START_PROD_NODE_FLAGS } from './bench-processes.js';
 import { seedStatements } from './scale-seed.js';
 import { explainAll } from './scale-plans.js';
 import { sweepToSteadyState, tableSizes, type TableSize } from './scale-retention.js';
@@ -33,9 +33,6 @@ const BENCH_REGISTER = 'SCALEBENCH';
 /** Invoices the simulator holds for the live part: searched, paid (POST), canceled (DELETE). */
 const LIVE_INVOICES = 3 * (RUNS + WARMUP);
 const OTHER_PARTNERS = 40;
-const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
-  ?.split(' ')
-  .filter((word) => word.startsWith('--')) ?? [];
 
 interface Sample {
   endpoint: string;
@@ -148,7 +145,7 @@ async function startApi(ports: Ports): Promise<Proc> {
     // Requests are sent one after another; the partner limits would only add 429s to the table.
     extra: { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '10000000' },
   });
-  return startProcess(['dist/src/bin/api.js'], env, `http://127.0.0.1:${ports.port}/health/ready`, API_NODE_FLAGS);
+  return startProcess(['dist/src/bin/api.js'], env, `http://127.0.0.1:${ports.port}/health/ready`, START_PROD_NODE_FLAGS);
 }
 
 /** The measured partner (with a webhook at a local receiver) and the others, through the admin API. */
@@ -335,7 +332,7 @@ async function main(): Promise<void> {
   for (const volume of VOLUMES) results.push(await runVolume(volume));
   const md = report(results);
   writeFileSync('bench/results/scale.md', `${md}\n`);
-  writeFileSync('bench/results/scale.json', JSON.stringify({ date: new Date().toISOString(), node: process.version, runs: RUNS, warmup: WARMUP, apiNodeFlags: API_NODE_FLAGS, results }, null, 2));
+  writeFileSync('bench/results/scale.json', JSON.stringify({ date: new Date().toISOString(), node: process.version, runs: RUNS, warmup: WARMUP, apiNodeFlags: START_PROD_NODE_FLAGS, results }, null, 2));
   console.log(`\n${md}\n\nbench:scale took ${Math.round((Date.now() - started) / 1000)} s`);
 }
 

@@ -13,21 +13,20 @@
  * unless `--pg=URL` names a PostgreSQL server (a scratch database is created and dropped).
  * `--payments=N` (60), `--every=MS` (150), `--hanging=N` (5 partners), `--backlog=N` (6).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { apiEnv, createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, UNLIMITED_RATES, type Proc } from './bench-processes.js';
+import { apiEnv, createPartner, fetchJson as json, freePort, freshDatabase, hookReceiver, percentile, startProcess, UNLIMITED_RATES, type Proc, START_PROD_NODE_FLAGS, jsonPost, benchFlag } from './bench-processes.js';
 
-const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
-const PG_URL = flag('pg');
-const PAYMENTS = Number(flag('payments') ?? 60);
-const PAY_EVERY_MS = Number(flag('every') ?? 150);
-const HANGING_PARTNERS = Number(flag('hanging') ?? 5);
+const PG_URL = benchFlag('pg');
+const PAYMENTS = Number(benchFlag('payments') ?? 60);
+const PAY_EVERY_MS = Number(benchFlag('every') ?? 150);
+const HANGING_PARTNERS = Number(benchFlag('hanging') ?? 5);
 /** Deliveries due to each hanging webhook from the start: enough to keep it hanging for the whole run. */
-const HANGING_BACKLOG = Number(flag('backlog') ?? 6);
+const HANGING_BACKLOG = Number(benchFlag('backlog') ?? 6);
 /** WEBHOOK_MAX_PER_PARTNER's default: each hanging partner has every webhook it may. */
 const WEBHOOKS_PER_PARTNER = 10;
 const BUDGET_MS = 3000;
@@ -35,15 +34,6 @@ const ADMIN_TOKEN = 'bench-lanes-admin-token';
 const SECRET = 'lanes-bench-secret-0123456';
 const API_ENTRY = 'src/bin/api.ts';
 const SIMULATOR_ENTRY = 'simulator/bin/simulator.ts';
-const API_NODE_FLAGS = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['start:prod']
-  ?.split(' ')
-  .filter((word) => word.startsWith('--')) ?? [];
-
-const post = (body: unknown, key?: string): RequestInit => ({
-  method: 'POST',
-  headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) },
-  body: JSON.stringify(body),
-});
 
 /** A receiver that reads each request and never answers it; it counts them. */
 async function hangingReceiver(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }> {
@@ -80,13 +70,13 @@ async function invoicesOf(api: string, simUrl: string, key: string, payer: strin
     payer: { register: payer, name: 'Lanes Payer' },
     payee: { id: 'ORG-1', name: 'Org' },
   }));
-  await json(`${simUrl}/__control/invoices`, post({ invoices }));
+  await json(`${simUrl}/__control/invoices`, jsonPost({ invoices }));
   const found = await json(`${api}/invoices?ttd=${payer}`, { headers: { 'x-api-key': key } });
   return (found.invoices as { id: string }[]).map((i) => i.id);
 }
 
 async function pay(api: string, key: string, invoiceId: string): Promise<string> {
-  return (await json(`${api}/payments`, post({ invoiceId }, key))).id as string;
+  return (await json(`${api}/payments`, jsonPost({ invoiceId }, key))).id as string;
 }
 
 /** Polls (gently: the bench shares the machine with what it measures) until `done` or the deadline. */
@@ -111,18 +101,18 @@ async function main(): Promise<number> {
     procs.push(await startProcess([SIMULATOR_ENTRY], { SIMULATOR_PORT: String(simPort), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '0', LOG_LEVEL: 'warn' }, `${simUrl}/mof/api/invoices/NOPE`));
     const [port, adminPort] = [await freePort(), await freePort()];
     const env = apiEnv({ port, adminPort, adminToken: ADMIN_TOKEN, simulatorUrl: simUrl, databaseUrl: db?.url ?? null, extra: { PROCESS_ROLE: 'all', ...UNLIMITED_RATES } });
-    procs.push(await startProcess([API_ENTRY], env, `http://127.0.0.1:${port}/api/v1/health/ready`, API_NODE_FLAGS));
+    procs.push(await startProcess([API_ENTRY], env, `http://127.0.0.1:${port}/api/v1/health/ready`, START_PROD_NODE_FLAGS));
     const api = `http://127.0.0.1:${port}/api/v1`;
     const adminUrl = `http://127.0.0.1:${adminPort}`;
 
     // The hanging partners' webhooks are new: none has failed yet when the healthy partner starts paying.
     for (const [p, host] of hanging.entries()) {
       const partner = await createPartner(adminUrl, ADMIN_TOKEN, `Hanging ${p}`);
-      for (let i = 0; i < WEBHOOKS_PER_PARTNER; i++) await json(`${api}/webhooks`, post({ url: `${host.url}?n=${i}`, secret: SECRET, events: ['payment.submitted'] }, partner.apiKey));
+      for (let i = 0; i < WEBHOOKS_PER_PARTNER; i++) await json(`${api}/webhooks`, jsonPost({ url: `${host.url}?n=${i}`, secret: SECRET, events: ['payment.submitted'] }, partner.apiKey));
       for (const invoice of await invoicesOf(api, simUrl, partner.apiKey, `LBH${p}`, HANGING_BACKLOG)) await pay(api, partner.apiKey, invoice);
     }
     const healthy = await createPartner(adminUrl, ADMIN_TOKEN, 'Healthy');
-    await json(`${api}/webhooks`, post({ url: healthyHook.url, secret: SECRET, events: ['payment.submitted'] }, healthy.apiKey));
+    await json(`${api}/webhooks`, jsonPost({ url: healthyHook.url, secret: SECRET, events: ['payment.submitted'] }, healthy.apiKey));
     const invoices = await invoicesOf(api, simUrl, healthy.apiKey, 'LBOK', PAYMENTS);
 
     const paidAt = new Map<string, number>();
