@@ -18,7 +18,7 @@ import type { Repositories } from './repositories.factory.js';
 import type { Runtime } from './data.factory.js';
 
 /** Invoice and payment rows behind the invoice cache, with the cache's own Redis bus when there is one. */
-export async function createInvoiceStores(config: Config, runtime: Runtime, repos: Pick<Repositories, 'invoices' | 'payments'>) {
+async function createInvoiceStores(config: Config, runtime: Runtime, repos: Pick<Repositories, 'invoices' | 'payments'>) {
   const localCache = createInvoiceCache(config.invoiceCache);
   // Instances that share Redis (for rate limits) also share invoice-cache invalidations.
   const bus = config.redisUrl ? await withInvoiceCacheBus(localCache, config.redisUrl, runtime.logger) : null;
@@ -34,7 +34,7 @@ export async function createInvoiceStores(config: Config, runtime: Runtime, repo
   };
 }
 
-export type InvoiceStores = Awaited<ReturnType<typeof createInvoiceStores>>;
+type InvoiceStores = Awaited<ReturnType<typeof createInvoiceStores>>;
 
 export interface PaymentsDeps {
   repos: Repositories;

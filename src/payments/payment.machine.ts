@@ -200,9 +200,6 @@ export interface PaymentChange {
   detail?: Record<string, unknown> | null;
 }
 
-/** States that hold their invoices: no other payment may take them meanwhile. */
-export const HOLDING_STATUSES: readonly PaymentStatus[] = ['pending', 'submitted', 'confirmed'];
-
 /** States the confirmation job still has to bring to an end. */
 export const UNRESOLVED_STATUSES: readonly PaymentStatus[] = ['pending', 'submitted'];
 
