@@ -19,7 +19,7 @@ import { sandboxApiRoutes, sandboxPageRoutes } from './http/routes/sandbox.route
 import { shortLinkRoutes } from './http/routes/short-link.routes.js';
 import type { PartnerService } from './services/partner.service.js';
 import type { InvoiceService } from './services/invoice.service.js';
-import type { PaymentService } from './payments/payment.service.js';
+import type { PaymentService } from './payments/payments.module.js';
 import type { ReportService } from './services/report.service.js';
 import type { RateLimitService } from './services/rate-limit/rate-limit.service.js';
 import type { WebhookService } from './services/webhook.service.js';

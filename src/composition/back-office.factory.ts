@@ -5,7 +5,7 @@ import { createBackOfficeService } from '../services/back-office.service.js';
 import { createPartnerAdminService } from '../services/partner-admin.service.js';
 import type { PartnerService } from '../services/partner.service.js';
 import type { RateLimitService } from '../services/rate-limit/rate-limit.service.js';
-import type { PaymentResolver } from '../payments/payment-resolution.service.js';
+import type { PaymentResolver } from '../payments/payments.module.js';
 import type { AdminServices } from '../admin-app.js';
 import { clockTimeMinutes } from '../domain/finance-day.js';
 import type { Repositories } from './repositories.factory.js';

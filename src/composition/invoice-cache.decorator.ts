@@ -1,5 +1,5 @@
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentRepository } from '../payments/payment.repository.js';
+import type { PaymentRepository } from '../payments/payments.module.js';
 import type { UnitOfWork } from '../db/unit-of-work.js';
 import type { InvoiceCache } from '../adapters/invoice-cache.js';
 

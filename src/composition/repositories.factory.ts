@@ -9,10 +9,9 @@ import { createEventLogRepository } from '../db/repositories/event-log.repositor
 import { createOutbox } from '../db/outbox.statements.js';
 import { createIdempotencyRepository } from '../db/repositories/idempotency.repository.js';
 import { createInvoiceRepository } from '../db/repositories/invoice.repository.js';
-import { createMinistryCancellationRepository } from '../payments/ministry-cancellation.repository.js';
 import { createPartnerRepository } from '../db/repositories/partner.repository.js';
 import { createPaymentSearchRepository } from '../db/repositories/payment-search.repository.js';
-import { createPaymentRepository } from '../payments/payment.repository.js';
+import { createMinistryCancellationRepository, createPaymentRepository } from '../payments/payments.module.js';
 import { createPushDeliveryRepository } from '../db/repositories/push-delivery.repository.js';
 import { createReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
 import { createReportRepository } from '../db/repositories/report.repository.js';

@@ -27,6 +27,24 @@ import type { IdempotencyRepository } from '../db/repositories/idempotency.repos
 import type { PaymentRepository } from './payment.repository.js';
 import type { MinistryCancellationRepository } from './ministry-cancellation.repository.js';
 
+/*
+ * The rest of the service reaches a payment's life through this file and the machine's table
+ * (payment.machine.ts) only: test/unit/import-graph.test.ts holds every other file of this folder
+ * private to it.
+ */
+export type { PaymentService } from './payment.service.js';
+export type { PaymentResolver } from './payment-resolution.service.js';
+export type { PaymentRepository } from './payment.repository.js';
+export { createPaymentRepository } from './payment.repository.js';
+export { createMinistryCancellationRepository } from './ministry-cancellation.repository.js';
+export { billNumberFor, createQrService, type QrService } from './qr.service.js';
+
+/** What the partner's reports read of payments: the day's list and which settled payments are its own. */
+export type PaymentReports = Pick<PaymentRepository, 'listForPartnerBefore' | 'ownSettledIds'>;
+
+/** What the sandbox's controls touch: a partner's payment found, and its next check brought forward. */
+export type SandboxPayments = Pick<PaymentRepository, 'findForPartner' | 'reopenStatusCheck'>;
+
 /** What a payment's life runs on, of the process's runtime (composition/data.factory.ts makes it once). */
 export interface PaymentsRuntime {
   now: Clock;

@@ -6,7 +6,7 @@ import type { MinistryAdapters, SettlementEntry } from '../domain/ministry.port.
 import type { DiscrepancyWrite, LocalSettled, ReconciliationLease, ReconciliationRepository, RunRow } from '../db/repositories/reconciliation.repository.js';
 import type { SourceOutcome } from '../db/db.types.js';
 import type { AuditRepository } from '../db/repositories/audit.repository.js';
-import type { PaymentResolver } from '../payments/payment-resolution.service.js';
+import type { PaymentResolver } from '../payments/payments.module.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Clock } from '../domain/clock.port.js';
 import { runTotals } from './reconciliation.view.js';

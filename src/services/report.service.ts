@@ -1,7 +1,7 @@
 import { UpstreamUnavailableError } from '../domain/errors.js';
 import { amountToNumber, canonicalAmount } from '../domain/money.js';
 import type { ReportRepository } from '../db/repositories/report.repository.js';
-import type { PaymentRepository } from '../payments/payment.repository.js';
+import type { PaymentReports } from '../payments/payments.module.js';
 import { type MinistryAdapters, type SettlementEntry } from '../domain/ministry.port.js';
 import { SOURCES } from '../domain/vocabulary.js';
 import type { PaymentListBody, SettlementBody, SummaryBody } from '../schemas/payment.schema.js';
@@ -10,7 +10,7 @@ import type { Clock } from '../domain/clock.port.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 
-export function createReportService(deps: { reports: ReportRepository; payments: PaymentRepository; ministries: MinistryAdapters; log: Logger; now: Clock }) {
+export function createReportService(deps: { reports: ReportRepository; payments: PaymentReports; ministries: MinistryAdapters; log: Logger; now: Clock }) {
   const { now } = deps;
   const { reports } = deps;
 

@@ -11,7 +11,7 @@ import {
   type ScenarioPlan,
 } from '../domain/sandbox-scenarios.js';
 import type { InvoiceRepository, InvoiceRow } from '../db/repositories/invoice.repository.js';
-import type { PaymentRepository } from '../payments/payment.repository.js';
+import type { SandboxPayments } from '../payments/payments.module.js';
 import type { InUnitOfWork } from '../db/unit-of-work.js';
 import type { MinistryAdapter, UpstreamInvoice } from '../domain/ministry.port.js';
 import type { SimulatorControl, SimulatorInvoice } from '../adapters/simulator-control.client.js';
@@ -26,7 +26,7 @@ import type { Clock } from '../domain/clock.port.js';
  * API itself: this service approves a partner's own submitted payment there on its behalf.
  */
 export interface SandboxServiceDeps {
-  payments: Pick<PaymentRepository, 'findForPartner' | 'reopenStatusCheck'>;
+  payments: SandboxPayments;
   invoices: Pick<InvoiceRepository, 'findById' | 'upsert' | 'recordAccess' | 'markPlanted'>;
   simulator: SimulatorControl;
   /** The simulated ministry scenario invoices are planted at, read back through its ordinary adapter. */

@@ -5,7 +5,7 @@ import type { PaymentStatus } from '../domain/vocabulary.js';
 import type { BankLink } from '../domain/bank-links.js';
 import type { ShortLinkRepository } from '../db/repositories/short-link.repository.js';
 import type { ShortLinkStatus, ShortLinkStatusBody } from '../schemas/short-link.schema.js';
-import { billNumberFor, type QrService } from '../payments/qr.service.js';
+import { billNumberFor, type QrService } from '../payments/payments.module.js';
 
 /**
  * The public QR landing page behind `qrpay.shortUrl`. No API key protects it: the payment id (a

@@ -43,6 +43,17 @@ describe('import graph', () => {
     expect(upward).toEqual([]);
   });
 
+  it("reaches a payment's life only through its module and its machine's table", () => {
+    const surface = ['src/payments/payments.module.ts', 'src/payments/payment.machine.ts'];
+    const reachedIn: string[] = [];
+    for (const [file, deps] of Object.entries(graph)) {
+      if (!file.startsWith('src/') || file.startsWith('src/payments/')) continue;
+      for (const dep of deps) if (dep.startsWith('src/payments/') && !surface.includes(dep)) reachedIn.push(`${file} -> ${dep}`);
+    }
+    expect(Object.keys(graph).filter((f) => f.startsWith('src/payments/')).length).toBeGreaterThan(surface.length);
+    expect(reachedIn).toEqual([]);
+  });
+
   it('places every folder of src/ in that order, and the architecture describes each', () => {
     const folders = readdirSync(`${root}/src`).filter((f) => statSync(`${root}/src/${f}`).isDirectory());
     expect(folders.filter((f) => !LAYER_ORDER.includes(f))).toEqual([]);

@@ -11,7 +11,7 @@ import {
   SettlementBody,
   SettlementRequestBody,
 } from '../../schemas/payment.schema.js';
-import type { PaymentService } from '../../payments/payment.service.js';
+import type { PaymentService } from '../../payments/payments.module.js';
 import { idempotencyKeyOf } from '../idempotency-key.header.js';
 import type { ReportService } from '../../services/report.service.js';
 
