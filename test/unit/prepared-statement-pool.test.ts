@@ -1,6 +1,10 @@
 import type pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createStatementNamer, preparedStatementPool } from '../../src/db/prepared-statement.pool.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 type Sent = string | { name?: string; text: string; values: unknown[] };
 
@@ -183,16 +187,22 @@ describe('query deadlines', () => {
       },
       end: async () => {},
     } as unknown as pg.Pool;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'performance', 'Date'] });
     const prepared = preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: 200, health: h });
     const first = await prepared.connect();
     const firstQuery = first.query('SELECT 1', []);
-    await new Promise((r) => setTimeout(r, 150));
+    const outcomes: string[] = [];
+    firstQuery.catch(() => outcomes.push('first given up'));
+    await vi.advanceTimersByTimeAsync(150);
     const second = await prepared.connect();
-    const started = performance.now();
     const secondQuery = second.query('SELECT 2', []);
+    secondQuery.catch(() => outcomes.push('second given up'));
+    // The first query's deadline passes (noticed within a sweep's tick, 50 ms); the second, 100 ms
+    // short of its own, goes with it.
+    await vi.advanceTimersByTimeAsync(100);
+    expect(outcomes).toEqual(['first given up', 'second given up']);
     await expect(firstQuery).rejects.toThrow(/database query deadline passed/);
     await expect(secondQuery).rejects.toThrow(/database is away/);
-    expect(performance.now() - started).toBeLessThan(150);
     expect(h.unresponsive).toBe(true);
     await expect(prepared.connect()).rejects.toThrow(/database is away/);
     first.release();
@@ -218,11 +228,18 @@ describe('query deadlines', () => {
       },
       end: async () => {},
     } as unknown as pg.Pool;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'performance', 'Date'] });
     const prepared = preparedStatementPool(pool, createStatementNamer(), { queryTimeoutMs: 200, health: h });
     const first = await prepared.connect();
     const stuck = first.query('SELECT 1', []);
-    await new Promise((r) => setTimeout(r, 120));
+    const outcomes: string[] = [];
+    stuck.catch(() => outcomes.push('query given up'));
+    await vi.advanceTimersByTimeAsync(120);
     const waiting = prepared.connect();
+    waiting.catch(() => outcomes.push('checkout given up'));
+    await vi.advanceTimersByTimeAsync(130);
+    expect(outcomes).toEqual(['query given up', 'checkout given up']);
+    vi.useRealTimers();
     await expect(stuck).rejects.toThrow(/database query deadline passed/);
     await expect(waiting).rejects.toThrow(/database is away/);
     lateConnection(null);
