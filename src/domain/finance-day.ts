@@ -36,3 +36,8 @@ export function minutesIntoFinanceDay(at: Date): number {
   const local = new Date(at.getTime() + OFFSET_MS);
   return local.getUTCHours() * 60 + local.getUTCMinutes();
 }
+
+/** The time of day in Mongolia as a customer reads it on a receipt: "2026-12-02 14:05". */
+export function mongolianLocalTime(at: Date): string {
+  return new Date(at.getTime() + OFFSET_MS).toISOString().slice(0, 16).replace('T', ' ');
+}

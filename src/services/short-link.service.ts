@@ -6,6 +6,7 @@ import type { BankLink } from '../domain/bank-links.js';
 import type { ShortLinkRepository } from '../db/repositories/short-link.repository.js';
 import type { ShortLinkStatus, ShortLinkStatusBody } from '../schemas/short-link.schema.js';
 import { billNumberFor, type QrService } from '../payments/payments.module.js';
+import { maskRegister } from '../domain/register-mask.js';
 
 /**
  * The public QR landing page behind `qrpay.shortUrl`. No API key protects it: the payment id (a
@@ -14,7 +15,7 @@ import { billNumberFor, type QrService } from '../payments/payments.module.js';
  * invoice's identity. It only reads: no ministry call, no write, whoever asks and however often.
  */
 export interface ShortLinkServiceDeps {
-  links: Pick<ShortLinkRepository, 'findPage' | 'findStatus'>;
+  links: Pick<ShortLinkRepository, 'findPage' | 'findStatus' | 'findReceipt'>;
   /** The same QR service as `POST /payments`, so the page carries the very QR that answer did. */
   qr: Pick<QrService, 'forPayment'>;
 }
@@ -28,6 +29,20 @@ export interface ShortLinkView {
   description: string;
   /** Only while the payment can still be paid: a paid or closed payment's page carries no QR. */
   qr: { qrText: string; qrImage: string; urls: BankLink[] } | null;
+  /** Only once it is confirmed: what the customer shows a clerk. */
+  paid: { paidAt: Date; partnerReference: string | null } | null;
+}
+
+/** A confirmed payment's receipt (`/q/{paymentId}/receipt`): the page's facts and the payer, masked. */
+export interface ShortLinkReceipt {
+  paymentId: string;
+  amount: string;
+  paidAt: Date;
+  payeeName: string;
+  description: string;
+  partnerReference: string | null;
+  /** Masked (maskRegister); null when the invoice names no payer. */
+  payerRegister: string | null;
 }
 
 /** A payment canceled by the expiry rule is shown as expired, not as canceled by someone. */
@@ -63,6 +78,23 @@ export function createShortLinkService(deps: ShortLinkServiceDeps) {
         payeeName: row.payee_name,
         description: row.description,
         qr: qrpay && { qrText: qrpay.qrText, qrImage: qrpay.qrImage, urls: qrpay.urls },
+        paid: row.status === 'confirmed' && row.paid_at ? { paidAt: row.paid_at, partnerReference: row.partner_reference } : null,
+      };
+    },
+
+    /** Only a confirmed payment has a receipt; null otherwise, as for an unknown or malformed id. */
+    async receipt(paymentId: string): Promise<ShortLinkReceipt | null> {
+      if (!isUuid(paymentId)) return null;
+      const row = await deps.links.findReceipt(paymentId.toLowerCase());
+      if (row?.status !== 'confirmed' || !row.paid_at) return null;
+      return {
+        paymentId: row.id,
+        amount: canonicalAmount(row.amount),
+        paidAt: row.paid_at,
+        payeeName: row.payee_name,
+        description: row.description,
+        partnerReference: row.partner_reference,
+        payerRegister: row.payer_register === null ? null : maskRegister(row.payer_register),
       };
     },
 

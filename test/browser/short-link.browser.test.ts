@@ -101,8 +101,35 @@ describe.skipIf(!existsSync(CHROMIUM))('QR landing page in headless Chromium at 
     expect(await page.isVisible('.state-awaiting')).toBe(false);
     expect(await page.locator('#pay').count()).toBe(0);
     expect(await page.textContent('#amount')).toBe('1,234,567.50\u00a0₮');
+    // The paid state leads to the receipt, which the customer can open from the page left open.
+    const receiptLink = page.locator('.state-paid a.receipt-link');
+    expect(await receiptLink.isVisible()).toBe(true);
     await shoot(page, 'paid');
+    await receiptLink.click();
+    await page.waitForURL(`**/q/${payment.id}/receipt`);
+    expect(await page.textContent('#payment-id')).toBe(payment.id);
 
+    expect(external).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('prints the receipt of a confirmed payment on one A4 page', async () => {
+    const { invoice, payment } = await partnerWithPayment(ctx, 'etax', {
+      amount: 98765.25,
+      description: 'Үл хөдлөх хөрөнгийн албан татвар, 2026 оны II улирал, Баянзүрх дүүрэг, 26-р хороо',
+      payer: { register: 'УБ12345678', name: 'Батболд Дорж' },
+    });
+    expect((await approve(ctx, invoice.refNum)).statusCode).toBe(200);
+    ctx.advance(ctx.config.confirmPollMs + 1000);
+    await ctx.runJobs();
+    const { page, external, errors } = await openPhone(browser, baseUrl, `/q/${payment.id}/receipt`);
+    expect(await page.textContent('#payer-register')).toBe('УБ******78');
+    await shoot(page, 'receipt');
+    await page.emulateMedia({ media: 'print' });
+    const pdf = await page.pdf({ format: 'A4', preferCSSPageSize: true, printBackground: true });
+    // Each page of the document is one /Type /Page object (the tree's root is /Type /Pages).
+    expect(pdf.toString('latin1').match(/\/Type\s*\/Page(?!s)/g)).toHaveLength(1);
     expect(external).toEqual([]);
     expect(errors).toEqual([]);
     await page.close();

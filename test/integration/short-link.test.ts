@@ -2,7 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { decodeQrImage } from '../helpers/qr-decode.js';
-import { approve, cancelPayment, pay, partnerWithInvoice, partnerWithPayment, type PaymentCreated } from '../helpers/api.js';
+import { approve, approveAndConfirm, cancelPayment, getPayment, pay, partnerWithInvoice, partnerWithPayment, type PaymentCreated } from '../helpers/api.js';
 import { pageScript } from '../../src/http/page-script.bundler.js';
 import { hashOf } from '../../src/http/plugins/page-security.plugin.js';
 
@@ -61,8 +61,15 @@ function qrImagesOf(html: string): string[] {
 }
 
 /** The page's links (bank deeplinks), decoded from HTML. */
+/** The bank apps' deeplinks the page offers (the receipt's link is not one). */
 function linksOf(html: string): string[] {
-  return [...html.matchAll(/<a [^>]*href="([^"]*)"/g)].map((m) => decodeEntities(m[1] ?? ''));
+  return [...html.matchAll(/<a class="bank" [^>]*href="([^"]*)"/g)].map((m) => decodeEntities(m[1] ?? ''));
+}
+
+/** The text of the element with this id, its entities decoded. */
+function textOf(html: string, id: string): string | undefined {
+  const m = new RegExp(`id="${id}">([^<]*)<`).exec(html);
+  return m ? decodeEntities(m[1] ?? '') : undefined;
 }
 
 describe('QR landing page', () => {
@@ -222,6 +229,80 @@ describe('QR landing page', () => {
     const api = await open('/api/v1/nothing-here');
     expect(api.statusCode).toBe(404);
     expect(api.headers['content-type']).toContain('application/json');
+  });
+});
+
+describe('A confirmed payment on its landing page, and its receipt', () => {
+  /** Mongolian time, as the customer's clock shows it (UTC+8, no daylight saving). */
+  const mongolian = (iso: string) => new Date(new Date(iso).getTime() + 8 * 3600_000).toISOString().slice(0, 16).replace('T', ' ');
+
+  async function confirmedWith(reference?: string) {
+    const register = 'УБ99887766';
+    const { partner, invoice } = await partnerWithInvoice(ctx, 'etax', { amount: 45000, description: 'Үл хөдлөх хөрөнгийн татвар', payer: { register, name: 'Батболд Дорж' } });
+    const res = await pay(ctx, partner.apiKey, { invoiceId: invoice.id }, reference ? { 'x-partner-reference': reference } : {});
+    expect(res.statusCode, res.body).toBe(201);
+    const payment = res.json<PaymentCreated>();
+    await approveAndConfirm(ctx, invoice.refNum);
+    const read = await getPayment(ctx, partner.apiKey, payment.id);
+    const body = read.json<{ status: string; paidAt?: string }>();
+    expect(body.status).toBe('confirmed');
+    if (!body.paidAt) throw new Error('a confirmed payment without paidAt');
+    return { payment, invoice, paidAt: body.paidAt, register };
+  }
+
+  it('shows when it was paid, the amount, the payee, the payment id and the bank reference, with a link to the receipt', async () => {
+    const { payment, invoice, paidAt } = await confirmedWith('BANK-TXN-8841');
+    const res = await page(payment.id);
+    expect(res.statusCode).toBe(200);
+    expect(textOf(res.body, 'paid-at')).toBe(mongolian(paidAt));
+    expect(textOf(res.body, 'paid-amount')).toBe('45,000\u00a0₮');
+    expect(textOf(res.body, 'paid-payee')).toBe(invoice.fixture.payee.name);
+    expect(textOf(res.body, 'payment-id')).toBe(payment.id);
+    expect(textOf(res.body, 'bank-reference')).toBe('BANK-TXN-8841');
+    expect(res.body).toContain('Төлбөрийн баримт');
+    expect(res.body).toContain(`href="${payment.id}/receipt"`);
+    // Still nothing of the payer on the page itself.
+    expect(res.body).not.toContain('УБ99887766');
+  });
+
+  it('leaves the bank reference out when the bank gave none, and shows no receipt facts before the payment is confirmed', async () => {
+    const { payment } = await confirmedWith();
+    const res = await page(payment.id);
+    expect(textOf(res.body, 'payment-id')).toBe(payment.id);
+    expect(textOf(res.body, 'bank-reference')).toBeUndefined();
+
+    const submitted = await partnerWithPayment(ctx, 'mof');
+    const open = await page(submitted.payment.id);
+    expect(textOf(open.body, 'paid-at')).toBeUndefined();
+    expectNotFoundPage(await page(`${submitted.payment.id}/receipt`));
+  });
+
+  it('prints a receipt of a confirmed payment with the payer register masked', async () => {
+    const { payment, invoice, paidAt, register } = await confirmedWith('BANK-TXN-9002');
+    const res = await page(`${payment.id}/receipt`);
+    expect(res.statusCode, res.body).toBe(200);
+    expectHtmlHeaders(res);
+    expect(res.body).toContain('@page { size: A4;');
+    expect(textOf(res.body, 'amount')).toBe('45,000\u00a0₮');
+    expect(textOf(res.body, 'paid-at')).toBe(mongolian(paidAt));
+    expect(textOf(res.body, 'payee')).toBe(invoice.fixture.payee.name);
+    expect(textOf(res.body, 'description')).toBe('Үл хөдлөх хөрөнгийн татвар');
+    expect(textOf(res.body, 'payment-id')).toBe(payment.id);
+    expect(textOf(res.body, 'bank-reference')).toBe('BANK-TXN-9002');
+    expect(textOf(res.body, 'payer-register')).toBe('УБ******66');
+    expect(res.body).not.toContain(register);
+    expect(res.body).not.toContain('Батболд');
+    // Both languages.
+    expect(res.body).toContain('Төлбөрийн баримт');
+    expect(res.body).toContain('Payment receipt');
+  });
+
+  it('answers the receipt of an unknown or malformed id, or of a canceled payment, with the 404 page', async () => {
+    expectNotFoundPage(await page('6b1f8f0e-4f7c-4d5e-9a51-2f3b9c1d7e20/receipt'));
+    expectNotFoundPage(await page('not-a-payment/receipt'));
+    const canceled = await partnerWithPayment(ctx, 'police');
+    expect((await cancelPayment(ctx, canceled.partner.apiKey, canceled.payment.id)).statusCode).toBe(200);
+    expectNotFoundPage(await page(`${canceled.payment.id}/receipt`));
   });
 });
 

@@ -139,8 +139,10 @@ describe('QR image cache', () => {
       qr_text: null,
       source: 'mof',
       qr_standard: 'qrpay',
+      paid_at: null,
+      partner_reference: null,
     };
-    const page = createShortLinkService({ links: { findPage: async () => row, findStatus: async () => null }, qr });
+    const page = createShortLinkService({ links: { findPage: async () => row, findStatus: async () => null, findReceipt: async () => null }, qr });
     const views = await Promise.all(Array.from({ length: 20 }, () => page.page(PAYMENT_ID)));
     const images = new Set(views.map((v) => v?.qr?.qrImage));
     expect(images.size).toBe(1);

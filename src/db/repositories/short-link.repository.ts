@@ -5,7 +5,7 @@ import type { PaymentStatus, QrStandard, Source } from '../../domain/vocabulary.
 /**
  * What the public QR landing page (`GET /q/{paymentId}`) may know of a payment: the columns the
  * QR and the page are built from, and nothing else. No payer, partner or invoice identity leaves
- * the database through this read.
+ * the database through this read (the receipt's read below takes the payer's register, to mask).
  */
 export interface ShortLinkRow {
   id: string;
@@ -22,6 +22,23 @@ export interface ShortLinkRow {
   /** What a payment without a kept payload has its QR rebuilt from, with the columns above. */
   source: Source;
   qr_standard: QrStandard;
+  /** When the ministry confirmed it: the landing page of a paid payment says when. */
+  paid_at: Date | null;
+  /** The bank's own reference of the payment, shown to the customer who paid through it. */
+  partner_reference: string | null;
+}
+
+/** What a confirmed payment's receipt shows; the payer's register leaves only to be masked (short-link.service.ts). */
+export interface ShortLinkReceiptRow {
+  id: string;
+  status: PaymentStatus;
+  /** Decimal text in tugrik. */
+  amount: string;
+  paid_at: Date | null;
+  payee_name: string;
+  description: string;
+  partner_reference: string | null;
+  payer_register: string | null;
 }
 
 export interface ShortLinkStatusRow {
@@ -36,7 +53,14 @@ export function createShortLinkRepository(db: Db) {
       .selectFrom('payments as p')
       .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
       .innerJoin('partners as pa', 'pa.id', 'p.partner_id')
-      .select(['p.id', 'p.status', 'p.status_event', 'p.amount', 'i.payee_id', 'i.payee_name', 'i.description', 'p.qr_text', 'p.source', 'pa.qr_standard'])
+      .select(['p.id', 'p.status', 'p.status_event', 'p.amount', 'i.payee_id', 'i.payee_name', 'i.description', 'p.qr_text', 'p.source', 'pa.qr_standard', 'p.paid_at', 'p.partner_reference'])
+      .where('p.id', '=', slot<string>('id')),
+  );
+  const receipt = compileOnce((slot: SlotFn<'id'>) =>
+    db
+      .selectFrom('payments as p')
+      .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
+      .select(['p.id', 'p.status', 'p.amount', 'p.paid_at', 'i.payee_name', 'i.description', 'p.partner_reference', 'i.payer_register'])
       .where('p.id', '=', slot<string>('id')),
   );
   const status = compileOnce((slot: SlotFn<'id'>) =>
@@ -46,6 +70,11 @@ export function createShortLinkRepository(db: Db) {
   return {
     async findPage(id: string): Promise<ShortLinkRow | null> {
       const { rows } = await db.executeQuery(page({ id }));
+      return rows[0] ?? null;
+    },
+
+    async findReceipt(id: string): Promise<ShortLinkReceiptRow | null> {
+      const { rows } = await db.executeQuery(receipt({ id }));
       return rows[0] ?? null;
     },
 

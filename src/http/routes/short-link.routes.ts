@@ -10,6 +10,7 @@ import { redactDbError } from '../db-error.redactor.js';
 import { contentSecurityPolicy, fillTemplate, loadPageTemplate, sendPage, type PageTemplate } from '../plugins/page-security.plugin.js';
 import { pageScript } from '../page-script.bundler.js';
 import { isDatabaseUnavailable } from '../../db/pg-error.js';
+import { mongolianLocalTime } from '../../domain/finance-day.js';
 
 /*
  * The QR landing page behind `qrpay.shortUrl` (`SHORT_URL_BASE/<paymentId>`): served at
@@ -23,6 +24,7 @@ import { isDatabaseUnavailable } from '../../db/pg-error.js';
 /** Read once at start-up: self-contained pages (inline CSS and JS by hash, nothing from any other host). */
 const PAGE_MARKUP = loadPageTemplate(new URL('../short-link/short-link.page.html', import.meta.url)).html;
 const MESSAGE = loadPageTemplate(new URL('../short-link/short-link.message.html', import.meta.url));
+const RECEIPT = loadPageTemplate(new URL('../short-link/short-link.receipt.html', import.meta.url));
 
 let page: PageTemplate | undefined;
 
@@ -71,6 +73,25 @@ function renderPay(qr: NonNullable<ShortLinkView['qr']>): string {
   </section>
   </div>`;
 }
+
+/** A confirmed payment's facts on its landing page, in both languages: what the customer shows a clerk. */
+function renderPaid(view: ShortLinkView, paid: NonNullable<ShortLinkView['paid']>): string {
+  const reference = paid.partnerReference
+    ? `<div><dt>Банкны гүйлгээний дугаар · <small>Bank reference</small></dt><dd id="bank-reference">${escapeHtml(paid.partnerReference)}</dd></div>`
+    : '';
+  return `<section class="card paid-facts" aria-label="Төлбөрийн баримт">
+    <h2>Төлбөрийн баримт<small>Receipt</small></h2>
+    <dl>
+      <div><dt>Төлсөн огноо · <small>Paid at (UTC+8)</small></dt><dd id="paid-at">${escapeHtml(mongolianLocalTime(paid.paidAt))}</dd></div>
+      <div><dt>Дүн · <small>Amount</small></dt><dd id="paid-amount">${escapeHtml(formatTugrik(view.amount))}</dd></div>
+      <div><dt>Хүлээн авагч · <small>Payee</small></dt><dd id="paid-payee">${escapeHtml(view.payeeName)}</dd></div>
+      <div><dt>Төлбөрийн дугаар · <small>Payment id</small></dt><dd class="id" id="payment-id">${escapeHtml(view.paymentId)}</dd></div>
+      ${reference}
+    </dl>
+  </section>`;
+}
+
+const receiptRow = (id: string, mn: string, en: string, value: string) => `<tr><th>${mn}<small>${en}</small></th><td id="${id}">${escapeHtml(value)}</td></tr>`;
 
 function sendNotFound(reply: FastifyReply) {
   return sendPage(reply, 404, MESSAGE, {
@@ -125,6 +146,23 @@ export const shortLinkRoutes: FastifyPluginAsyncTypebox<{ shortLinks: ShortLinkS
         PAYEE: escapeHtml(view.payeeName),
         DESCRIPTION: escapeHtml(view.description),
         PAY: view.qr ? renderPay(view.qr) : '',
+        PAID: view.paid ? renderPaid(view, view.paid) : '',
+        PAYMENT_ID: escapeHtml(view.paymentId),
+      });
+    });
+
+    // A printable receipt (one A4 page) of a confirmed payment; any other payment has none yet.
+    pages.get('/:paymentId/receipt', { schema: { hide: true, params: ShortLinkParams }, attachValidation: true, onRequest: limitPage }, async (request, reply) => {
+      const receipt = request.validationError ? null : await opts.shortLinks.receipt(request.params.paymentId);
+      if (!receipt) return sendNotFound(reply);
+      return sendPage(reply, 200, RECEIPT, {
+        AMOUNT: escapeHtml(formatTugrik(receipt.amount)),
+        PAID_AT: escapeHtml(mongolianLocalTime(receipt.paidAt)),
+        PAYEE: escapeHtml(receipt.payeeName),
+        DESCRIPTION: escapeHtml(receipt.description),
+        PAYMENT_ID: escapeHtml(receipt.paymentId),
+        PAYER: receipt.payerRegister ? receiptRow('payer-register', 'Төлөгчийн регистр', 'Payer register (masked)', receipt.payerRegister) : '',
+        REFERENCE: receipt.partnerReference ? receiptRow('bank-reference', 'Банкны гүйлгээний дугаар', 'Bank reference', receipt.partnerReference) : '',
       });
     });
   };
