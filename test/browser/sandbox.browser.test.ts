@@ -127,6 +127,9 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     const qr = page.locator('#qr-img');
     await qr.waitFor({ state: 'visible' });
     await expect.poll(() => page.textContent('#payment-status')).toBe('submitted');
+    // The Pay card follows the payment: its invoice is in payment, and a second Pay is not offered.
+    expect(await page.textContent('#sel-status')).toContain('in payment (submitted)');
+    expect(await page.isDisabled('#pay-btn')).toBe(true);
     expect(await qr.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     expect(await qr.getAttribute('src')).toMatch(/^data:image\/png;base64,/);
     // What the browser actually draws decodes to the payload the API returned.
@@ -173,6 +176,7 @@ describe.skipIf(!existsSync(CHROMIUM))('sandbox page in headless Chromium', { ta
     await page.screenshot({ path: `${ARTIFACTS}/sandbox-canceled.png`, fullPage: true });
     await expect.poll(() => rowStatus.textContent()).toBe(openStatus);
     expect(await page.isEnabled('#pay-btn')).toBe(true);
+    expect(await page.textContent('#sel-status')).toBe(openStatus);
 
     // A refused attempt replaces the earlier payment card: no stale QR, id or buttons stay on screen.
     await row.click();

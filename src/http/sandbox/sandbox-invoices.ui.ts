@@ -5,6 +5,10 @@ import type { PaymentBody } from '../../schemas/payment.schema.js';
 import { byId, el, type ApiClient, type ErrorBox } from '../page-ui/page-ui.js';
 import { formatFinanceDay, formatLocalTime, formatTugrik } from '../page-ui/page-format.js';
 import { impliedInvoiceStatus } from './sandbox.format.js';
+import { UNRESOLVED_STATUSES } from '../../payments/payment.machine.js';
+import type { PaymentStatus } from '../../domain/vocabulary.js';
+
+type FollowedPayment = Pick<PaymentBody, 'status' | 'invoiceId' | 'invoiceIds'>;
 
 const PLACEHOLDERS: Record<string, string> = { ttd: 'e.g. 5317878', vehicle: 'e.g. 1234УБА', taxRef: 'e.g. TR-2025-000123' };
 
@@ -13,7 +17,11 @@ export interface InvoiceList {
   /** A scenario invoice just planted: the results become that invoice alone, selected to pay (or to read, when not payable). */
   showPlanted(inv: InvoiceBody): void;
   /** After a payment is confirmed or canceled, its invoices as they are now (the stored copy, no ministry call). */
-  refreshAfter(payment: Pick<PaymentBody, 'status' | 'invoiceId' | 'invoiceIds'>): Promise<void>;
+  refreshAfter(payment: FollowedPayment): Promise<void>;
+  /** The payment on the card (null: none): while it may still be paid, its invoices offer no second Pay. */
+  follow(payment: FollowedPayment | null): void;
+  /** Whether the selected invoice can be paid now. */
+  payable(): boolean;
 }
 
 interface Results {
@@ -21,6 +29,8 @@ interface Results {
   /** The invoices on screen, by id, as last read: a payment's outcome updates its rows. */
   shown: Map<string, InvoiceBody>;
   rows: HTMLTableSectionElement;
+  /** The payment on the card, by the invoices it holds, while it may still be paid. */
+  heldBy: { invoiceIds: string[]; status: PaymentStatus } | null;
 }
 
 const money = (n: number) => formatTugrik(n, false);
@@ -56,15 +66,27 @@ function render(results: Results, invoices: InvoiceBody[], total: number): void 
   byId('result-total').textContent = money(total);
 }
 
-function renderSelection(inv: InvoiceBody): void {
+/** The payment that holds this invoice while the ministry may still take it, if any. */
+function holder(results: Results, inv: InvoiceBody): PaymentStatus | null {
+  const held = results.heldBy;
+  return held && held.invoiceIds.includes(inv.id) && UNRESOLVED_STATUSES.includes(held.status) ? held.status : null;
+}
+
+const payableNow = (results: Results, inv: InvoiceBody | null) => inv !== null && isPayable(inv.status) && holder(results, inv) === null;
+
+function renderSelection(results: Results, inv: InvoiceBody): void {
   byId('sel-desc').textContent = inv.description;
   byId('sel-id').textContent = inv.id;
   byId('sel-payer').textContent = inv.payer ? `${inv.payer.name} (${inv.payer.register})` : '—';
   byId('sel-amount').textContent = money(inv.amount);
   byId('sel-due').textContent = formatFinanceDay(inv.dueDate);
-  byId('sel-status').replaceChildren(el('span', { class: `badge ${inv.status}`, text: inv.status }));
+  const paying = holder(results, inv);
+  byId('sel-status').replaceChildren(
+    el('span', { class: `badge ${inv.status}`, text: inv.status }),
+    ...(paying ? [el('span', { class: 'sub', id: 'sel-held', text: ` · in payment (${paying}): pay it again once that payment ends` })] : []),
+  );
   byId<HTMLInputElement>('pay-amount').placeholder = String(inv.amount);
-  byId<HTMLButtonElement>('pay-btn').disabled = !isPayable(inv.status);
+  byId<HTMLButtonElement>('pay-btn').disabled = !payableNow(results, inv);
 }
 
 function select(results: Results, inv: InvoiceBody): void {
@@ -73,7 +95,7 @@ function select(results: Results, inv: InvoiceBody): void {
   byId('no-selection').classList.add('hidden');
   byId('selection').classList.remove('hidden');
   byId<HTMLInputElement>('pay-amount').value = '';
-  renderSelection(inv);
+  renderSelection(results, inv);
 }
 
 /** A newer reading of an invoice: its row, and the selection when it is the selected one. */
@@ -84,7 +106,7 @@ function update(results: Results, inv: InvoiceBody): void {
   }
   if (results.selected?.id === inv.id) {
     results.selected = inv;
-    renderSelection(inv);
+    renderSelection(results, inv);
   }
 }
 
@@ -102,7 +124,7 @@ async function search(results: Results, api: ApiClient, errors: ErrorBox, query:
 }
 
 export function createInvoiceList(api: ApiClient, errors: ErrorBox): InvoiceList {
-  const results: Results = { selected: null, shown: new Map(), rows: byId<HTMLTableSectionElement>('invoice-rows') };
+  const results: Results = { selected: null, shown: new Map(), rows: byId<HTMLTableSectionElement>('invoice-rows'), heldBy: null };
   const kindInput = byId<HTMLSelectElement>('search-kind');
   const valueInput = byId<HTMLInputElement>('search-value');
   kindInput.addEventListener('change', () => {
@@ -118,6 +140,11 @@ export function createInvoiceList(api: ApiClient, errors: ErrorBox): InvoiceList
 
   return {
     selected: () => results.selected,
+    payable: () => payableNow(results, results.selected),
+    follow(payment) {
+      results.heldBy = payment && { invoiceIds: payment.invoiceIds.length > 0 ? payment.invoiceIds : [payment.invoiceId], status: payment.status };
+      if (results.selected) renderSelection(results, results.selected);
+    },
     showPlanted(inv) {
       // Searching its payer register lists it again (and, for `linked`, the invoice settled with it).
       kindInput.value = 'ttd';

@@ -1,6 +1,5 @@
 /* Steps 3 and 4 of the sandbox page: paying the picked invoice, then watching, approving or canceling the payment. */
 import type { Static } from 'typebox';
-import { isPayable } from '../../domain/invoice-status.js';
 import { UNRESOLVED_STATUSES, canMove } from '../../payments/payment.machine.js';
 import type { PaymentStatus } from '../../domain/vocabulary.js';
 import type { CancelBody, CreatePaymentBody, PaymentBody, PaymentCreatedBody, QrPayBody } from '../../schemas/payment.schema.js';
@@ -149,6 +148,7 @@ function clearPayment(card: Card): void {
   byId('paid-at').textContent = '—';
   renderQr(undefined);
   renderStage('pending');
+  card.invoices.follow(null);
 }
 
 function updatePayment(card: Card, next: Payment): void {
@@ -159,6 +159,7 @@ function updatePayment(card: Card, next: Payment): void {
   byId('payment-invoices').textContent = next.invoiceIds.join('\n');
   byId('paid-at').textContent = next.paidAt ? formatLocalTime(next.paidAt, false) : '—';
   renderStage(next.status);
+  card.invoices.follow(payment);
   // Confirmed means its invoices are paid; canceled, open again: the rows follow.
   if ((next.status === 'confirmed' || next.status === 'canceled') && card.syncedStatus !== next.status) {
     card.syncedStatus = next.status;
@@ -209,8 +210,7 @@ async function pay(card: Card, invoiceId: string, raw: string): Promise<void> {
     if (err instanceof ApiError && err.status === 422) showRefusal(err, body, attempt.key);
     else card.errors.show(err, attempt.retryable ? 'Payment (retry reuses the same idempotency key)' : 'Payment');
   } finally {
-    const selected = card.invoices.selected();
-    button.disabled = !(selected && isPayable(selected.status));
+    button.disabled = !card.invoices.payable();
   }
 }
 
@@ -259,7 +259,7 @@ export function createPaymentCard(api: ApiClient, errors: ErrorBox, invoices: In
   byId('pay-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const selected = invoices.selected();
-    if (!selected || !isPayable(selected.status)) return;
+    if (!selected || !invoices.payable()) return;
     errors.clear();
     // A new attempt replaces whatever the payment card showed: its result is the only one shown.
     clearPayment(card);
