@@ -406,6 +406,15 @@ describe.skipIf(!existsSync(CHROMIUM))('operator console in headless Chromium', 
     expect(await row.getAttribute('data-active')).toBe('true');
     await expectLocalTimes(page);
     await screenshot(page, 'partners');
+    // A laptop's width shows every column, the actions too, and a click scrolls nothing away.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectFits(page, '#partners-table');
+    await row.locator('button.edit-limits').click();
+    await expectFits(page, '#partners-table');
+    expect(await page.$eval('#partners-table', (t) => (t.parentElement as HTMLElement).scrollLeft)).toBe(0);
+    await screenshot(page, 'partners-1280-editing');
+    await row.locator('button.cancel-limits').click();
+    await page.setViewportSize({ width: 1440, height: 900 });
 
     // The QR standard, set from the row.
     await row.locator('select.qr-select').selectOption('qrpay');

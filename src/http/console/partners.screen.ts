@@ -144,7 +144,8 @@ function limitsCell(kit: RowKit, p: Partner, tr: HTMLTableRowElement): HTMLTable
     });
     reset.addEventListener('click', () => void busy(reset, 'Resetting…', () => saveLimits(kit, p, tr, null)));
     td.replaceChildren(form);
-    inputs[0]?.focus();
+    // Without scrolling: the table fits, and a scroll would move the Name column out of sight.
+    inputs[0]?.focus({ preventScroll: true });
   }
   show();
   return td;
@@ -171,13 +172,13 @@ function partnerRow(kit: RowKit, p: Partner): HTMLTableRowElement {
   const goDeliveries = el('button', { type: 'button', class: 'small secondary show-deliveries', text: 'Deliveries', onclick: () => nav.deliveriesOf(p.id) });
   tr.append(
     el('td', {}, el('strong', { class: 'partner-name', text: p.name })),
-    el('td', { class: 'nowrap' }, el('span', { class: 'id', text: p.id })),
+    el('td', { class: 'partner-id' }, el('span', { class: 'id', text: p.id })),
     el('td', {}, qrSelect(kit, p, tr)),
     el('td', {}, badge(p.environment)),
     el('td', {}, badge(p.active ? 'active' : 'inactive')),
     limitsCell(kit, p, tr),
     timeCell(p.createdAt),
-    el('td', { class: 'actions' }, goPayments, goDeliveries, rotateButton(kit, p), activeToggle(kit, p, tr)),
+    el('td', { class: 'actions paired' }, el('div', { class: 'pair' }, goPayments, goDeliveries, rotateButton(kit, p), activeToggle(kit, p, tr))),
   );
   return tr;
 }
