@@ -61,6 +61,8 @@ export interface AppOptions {
   isDbReady: () => Promise<boolean>;
   /** Background loops that have stalled, for readiness's body. */
   stalledWork?: () => string[];
+  /** True once the process is shutting down: readiness answers 503 (HealthOptions.isDraining). */
+  isDraining?: () => boolean;
   metrics?: Metrics;
   /** The OpenAPI document's servers (openApiServers(config)); by default this server's API_PREFIX. */
   openApiServers?: OpenApiServer[];
@@ -102,7 +104,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(
     async (api) => {
-      await api.register(healthRoutes, { isDbReady: opts.isDbReady, stalledWork: opts.stalledWork });
+      await api.register(healthRoutes, { isDbReady: opts.isDbReady, stalledWork: opts.stalledWork, isDraining: opts.isDraining });
       // Sandbox page (no key; the key is typed into it): only when the sandbox service exists (never in production).
       if (opts.services.sandbox) await api.register(sandboxPageRoutes);
       await api.register(async (secured) => {

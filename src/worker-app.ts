@@ -12,6 +12,8 @@ export interface WorkerAppOptions {
   isDbReady: () => Promise<boolean>;
   /** Background loops that have stalled, for readiness's body. */
   stalledWork?: () => string[];
+  /** True once the process is shutting down: readiness answers 503 (HealthOptions.isDraining). */
+  isDraining?: () => boolean;
   metrics: Metrics;
   /** As the partner API's (AppOptions.listenerLimits). */
   listenerLimits?: ListenerLimits;
@@ -24,7 +26,7 @@ export interface WorkerAppOptions {
 export async function buildWorkerApp(opts: WorkerAppOptions): Promise<FastifyInstance> {
   const app = createFastify(opts.logger, { bodyLimit: 1024, limits: opts.listenerLimits });
   registerAdminHostCheck(app, opts.allowedHosts);
-  await app.register(healthRoutes, { isDbReady: opts.isDbReady, stalledWork: opts.stalledWork });
+  await app.register(healthRoutes, { isDbReady: opts.isDbReady, stalledWork: opts.stalledWork, isDraining: opts.isDraining });
   registerMetricsRoute(app, opts.metrics);
   return app;
 }

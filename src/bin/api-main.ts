@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import type { Tracing } from '../adapters/tracing/tracing.loader.js';
 import { createDeps, createLogger } from '../composition/deps.factory.js';
 import { buildListeners } from '../composition/listeners.factory.js';
+import { createDrainState, createProcessShutdown } from '../composition/shutdown.factory.js';
 import { API_PREFIX } from '../app.js';
 import { buildSimulator } from '../../simulator/simulator.app.js';
 import { loadFixtures } from '../../simulator/fixtures.schema.js';
@@ -35,27 +36,30 @@ export async function main(config: Config, tracing: Tracing): Promise<void> {
   const logger = createLogger(config);
   const { urls, simulator } = await resolveMinistries(config);
   const deps = await createDeps(config, { ministryUrls: urls, logger, tracer: tracing.tracer, asyncContext: tracing.asyncContext });
-  const listeners = await buildListeners(config, deps, logger);
+  const drain = createDrainState();
+  const listeners = await buildListeners(config, deps, logger, { drain });
   const jobs = config.processRole === 'api' ? null : deps.startJobs();
 
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 10_000).unref();
-    await jobs?.stop();
-    await Promise.allSettled(listeners.map((l) => l.app.close()));
-    await deps.close();
-    if (simulator) await simulator.close();
-    await tracing.shutdown().catch(() => undefined);
-    clearTimeout(force);
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  const shutdown = createProcessShutdown({
+    drain,
+    drainMs: config.processRole === 'worker' ? 0 : config.shutdownDrainMs,
+    closeDeadlineMs: 10_000,
+    stopJobs: async () => jobs?.stop(),
+    closeListeners: async () => {
+      await Promise.allSettled(listeners.map((l) => l.app.close()));
+    },
+    closeRest: async () => {
+      await deps.close();
+      if (simulator) await simulator.close();
+      await tracing.shutdown().catch(() => undefined);
+    },
+    logger,
+    exit: (code) => process.exit(code),
+  });
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
 
   for (const l of listeners) await l.app.listen({ port: l.port, host: l.host });
   logger.info({ role: config.processRole, listeners: listeners.map((l) => `http://${l.host}:${l.port}`), apiPrefix: API_PREFIX }, 'listening');
-  if (config.appEnv === 'local' && config.processRole !== 'worker') await printDemoBanner(config, deps.services.partners, simulator !== null);
+  if (config.appEnv === 'local' && config.processRole !== 'worker') await printDemoBanner(config, deps.services.partners, simulator !== null, console.log, (line) => logger.info(line));
 }

@@ -16,8 +16,11 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-/** The banner's lines. On an empty database it creates the demo partner (its key is shown this once). */
-export async function demoBannerLines(config: Config, partners: BannerPartners, usingSimulator: boolean): Promise<string[]> {
+/**
+ * The banner's lines. On an empty database it creates the demo partner (its key is shown this
+ * once), and tells `progress` first: a first start says what it does as it goes.
+ */
+export async function demoBannerLines(config: Config, partners: BannerPartners, usingSimulator: boolean, progress: (line: string) => void = () => undefined): Promise<string[]> {
   const origin = `http://${urlHost(config.host)}:${config.port}`;
   const base = `${origin}${API_PREFIX}`;
   const adminToken = config.adminToken === 'local-admin-token' ? 'local-admin-token' : '<ADMIN_TOKEN>';
@@ -47,6 +50,7 @@ export async function demoBannerLines(config: Config, partners: BannerPartners, 
     ];
   }
 
+  progress(`seeding the demo data: partner ${DEMO_PARTNER_NAME} and its API key${usingSimulator ? ' (the built-in simulator holds the demo invoices)' : ''}`);
   const demo = await partners.create({ name: DEMO_PARTNER_NAME, qrStandard: 'qrpay' });
   return [
     ...head,
@@ -70,6 +74,7 @@ export async function printDemoBanner(
   partners: BannerPartners,
   usingSimulator: boolean,
   print: (text: string) => void = console.log,
+  progress?: (line: string) => void,
 ): Promise<void> {
-  print((await demoBannerLines(config, partners, usingSimulator)).join('\n'));
+  print((await demoBannerLines(config, partners, usingSimulator, progress)).join('\n'));
 }

@@ -1,7 +1,20 @@
-import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+import { pino, stdSerializers, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 import { redactDbError } from '../http/db-error.redactor.js';
-import type { Config } from '../config/config.js';
-import { createDatabase, createDatabasePinger, migrateToLatest, pingDatabase, type DatabaseOptions, type Db, type EmbeddedDatabase } from '../db/database.js';
+import type { Config, DatabaseConfig } from '../config/config.js';
+import {
+  createDatabase,
+  createDatabasePinger,
+  migrateToLatest,
+  pingDatabase,
+  readSchemaState,
+  type DatabaseOptions,
+  type Db,
+  type EmbeddedDatabase,
+  type MigrationStarted,
+  type SchemaState,
+} from '../db/database.js';
+import { StartRefusal } from '../config/start-failure.js';
 import { createDatabaseClock } from '../db/database-clock.js';
 import { withDeadline } from '../primitives/deadline.helper.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
@@ -67,8 +80,13 @@ export function leasePolicyOf(config: Config): LeasePolicy {
   });
 }
 
-export function createLogger(config: Config): PinoLogger {
-  return pino({
+/**
+ * The process's log, on stdout unless `destination` says otherwise: JSON lines (LOG_FORMAT=json),
+ * or pino-pretty's lines for a person at a terminal (LOG_FORMAT=pretty). Either way the same
+ * redaction applies: pino redacts before the line is formatted.
+ */
+export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>, destination?: DestinationStream): PinoLogger {
+  const options = {
     level: config.logLevel,
     redact: {
       paths: ['req.headers["x-api-key"]', 'req.headers.authorization', '*.secret', '*.apiKey', 'secret', 'apiKey'],
@@ -76,7 +94,13 @@ export function createLogger(config: Config): PinoLogger {
     },
     // Database errors hold the statement's bound values, wherever they are logged from.
     serializers: { err: (err: unknown) => stdSerializers.err(redactDbError(err) as Error) },
-  });
+  };
+  if (config.logFormat === 'json') return destination ? pino(options, destination) : pino(options);
+  // Formatted as each line is written, in this thread (pino-pretty's own stream formats later, on
+  // its own turns): a line logged just before the process exits is not lost.
+  const format = prettyFactory({ colorize: !destination && process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  const out = destination ?? process.stdout;
+  return pino(options, { write: (line: string) => void out.write(format(line)) });
 }
 
 function staleLeaseReport(metrics: Metrics, logger: PinoLogger): StaleLeaseReport {
@@ -96,17 +120,96 @@ function readinessPing(config: Config, db: Db) {
   return createDatabasePinger({ url: config.databaseUrl, timeoutMs, keepAliveMs: config.dbKeepAliveMs });
 }
 
+/** The command that applies a release's migrations, as a refusal names it. */
+export const MIGRATE_COMMAND = '`npm run migrate` (in the image: node dist/src/bin/migrate.js)';
+
+/** The last of the code's migrations the database has had, or null for a database never migrated. */
+function reached(state: SchemaState): string | null {
+  const pending = new Set(state.pending);
+  return state.known.filter((n) => !pending.has(n)).at(-1) ?? null;
+}
+
+/**
+ * A database whose record and the code's differ both ways (a migration of another branch, or a
+ * release's migration renamed): neither is older, Kysely refuses to migrate it, and no rule says
+ * this code runs on it.
+ */
+function divergence(state: SchemaState): string | null {
+  if (state.unknown.length === 0 || state.pending.length === 0) return null;
+  return `the database has migrations this code does not (${state.unknown.join(', ')}) and lacks some it has (${state.pending.join(', ')}); it was migrated by another line of releases`;
+}
+
 /**
  * Migrations run on a connection of their own without the query deadline: a migration of a large
  * table may rightly take longer than any request's query. The embedded database has one connection.
  */
-async function migrate(db: Db, options: DatabaseOptions): Promise<void> {
-  if (!options.databaseUrl) return migrateToLatest(db, options.schema);
+async function migrate(db: Db, options: DatabaseOptions, started?: MigrationStarted): Promise<string[]> {
+  if (!options.databaseUrl) return migrateToLatest(db, options.schema, undefined, started);
   const own = await createDatabase({ ...options, poolSize: 1, queryTimeoutMs: undefined, health: undefined });
   try {
-    await migrateToLatest(own, options.schema);
+    return await migrateToLatest(own, options.schema, undefined, started);
   } finally {
     await own.destroy();
+  }
+}
+
+/**
+ * The schema the service is to run on. With MIGRATE_ON_START it applies what is pending; without,
+ * a schema older than the code refuses the start, naming the migrations and the command. A schema
+ * newer than the code (a later release migrated it, or this release was rolled back to) is served
+ * as it is, with a warning, under either: each migration only adds, so this code's tables and
+ * columns are all there (docs/deployment.md, Migrations). Kysely would refuse to migrate it.
+ */
+async function prepareSchema(db: Db, options: DatabaseOptions, config: Config, logger: PinoLogger): Promise<void> {
+  const state = await readSchemaState(db, options.schema);
+  const diverged = divergence(state);
+  if (diverged) throw new StartRefusal(diverged);
+  if (state.unknown.length > 0) {
+    logger.warn(
+      { unknownMigrations: state.unknown, codeMigration: state.known.at(-1) },
+      'the database schema is newer than this code (migrations it does not have); serving on it, as each migration only adds',
+    );
+    return;
+  }
+  if (state.pending.length === 0) return;
+  if (!config.migrateOnStart) {
+    throw new StartRefusal(
+      `the database schema is older than this code: migration${state.pending.length > 1 ? 's' : ''} ${state.pending.join(', ')} not applied; run ${MIGRATE_COMMAND} first, or set MIGRATE_ON_START=true`,
+    );
+  }
+  const from = reached(state);
+  const range = `${state.pending[0]} to ${state.pending.at(-1)}`;
+  logger.info({ from, pending: state.pending.length }, from ? `migrating the database from ${from}: ${range}` : `migrating a new database: ${state.pending.length} migrations, ${range}`);
+  // A new database takes every migration within a second or two: its one line says so, and each is debug.
+  const level = from ? 'info' : 'debug';
+  await migrate(db, options, (name) => logger[level]({ migration: name }, `applying migration ${name}`));
+}
+
+/** What the migration step did: the migrations it applied, and where the database is now. */
+export interface MigrationOutcome {
+  applied: string[];
+  /** The code's last migration the database has had (null: the code has none). */
+  at: string | null;
+  /** Migrations the database has had that this code does not: a newer release migrated it. */
+  newer: string[];
+}
+
+/**
+ * The deploy step (`npm run migrate`): the database of DATABASE_URL, or the embedded one in
+ * DATA_DIR, migrated to this code's last migration. A database a newer release migrated is left
+ * as it is: this release's code runs on it (a rollback), and it has nothing of this release to apply.
+ */
+export async function migrateDatabase(config: DatabaseConfig, started?: MigrationStarted): Promise<MigrationOutcome> {
+  const options: DatabaseOptions = { databaseUrl: config.databaseUrl, dataDir: config.dataDir, connectTimeoutMs: config.dbConnectTimeoutMs, keepAliveMs: config.dbKeepAliveMs, poolSize: 1 };
+  const db = await createDatabase(options);
+  try {
+    const state = await readSchemaState(db);
+    const diverged = divergence(state);
+    if (diverged) throw new StartRefusal(diverged);
+    const applied = state.pending.length > 0 ? await migrateToLatest(db, undefined, undefined, started) : [];
+    return { applied, at: state.known.at(-1) ?? null, newer: state.unknown };
+  } finally {
+    await db.destroy();
   }
 }
 
@@ -137,7 +240,7 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
   const db = await createDatabase(options);
   const ping = readinessPing(config, db);
   ready.ping = ping.ping;
-  await migrate(db, options);
+  await prepareSchema(db, options, config, logger);
   const isDbReady = async () => {
     const ok = await ping.ping();
     if (ok) dbOutage.recovered();

@@ -2,7 +2,8 @@ import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { APP_ENVS, PROCESS_ROLES, type AppEnv } from '../domain/vocabulary.js';
 import { TRACE_SAMPLERS } from '../domain/trace-context.js';
-import { DEFAULT_ADMIN_PORT, int, LOCAL_ADMIN_TOKEN, processEnv, str, type Env } from './process-env.js';
+import { DEFAULT_ADMIN_PORT, int, LOCAL_ADMIN_TOKEN, processEnv, stdoutIsTerminal, str, WORKER_ADMIN_PORT, type Env } from './process-env.js';
+import { ConfigError } from './start-failure.js';
 
 const AppEnvSchema = Type.Enum(APP_ENVS);
 
@@ -60,8 +61,11 @@ function bool(env: Env, name: string): boolean | undefined {
   throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
-/** Reads one variable; undefined when the environment leaves it out (the schema's default applies). */
-type Reader = (env: Env, name: string, appEnv: AppEnv) => unknown;
+/**
+ * Reads one variable; undefined when the environment leaves it out (the schema's default applies).
+ * Throws, naming the variable, when its text is not of its kind; `terminal` says whether stdout is one.
+ */
+type Reader = (env: Env, name: string, appEnv: AppEnv, terminal: boolean) => unknown;
 
 /** A secret a setting's value holds: where in the value it sits (a JSON pointer) and how an error names it. */
 interface HeldSecret {
@@ -128,7 +132,8 @@ const SETTINGS = {
   host: setting('HOST', Text('127.0.0.1')),
   port: number('PORT', Int(3000)),
   adminHost: setting('ADMIN_HOST', Text('127.0.0.1')),
-  adminPort: number('ADMIN_PORT', Int(DEFAULT_ADMIN_PORT)),
+  /** 3002 by default for PROCESS_ROLE=worker, so a worker beside an API on one host needs no setting of its own. */
+  adminPort: setting('ADMIN_PORT', Int(DEFAULT_ADMIN_PORT), (env, name) => int(env, name) ?? (str(env, 'PROCESS_ROLE') === 'worker' ? WORKER_ADMIN_PORT : undefined)),
   adminToken: setting('ADMIN_TOKEN', Type.String({ minLength: 8 }), secret(LOCAL_ADMIN_TOKEN), wholeSecret),
   /** Named operators (ADMIN_TOKENS="name:token,..."); ADMIN_TOKEN stays valid as operator `admin`. */
   adminTokens: setting(
@@ -152,6 +157,12 @@ const SETTINGS = {
   /** The deadline of readiness's own database ping. */
   readyDbTimeoutMs: number('READY_DB_TIMEOUT_MS', Int(1000, 50)),
   dataDir: setting('DATA_DIR', Text('./.data')),
+  /**
+   * Whether a start applies pending migrations; true by default only when APP_ENV=local. Off, the
+   * migrations are a deploy step of their own (`npm run migrate`) and a start on an older schema
+   * is refused (docs/deployment.md, Migrations).
+   */
+  migrateOnStart: setting('MIGRATE_ON_START', Type.Boolean(), (env, name, appEnv) => bool(env, name) ?? appEnv === 'local'),
   redisUrl: setting('REDIS_URL', Optional()),
   ministryUrls: {
     mof: setting('MINISTRY_MOF_URL', Optional()),
@@ -259,6 +270,12 @@ const SETTINGS = {
   requestTimeoutMs: number('REQUEST_TIMEOUT_MS', Int(30_000, 1000)),
   /** Open connections each listener holds at once; a connection past them is closed as it arrives. */
   maxConnectionsPerListener: number('MAX_CONNECTIONS_PER_LISTENER', Int(10_000, 1)),
+  /**
+   * After SIGTERM, how long readiness answers 503 while the listeners still serve, before they
+   * close: a load balancer polling readiness has stopped sending requests by then. 5 s outside
+   * `local`; 0 in `local`, where no load balancer waits on it and Ctrl-C should stop at once.
+   */
+  shutdownDrainMs: setting('SHUTDOWN_DRAIN_MS', Int(5000), (env, name, appEnv) => int(env, name) ?? (appEnv === 'local' ? 0 : undefined)),
   /** Defaults to the API's own address: http://HOST:PORT/q. */
   shortUrlBase: setting('SHORT_URL_BASE', Type.String()),
   /** The public base URLs (with /api/v1) the OpenAPI document lists as its sandbox and production servers. */
@@ -267,6 +284,12 @@ const SETTINGS = {
     production: setting('PUBLIC_API_URL_PRODUCTION', Type.String({ pattern: '^https?://', default: 'https://api.example.mn/api/v1' })),
   },
   logLevel: setting('LOG_LEVEL', Text('info')),
+  /** `pretty` (pino-pretty's lines) by default only for a local start on a terminal; JSON lines everywhere else. */
+  logFormat: setting(
+    'LOG_FORMAT',
+    Type.Union([Type.Literal('json'), Type.Literal('pretty')]),
+    (env, name, appEnv, terminal) => str(env, name) ?? (appEnv === 'local' && terminal ? 'pretty' : 'json'),
+  ),
   /** OpenTelemetry span export (docs/operations.md, Tracing); with no endpoint nothing of OpenTelemetry is loaded. */
   otel: {
     endpoint: setting('OTEL_EXPORTER_OTLP_ENDPOINT', Type.Union([Type.String({ pattern: '^https?://' }), Type.Null()], { default: null })),
@@ -309,9 +332,34 @@ function schemaOf<T extends SettingTree>(tree: T, options: { default?: object } 
   return Type.Object(properties, options) as unknown as SchemaOf<T>;
 }
 
-/** What the environment says, setting by setting; a setting it leaves out stays undefined. */
-function fromEnv(tree: SettingTree, env: Env, appEnv: AppEnv): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(tree).map(([key, node]) => [key, isSetting(node) ? node.read(env, node.env, appEnv) : fromEnv(node, env, appEnv)]));
+/** A setting that is wrong: where in the config it sits (a JSON pointer) and what is wrong, by its variable's name. */
+interface Problem {
+  at: string;
+  message: string;
+}
+
+interface Reading {
+  env: Env;
+  appEnv: AppEnv;
+  terminal: boolean;
+  /** Each variable whose text is not of its kind (a number, a flag, a list): every one is reported, not the first. */
+  unreadable: Problem[];
+}
+
+/** What the environment says, setting by setting; a setting it leaves out, or that cannot be read, stays undefined. */
+function fromEnv(tree: SettingTree, reading: Reading, path = ''): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(tree).map(([key, node]) => {
+      const at = `${path}/${key}`;
+      if (!isSetting(node)) return [key, fromEnv(node, reading, at)];
+      try {
+        return [key, node.read(reading.env, node.env, reading.appEnv, reading.terminal)];
+      } catch (err) {
+        reading.unreadable.push({ at, message: err instanceof Error ? err.message : String(err) });
+        return [key, undefined];
+      }
+    }),
+  );
 }
 
 /** The variable each setting is read from, for documentation checks. */
@@ -343,7 +391,7 @@ function secretProblem(held: HeldSecret, appEnv: AppEnv): string | undefined {
 }
 
 /** Outside `local`, each offending secret: its place in the config (a JSON pointer) and the problem. */
-function secretErrors(tree: SettingTree, config: unknown, appEnv: AppEnv, path = ''): { at: string; message: string }[] {
+function secretErrors(tree: SettingTree, config: unknown, appEnv: AppEnv, path = ''): Problem[] {
   if (appEnv === 'local') return [];
   return Object.entries(tree).flatMap(([key, node]) => {
     const value = valueAt(config, key);
@@ -360,29 +408,111 @@ export function secretVariables(tree: SettingTree = SETTINGS): string[] {
   return Object.values(tree).flatMap((node) => (isSetting(node) ? (node.secrets ? [node.env] : []) : secretVariables(node)));
 }
 
+/** The words a setting of literals takes (PROCESS_ROLE's), for a complaint that names them rather than each mismatch. */
+function choicesOf(schema: TSchema): string[] | null {
+  const { anyOf } = schema as { anyOf?: { const?: unknown }[] };
+  if (!anyOf?.every((s) => typeof s.const === 'string')) return null;
+  return anyOf.map((s) => String(s.const));
+}
+
+/** `/0/token` of a list's value as an operator counts it: `item 1 token`. */
+const itemPath = (pointer: string) => pointer.split('/').slice(1).map((part) => (/^\d+$/.test(part) ? `item ${Number(part) + 1}` : part)).join(' ');
+
 /**
- * The schema's complaints, but those about an offending secret (at one of `offending`'s pointers):
- * its own message already says it is missing or too short, by its variable's name.
+ * The schema's complaint about one setting's value, by its variable's name; none about a part
+ * already reported (an offending secret, at one of `covered`'s pointers), whose own message says
+ * it is missing or too short.
  */
-function schemaErrors(config: Config, offending: ReadonlySet<string>): string[] {
-  if (Value.Check(ConfigSchema, config)) return [];
-  const covered = (at: string) => [...offending].some((o) => at === o || at.startsWith(`${o}/`));
-  return [...Value.Errors(ConfigSchema, config)]
-    .filter((e) => !covered(e.instancePath))
-    .filter((e) => e.keyword !== 'required' || !e.params.requiredProperties.every((p) => covered(`${e.instancePath}/${p}`)))
-    .map((e) => `${e.instancePath} ${e.message}`);
+function schemaProblem(node: Setting, at: string, value: unknown, covered: (at: string) => boolean): Problem[] {
+  if (covered(at) || Value.Check(node.schema, value)) return [];
+  if (value === undefined) return [{ at, message: `${node.env} is required` }];
+  const choices = choicesOf(node.schema);
+  if (choices) return [{ at, message: `${node.env} must be one of ${choices.join(', ')}` }];
+  const errors = [...Value.Errors(node.schema, value)].filter((e) => e.keyword !== 'anyOf' && !covered(`${at}${e.instancePath}`));
+  const first = errors[0];
+  if (!first) return [];
+  const where = first.instancePath ? ` ${itemPath(first.instancePath)}` : '';
+  return [{ at, message: `${node.env}${where} ${first.message}` }];
+}
+
+/** Each setting's problem, in the table's order: its text could not be read, or its value breaks its schema. */
+function settingProblems(tree: SettingTree, config: unknown, unreadable: readonly Problem[], covered: (at: string) => boolean, path = ''): Problem[] {
+  return Object.entries(tree).flatMap(([key, node]) => {
+    const at = `${path}/${key}`;
+    const value = valueAt(config, key);
+    if (!isSetting(node)) return settingProblems(node, value, unreadable, covered, at);
+    const unread = unreadable.filter((p) => p.at === at);
+    return unread.length > 0 ? unread : schemaProblem(node, at, value, covered);
+  });
+}
+
+/** Outside `local`, the ministry systems' addresses: the service has nothing to talk to without them. */
+function upstreamProblems(config: Config): Problem[] {
+  if (config.appEnv === 'local') return [];
+  return Object.entries(SETTINGS.ministryUrls)
+    .filter(([source]) => config.ministryUrls[source as keyof Config['ministryUrls']] === null)
+    .map(([source, node]) => ({ at: `/ministryUrls/${source}`, message: `${node.env} is required when APP_ENV=${config.appEnv}` }));
+}
+
+export interface LoadOptions {
+  /** Whether stdout is a terminal (LOG_FORMAT's default); the process's own by default. */
+  terminal?: boolean;
+  /**
+   * Outside `local`, refuse a configuration without every MINISTRY_*_URL: the service's own start
+   * (src/bin/api.ts) names them beside every other problem; a tool that never calls a ministry
+   * (the migration step) does not need them.
+   */
+  upstreams?: boolean;
+}
+
+/**
+ * `tree`'s settings from the environment, validated against `schema` (the tree's); `complete`
+ * fills what defaults from other settings and returns its own problems. Throws a ConfigError
+ * naming every problem, each by its variable, never a secret's value.
+ */
+function load<T extends SettingTree>(tree: T, schema: SchemaOf<T>, env: Env, options: LoadOptions, complete: (value: Static<SchemaOf<T>>) => Problem[]): Static<SchemaOf<T>> {
+  const stated = str(env, 'APP_ENV') ?? 'local';
+  const known = Value.Check(AppEnvSchema, stated);
+  // Read as production, the strictest, while APP_ENV itself is wrong: the other problems still show.
+  const appEnv: AppEnv = known ? stated : 'production';
+  const reading: Reading = { env, appEnv, terminal: options.terminal ?? stdoutIsTerminal(), unreadable: [] };
+  const config = Value.Default(schema, withoutUnset({ ...fromEnv(tree, reading), appEnv })) as Static<SchemaOf<T>>;
+  const completed = complete(config);
+  const secrets = secretErrors(tree, config, appEnv);
+  const covered = (at: string) => at === '/appEnv' || secrets.some((s) => at === s.at || at.startsWith(`${s.at}/`));
+  const problems = [
+    ...(known ? [] : [{ at: '/appEnv', message: `APP_ENV must be one of ${APP_ENVS.join(', ')}, got "${stated}"` }]),
+    ...secrets,
+    ...settingProblems(tree, config, reading.unreadable, covered),
+    ...completed,
+  ];
+  if (problems.length > 0) throw new ConfigError(problems.map((p) => p.message));
+  return config;
 }
 
 /** The service's settings from the environment: everything else receives a validated Config. */
-export function loadConfig(env: Env = processEnv()): Config {
-  const appEnv = str(env, 'APP_ENV') ?? 'local';
-  if (!Value.Check(AppEnvSchema, appEnv)) throw new Error(`APP_ENV must be local, sandbox or production, got "${appEnv}"`);
-  const config = Value.Default(ConfigSchema, withoutUnset(fromEnv(SETTINGS, env, appEnv))) as Config;
-  config.shortUrlBase ??= `http://${config.host}:${config.port}/q`;
-  const secrets = secretErrors(SETTINGS, config, appEnv);
-  const errors = [...secrets.map((s) => s.message), ...schemaErrors(config, new Set(secrets.map((s) => s.at)))];
-  if (errors.length > 0) throw new Error(`Invalid configuration: ${errors.join('; ')}`);
-  return config;
+export function loadConfig(env: Env = processEnv(), options: LoadOptions = {}): Config {
+  return load(SETTINGS, ConfigSchema, env, options, (config) => {
+    config.shortUrlBase ??= `http://${config.host}:${config.port}/q`;
+    return options.upstreams ? upstreamProblems(config) : [];
+  });
+}
+
+/** What the migration step needs: the database, nothing of the service's secrets or upstreams. */
+const DATABASE_SETTINGS = {
+  appEnv: SETTINGS.appEnv,
+  databaseUrl: SETTINGS.databaseUrl,
+  dataDir: SETTINGS.dataDir,
+  dbConnectTimeoutMs: SETTINGS.dbConnectTimeoutMs,
+  dbKeepAliveMs: SETTINGS.dbKeepAliveMs,
+} as const satisfies SettingTree;
+
+const DatabaseConfigSchema = schemaOf(DATABASE_SETTINGS);
+export type DatabaseConfig = Static<typeof DatabaseConfigSchema>;
+
+/** The database's settings alone (`npm run migrate`): a migration job is given no more than it needs. */
+export function loadDatabaseConfig(env: Env = processEnv()): DatabaseConfig {
+  return load(DATABASE_SETTINGS, DatabaseConfigSchema, env, {}, () => []);
 }
 
 /** The sandbox helpers (the sandbox page's simulator approve) exist everywhere but production. */

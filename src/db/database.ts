@@ -195,21 +195,80 @@ export function isConcurrentSchemaDrop(err: unknown): boolean {
   return CONCURRENT_DROP_CODES.has(pgErrorCode(err) ?? '');
 }
 
+/** Told of each migration as it begins: a first start's migrations take seconds, and say so. */
+export type MigrationStarted = (name: string) => void;
+
+/** The provider, with each migration's up() first telling `started` its name. */
+function announcing(started: MigrationStarted): MigrationProvider {
+  return {
+    async getMigrations() {
+      const migrations = await readMigrations();
+      return Object.fromEntries(
+        Object.entries(migrations).map(([name, m]): [string, Migration] => [
+          name,
+          {
+            ...m,
+            up: (db) => {
+              started(name);
+              return m.up(db);
+            },
+          },
+        ]),
+      );
+    },
+  };
+}
+
 /**
  * Applies pending migrations, up to `target` when given (a test of one migration stops short of
- * it); concurrent starters are serialised by Kysely's migration lock.
+ * it); concurrent starters are serialised by Kysely's migration lock. Returns the names applied.
  */
-export async function migrateToLatest(db: Db, schema?: string, target?: string): Promise<void> {
+export async function migrateToLatest(db: Db, schema?: string, target?: string, started?: MigrationStarted): Promise<string[]> {
+  const provider = started ? announcing(started) : migrationProvider;
   // Naming the schema keeps Kysely from mistaking another schema's migration table for ours.
-  const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
+  const migrator = new Migrator({ db, provider, migrationTableSchema: schema });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
     const failed = results?.find((r) => r.status === 'Error');
-    if (!error && !failed) return;
+    if (!error && !failed) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     // Safe to repeat: applied migrations are recorded and skipped.
     if (!failed && isConcurrentSchemaDrop(error) && attempt < 3) continue;
-    throw new Error(`migration ${failed?.migrationName ?? ''} failed`, { cause: error });
+    const cause = error instanceof Error ? `: ${error.message}` : '';
+    throw new Error(failed ? `migration ${failed.migrationName} failed${cause}` : `migrating failed${cause}`, { cause: error });
   }
+}
+
+/** The code's migrations against those the database records as applied. */
+export interface SchemaState {
+  /** The code's migrations, in order. */
+  known: string[];
+  /** The code's migrations the database has not had: the schema is older than the code. */
+  pending: string[];
+  /**
+   * Migrations the database has had that the code does not have: a newer release migrated it.
+   * Under the expand/contract rule this code still runs on it.
+   */
+  unknown: string[];
+}
+
+/** Kysely's record of applied migrations (its default table name). */
+const MIGRATION_TABLE = 'kysely_migration';
+
+/** Which migrations the database has had, beside the code's; a database never migrated has had none. */
+export async function readSchemaState(db: Db, schema?: string): Promise<SchemaState> {
+  const known = Object.keys(await readMigrations()).sort();
+  let applied: string[];
+  try {
+    const table = sql.table(schema ? `${schema}.${MIGRATION_TABLE}` : MIGRATION_TABLE);
+    const { rows } = await sql<{ name: string }>`SELECT name FROM ${table}`.execute(db);
+    applied = rows.map((r) => r.name);
+  } catch (err) {
+    if (pgErrorCode(err) !== '42P01') throw err;
+    applied = [];
+  }
+  const done = new Set(applied);
+  const ours = new Set(known);
+  return { known, pending: known.filter((n) => !done.has(n)), unknown: applied.filter((n) => !ours.has(n)).sort() };
 }
 
 export async function pingDatabase(db: Db): Promise<boolean> {

@@ -44,9 +44,10 @@ function withoutRedis(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /**
  * Starts the service with `env` on top of this process's environment (less REDIS_URL) and waits
  * until `readyUrl` answers 200: it listens and reaches its database. `nodeArgs` go to node before
- * the script, e.g. the production heap cap of `npm run start:prod`.
+ * the script, e.g. the production heap cap of `npm run start:prod`. A process not ready within
+ * `readyTimeoutMs` is killed.
  */
-export async function startApiProcess(name: string, env: Record<string, string>, readyUrl: string, nodeArgs: readonly string[] = []): Promise<ApiProcess> {
+export async function startApiProcess(name: string, env: Record<string, string>, readyUrl: string, nodeArgs: readonly string[] = [], readyTimeoutMs = 30_000): Promise<ApiProcess> {
   mkdirSync('artifacts', { recursive: true });
   const logFile = `artifacts/${name}.log`;
   const log = createWriteStream(logFile);
@@ -54,14 +55,20 @@ export async function startApiProcess(name: string, env: Record<string, string>,
   proc.stdout?.pipe(log);
   proc.stderr?.pipe(log);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  await vi.waitFor(
-    async () => {
-      if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}; see ${logFile}`);
-      const res = await fetch(readyUrl);
-      if (!res.ok) throw new Error(`${name} not ready: HTTP ${res.status}`);
-    },
-    { timeout: 30_000, interval: 100 },
-  );
+  try {
+    await vi.waitFor(
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}; see ${logFile}`);
+        const res = await fetch(readyUrl);
+        if (!res.ok) throw new Error(`${name} not ready: HTTP ${res.status}`);
+      },
+      { timeout: readyTimeoutMs, interval: 100 },
+    );
+  } catch (err) {
+    // Nobody else holds the process to stop it.
+    if (proc.exitCode === null) proc.kill('SIGKILL');
+    throw err;
+  }
   return {
     proc,
     logFile,

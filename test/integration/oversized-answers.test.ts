@@ -74,7 +74,7 @@ describe('the setting', () => {
   it('MINISTRY_MAX_RESPONSE_BYTES defaults to 1 MiB, and refuses less than 1 KiB', () => {
     expect(loadConfig({}).ministryMaxResponseBytes).toBe(1024 * 1024);
     expect(loadConfig({ MINISTRY_MAX_RESPONSE_BYTES: '65536' }).ministryMaxResponseBytes).toBe(65536);
-    expect(() => loadConfig({ MINISTRY_MAX_RESPONSE_BYTES: '100' })).toThrow(/ministryMaxResponseBytes/);
+    expect(() => loadConfig({ MINISTRY_MAX_RESPONSE_BYTES: '100' })).toThrow(/MINISTRY_MAX_RESPONSE_BYTES/);
   });
 });
 

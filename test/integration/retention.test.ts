@@ -252,8 +252,8 @@ describe('retention settings', () => {
     expect(loadConfig({}).retention).toEqual({ sweepMs: 60_000, batchSize: 1000, webhookAttemptMs: 30 * DAY, eventMs: 90 * DAY });
     const env = { RETENTION_SWEEP_MS: '5000', RETENTION_BATCH_SIZE: '50', WEBHOOK_ATTEMPT_RETENTION_MS: String(7 * DAY), EVENT_RETENTION_MS: String(14 * DAY) };
     expect(loadConfig(env).retention).toEqual({ sweepMs: 5000, batchSize: 50, webhookAttemptMs: 7 * DAY, eventMs: 14 * DAY });
-    expect(() => loadConfig({ EVENT_RETENTION_MS: '3600' })).toThrow(/retention/);
-    expect(() => loadConfig({ RETENTION_BATCH_SIZE: '0' })).toThrow(/retention/);
+    expect(() => loadConfig({ EVENT_RETENTION_MS: '3600' })).toThrow(/EVENT_RETENTION_MS/);
+    expect(() => loadConfig({ RETENTION_BATCH_SIZE: '0' })).toThrow(/RETENTION_BATCH_SIZE/);
   });
 });
 

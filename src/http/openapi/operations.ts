@@ -268,7 +268,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
   'get /health/ready': {
     responses: {
       200: { description: 'The database answers.', examples: one({ status: 'ok', db: 'ok', timestamp: '2026-11-25T08:58:54.632Z' }) },
-      503: { description: 'The database does not answer.', examples: one({ status: 'unavailable', db: 'down', timestamp: '2026-11-25T08:58:54.632Z', code: 'service_unavailable', requestId: ex.REQUEST_ID }) },
+      503: { description: 'The database does not answer (`status: unavailable`), or the instance is shutting down (`status: draining`; a load balancer sends its requests elsewhere).', examples: one({ status: 'unavailable', db: 'down', timestamp: '2026-11-25T08:58:54.632Z', code: 'service_unavailable', requestId: ex.REQUEST_ID }) },
     },
   },
 };

@@ -11,7 +11,7 @@ export const Ready = Type.Object({
   /** Background loops of this process that have completed no pass for 3 × their interval. */
   stalledWork: Type.Optional(Type.Array(Type.String())),
 });
-/** The 503 of readiness (the database is down): the readiness body, with an error answer's code and request id. */
+/** The 503 of readiness (the database is down, or the instance is shutting down): the readiness body, with an error answer's code and request id. */
 export const NotReady = Type.Object({
   ...Ready.properties,
   code: StringEnum(['service_unavailable'] as const),
@@ -22,6 +22,11 @@ export interface HealthOptions {
   /** Answers within its own deadline: readiness never waits on the request pool. */
   isDbReady: () => Promise<boolean>;
   stalledWork?: () => string[];
+  /**
+   * True once the process has been told to stop: readiness answers 503 while the listener still
+   * serves, so a load balancer stops sending requests before the listener stops accepting them.
+   */
+  isDraining?: () => boolean;
 }
 
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, opts) => {
@@ -32,12 +37,14 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app
   );
   app.get(
     '/health/ready',
-    { schema: { tags: ['Health'], summary: 'Readiness: database connectivity (no key needed)', security: [], response: { 200: Ready, 503: NotReady } } },
+    { schema: { tags: ['Health'], summary: 'Readiness: database connectivity, and not shutting down (no key needed)', security: [], response: { 200: Ready, 503: NotReady } } },
     async (request, reply) => {
+      const draining = opts.isDraining?.() ?? false;
       const ok = await opts.isDbReady();
       const stalled = opts.stalledWork?.() ?? [];
-      const body = { status: ok ? 'ok' : 'unavailable', db: ok ? 'ok' : 'down', timestamp: new Date().toISOString(), ...(stalled.length > 0 ? { stalledWork: stalled } : {}) };
-      if (ok) return body;
+      const status = draining ? 'draining' : ok ? 'ok' : 'unavailable';
+      const body = { status, db: ok ? 'ok' : 'down', timestamp: new Date().toISOString(), ...(stalled.length > 0 ? { stalledWork: stalled } : {}) };
+      if (ok && !draining) return body;
       return reply.code(503).send({ ...body, code: 'service_unavailable' as const, requestId: request.id });
     },
   );
