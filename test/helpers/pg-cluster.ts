@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,41 +21,81 @@ export function canRunOwnCluster(): boolean {
   return postgresBinDir() !== null && process.getuid?.() === 0;
 }
 
+/** Runs one of the server's programs (initdb, pg_ctl, pg_basebackup, ...) as the `postgres` user; its output. */
+export async function runAsPostgres(program: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const bin = postgresBinDir();
+  if (!bin) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
+  return run('runuser', ['-u', 'postgres', '--', join(bin, program), ...args]);
+}
+
+/** A directory of its own under the system's temp directory, owned by `postgres`. */
+export async function postgresTempDir(prefix: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  await run('chown', ['postgres', dir]);
+  return dir;
+}
+
+/** A value as postgresql.conf takes it: quoted, its quotes doubled. */
+const confValue = (value: string) => `'${value.replaceAll("'", "''")}'`;
+
+/** Appends settings to a data directory's postgresql.conf: the last line of a name wins. */
+export function writeServerSettings(dataDir: string, settings: Record<string, string>): void {
+  const lines = Object.entries(settings).map(([name, value]) => `${name} = ${confValue(value)}\n`);
+  if (lines.length > 0) appendFileSync(join(dataDir, 'postgresql.conf'), lines.join(''));
+}
+
 /**
  * A PostgreSQL cluster of the test's own, on its own port and directory, so a fault test can stop,
  * restart and kill it without touching the server other suites share. Runs as the `postgres` user.
  */
 export interface PgCluster {
   port: number;
+  /** Where its socket and server log are. */
+  dir: string;
+  dataDir: string;
   url(database: string): string;
   start(): Promise<void>;
   /** A fast shutdown: open connections are terminated, as in a restart or a failover. */
   stop(): Promise<void>;
-  /** Stops it for good and removes its directory. */
+  /** Stops it for good and removes its data directory (and its directory, when it made that itself). */
   destroy(): Promise<void>;
 }
 
-export async function createPgCluster(port: number): Promise<PgCluster> {
-  const bin = postgresBinDir();
-  if (!bin) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
-  const dir = mkdtempSync(join(tmpdir(), 'gpc-pg-'));
-  const data = join(dir, 'data');
-  await run('chown', ['postgres', dir]);
-  const asPostgres = (cmd: string, args: string[]) => run('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args]);
-  await asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+export interface PgClusterOptions {
+  /** A directory `postgres` owns to keep the cluster in, which destroy() leaves; else a temporary one of its own. */
+  dir?: string;
+  /** The data directory: `data` under `dir` unless given. */
+  dataDir?: string;
+  /** The data directory is already in place (a restored base backup): started as it is, without initdb. */
+  existing?: boolean;
+  /** initdb's arguments beyond the defaults, e.g. a WAL segment size. */
+  initdbArgs?: string[];
+  /** Server settings written to postgresql.conf before the first start (WAL archiving's, recovery's). */
+  settings?: Record<string, string>;
+}
+
+export async function createPgCluster(port: number, opts: PgClusterOptions = {}): Promise<PgCluster> {
+  const ownDir = opts.dir === undefined;
+  const dir = opts.dir ?? (await postgresTempDir('gpc-pg-'));
+  const data = opts.dataDir ?? join(dir, 'data');
+  if (!opts.existing) await runAsPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', ...(opts.initdbArgs ?? [])]);
+  writeServerSettings(data, opts.settings ?? {});
   const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off`;
   const cluster: PgCluster = {
     port,
+    dir,
+    dataDir: data,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     async start() {
-      await asPostgres('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
+      await runAsPostgres('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start']);
     },
     async stop() {
-      await asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+      await runAsPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
     },
     async destroy() {
-      await asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
+      await runAsPostgres('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
+      rmSync(data, { recursive: true, force: true });
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
     },
   };
   await cluster.start();
