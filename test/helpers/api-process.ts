@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { vi } from 'vitest';
 
-/** A service process (`src/bin/api.ts`) started as an operator would, with its output in `artifacts/`. */
+/** A process of the project (the service's `src/bin/api.ts`, the simulator's) started as an operator would, with its output in `artifacts/`. */
 export interface ApiProcess {
   proc: ChildProcess;
   logFile: string;
@@ -47,11 +47,25 @@ function withoutRedis(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * the script, e.g. the production heap cap of `npm run start:prod`. A process not ready within
  * `readyTimeoutMs` is killed.
  */
-export async function startApiProcess(name: string, env: Record<string, string>, readyUrl: string, nodeArgs: readonly string[] = [], readyTimeoutMs = 30_000): Promise<ApiProcess> {
+export function startApiProcess(name: string, env: Record<string, string>, readyUrl: string, nodeArgs: readonly string[] = [], readyTimeoutMs = 30_000): Promise<ApiProcess> {
+  return startEntryProcess(name, 'src/bin/api.ts', env, readyUrl, { nodeArgs, readyTimeoutMs });
+}
+
+/**
+ * Starts a long-running entry point (`script`, through tsx) as startApiProcess does the service's:
+ * its output in `artifacts/<name>.log`, ready once `readyUrl` answers 200, killed if it never is.
+ */
+export async function startEntryProcess(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  readyUrl: string,
+  opts: { nodeArgs?: readonly string[]; readyTimeoutMs?: number } = {},
+): Promise<ApiProcess> {
   mkdirSync('artifacts', { recursive: true });
   const logFile = `artifacts/${name}.log`;
   const log = createWriteStream(logFile);
-  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/bin/api.ts'], { env: { ...withoutRedis(process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script], { env: { ...withoutRedis(process.env), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout?.pipe(log);
   proc.stderr?.pipe(log);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -62,7 +76,7 @@ export async function startApiProcess(name: string, env: Record<string, string>,
         const res = await fetch(readyUrl);
         if (!res.ok) throw new Error(`${name} not ready: HTTP ${res.status}`);
       },
-      { timeout: readyTimeoutMs, interval: 100 },
+      { timeout: opts.readyTimeoutMs ?? 30_000, interval: 100 },
     );
   } catch (err) {
     // Nobody else holds the process to stop it.
