@@ -13,12 +13,12 @@ import type { FastifyInstance } from 'fastify';
 
 const DEMO_FIXTURES = fileURLToPath(new URL('../../simulator/fixtures/demo.json', import.meta.url));
 
-/** In `local`, unset upstream URLs mean "use the built-in simulator", started here. */
+/**
+ * In `local`, unset upstream URLs mean "use the built-in simulator", started here. Outside it the
+ * configuration (loadConfig's `upstreams`, src/bin/api.ts) has refused a start without them.
+ */
 async function resolveMinistries(config: Config): Promise<{ urls: Record<Source, string>; simulator: FastifyInstance | null }> {
   const missing = SOURCES.filter((s) => config.ministryUrls[s] === null);
-  if (missing.length > 0 && config.appEnv !== 'local') {
-    throw new Error(`MINISTRY_${missing[0]?.toUpperCase()}_URL is required when APP_ENV=${config.appEnv}`);
-  }
   let simulator: FastifyInstance | null = null;
   let simUrl = '';
   if (missing.length > 0) {

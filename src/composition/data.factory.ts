@@ -15,6 +15,7 @@ import {
   type SchemaState,
 } from '../db/database.js';
 import { StartRefusal } from '../config/start-failure.js';
+import { stdoutIsTerminal } from '../config/process-env.js';
 import { createDatabaseClock } from '../db/database-clock.js';
 import { withDeadline } from '../primitives/deadline.helper.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
@@ -98,7 +99,7 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>, des
   if (config.logFormat === 'json') return destination ? pino(options, destination) : pino(options);
   // Formatted as each line is written, in this thread (pino-pretty's own stream formats later, on
   // its own turns): a line logged just before the process exits is not lost.
-  const format = prettyFactory({ colorize: !destination && process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  const format = prettyFactory({ colorize: !destination && stdoutIsTerminal(), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
   const out = destination ?? process.stdout;
   return pino(options, { write: (line: string) => void out.write(format(line)) });
 }
