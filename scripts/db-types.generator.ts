@@ -190,6 +190,18 @@ const TABLES: Record<string, TableSpec> = {
       after: jsonColumn('Record<string, unknown>'),
     },
   },
+  cases: {
+    doc: "A partner's case about one of its payments: answered by an operator, or by the service when its fresh check finds the payment confirmed.",
+    columns: {
+      type: 'CaseType',
+      status: 'CaseStatus',
+      outcome: 'CaseOutcome',
+      resolved_by: 'CaseResolver',
+      evidence: { ...jsonColumn('Record<string, unknown>', { insert: 'string | undefined', update: 'string | null' }), doc: 'What the service gathered when the case opened (CaseEvidence); null until then.' },
+      evidence_lease_until: { doc: 'While a pass gathers the evidence: its lease, fenced by evidence_token.' },
+    },
+  },
+  case_comments: { columns: { author: 'CaseAuthor' } },
   push_deliveries: {
     columns: {
       status: 'PushStatus',
@@ -202,7 +214,7 @@ const TABLES: Record<string, TableSpec> = {
 /** Where the names the column types use come from (kysely-codegen imports only those used). */
 const IMPORTS: Record<string, string[]> = {
   '../domain/vocabulary.js': [
-    'AuditAction', 'CancellationKind', 'DiscrepancyKind', 'DiscrepancyStatus', 'KeyEnvironment', 'PaymentCause', 'PaymentStatus', 'Platform',
+    'AuditAction', 'CancellationKind', 'CaseAuthor', 'CaseOutcome', 'CaseResolver', 'CaseStatus', 'CaseType', 'DiscrepancyKind', 'DiscrepancyStatus', 'KeyEnvironment', 'PaymentCause', 'PaymentStatus', 'Platform',
     'PushStatus', 'QrStandard', 'ReconciliationStatus', 'Source', 'StoredInvoiceStatus', 'WebhookDisabledReason', 'WebhookEvent',
   ],
   './column-values.types.js': ['CreatedAt', 'Decimal', 'JsonColumn', 'SourceOutcome', 'StoredDeliveryStatus'],

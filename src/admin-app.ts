@@ -1,3 +1,4 @@
+import type { CaseService } from './services/case.service.js';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { createFastify, type ListenerLimits } from './http/fastify-instance.js';
 import type { SchemaCompilers } from './http/schema-compilers.js';
@@ -16,6 +17,8 @@ export interface AdminServices {
   partners: PartnerAdminService;
   backOffice: BackOfficeService;
   reconciliation: ReconciliationService;
+  /** Partners' cases, the operator's queue of them. */
+  cases: CaseService;
   /** Wrong operator tokens per client address, counted apart from the partner API's failed authentications. */
   authFailureLimiter: RateLimitService;
 }

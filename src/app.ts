@@ -15,6 +15,8 @@ import { reportRoutes } from './http/routes/reports.routes.js';
 import { webhookRoutes } from './http/routes/webhooks.routes.js';
 import { eventRoutes } from './http/routes/events.routes.js';
 import { deviceRoutes } from './http/routes/devices.routes.js';
+import { caseRoutes } from './http/routes/cases.routes.js';
+import type { CaseService } from './services/case.service.js';
 import { sandboxApiRoutes, sandboxPageRoutes } from './http/routes/sandbox.routes.js';
 import { shortLinkRoutes } from './http/routes/short-link.routes.js';
 import type { PartnerService } from './services/partner.service.js';
@@ -46,6 +48,8 @@ export interface AppServices {
   /** The partner's own payment events (GET /events). */
   events: EventService;
   devices: DeviceService;
+  /** The partner's cases about its payments (POST /cases). */
+  cases: CaseService;
   /** The public QR landing page behind `qrpay.shortUrl` (`GET /q/{paymentId}`). */
   shortLinks: ShortLinkService;
   /** Sandbox-only helpers (the sandbox page's simulator approve); absent in production. */
@@ -116,6 +120,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         await secured.register(webhookRoutes, { webhooks: opts.services.webhooks });
         await secured.register(eventRoutes, { events: opts.services.events });
         await secured.register(deviceRoutes, { devices: opts.services.devices });
+        await secured.register(caseRoutes, { cases: opts.services.cases });
         if (opts.services.sandbox) await secured.register(sandboxApiRoutes, { sandbox: opts.services.sandbox });
       });
     },

@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'idempotency_key_in_use',
   'illegal_transition',
   'webhook_limit_reached',
+  'case_already_open',
   'conflict',
   'payload_too_large',
   'uri_too_long',

@@ -7,6 +7,7 @@ import type { PartnerService } from '../services/partner.service.js';
 import type { RateLimitService } from '../services/rate-limit/rate-limit.service.js';
 import type { PaymentResolver } from '../payments/payments.module.js';
 import type { AdminServices } from '../admin-app.js';
+import type { CaseService } from '../services/case.service.js';
 import { clockTimeMinutes } from '../domain/finance-day.js';
 import type { Repositories } from './repositories.factory.js';
 import type { Runtime } from './data.factory.js';
@@ -20,6 +21,8 @@ export interface BackOfficeDeps {
   nudgeWebhooks: () => void;
   /** Wrong operator tokens per client address. */
   operatorAuthFailures: RateLimitService;
+  /** Partners' cases (composition/cases.factory.ts): the operator's queue. */
+  cases: CaseService;
 }
 
 /** The operator's side: partner management, payment search and redelivery, and the daily reconciliation. */
@@ -51,5 +54,6 @@ export function createBackOffice(config: Config, runtime: Runtime, deps: BackOff
     backOffice,
     reconciliation,
     authFailureLimiter: deps.operatorAuthFailures,
+    cases: deps.cases,
   };
 }

@@ -18,6 +18,7 @@ import { createPayments } from './payments.factory.js';
 import { createAccess } from './access.factory.js';
 import { createPushes, createWebhooks } from './webhooks.factory.js';
 import { createBackOffice } from './back-office.factory.js';
+import { createCases } from './cases.factory.js';
 import { observeBacklogs } from './metrics.factory.js';
 import { createJobs, jobControl } from './jobs.factory.js';
 import { createShutdown } from './shutdown.factory.js';
@@ -89,6 +90,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
   // The rate limits keep Redis's own clock (shared by every instance) unless a test sets one.
   const access = await createAccess(config, runtime, { repos, rateLimitClock: opts.rateLimitClock ?? epochMs(opts.testClock), rateLimitNamespace: opts.rateLimitNamespace });
   const pushes = await createPushes(config, runtime, repos);
+  const cases = createCases(config, runtime, { repos, ministries: ministries.ministries, resolver: payments.module.resolver, nudgeWebhooks: webhooks.nudge });
   const services: AppServices = {
     ...payments.services,
     partners: access.partners,
@@ -97,6 +99,7 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     shortLinkLimiter: access.rateLimiters.shortLinks,
     webhooks: webhooks.webhooks,
     devices: pushes.devices,
+    cases: cases.service,
   };
   const admin = createBackOffice(config, runtime, {
     repos,
@@ -105,9 +108,10 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     partners: access.partners,
     operatorAuthFailures: access.rateLimiters.operatorAuthFailures,
     nudgeWebhooks: webhooks.nudge,
+    cases: cases.service,
   });
   observeBacklogs(runtime.metrics, repos, runtime.now);
-  const jobs = createJobs(config, runtime, { data, payments, webhooks, pushes, reconciliation: admin.reconciliation });
+  const jobs = createJobs(config, runtime, { data, payments, webhooks, pushes, reconciliation: admin.reconciliation, cases: cases.job });
   const control = jobControl(jobs, runtime, data);
   return {
     config,
@@ -125,6 +129,6 @@ export async function createDeps(config: Config, opts: DepsOptions): Promise<Dep
     startJobs: control.start,
     requestActivity: data.priority,
     tracer: runtime.tracer,
-    close: createShutdown(control.stopAll, [ministries.close, () => access.rateLimiters.close(), payments.close, webhooks.close, data.close]),
+    close: createShutdown(control.stopAll, [() => cases.job.stop(), ministries.close, () => access.rateLimiters.close(), payments.close, webhooks.close, data.close]),
   };
 }

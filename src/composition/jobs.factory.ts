@@ -19,6 +19,8 @@ export interface JobsDeps {
   webhooks: Pick<Webhooks, 'job'>;
   pushes: Pushes;
   reconciliation: ReconciliationService;
+  /** Built with the cases, whose opening nudges it. */
+  cases: Job;
 }
 
 /** Every background job, in the order the runner starts them. */
@@ -41,6 +43,7 @@ export function createJobs(config: Config, runtime: Runtime, deps: JobsDeps): Jo
     createCounterRollupJob({ counters: repos.counters, settings: config.counterRollup, deadlineMs: deadlines.counterRollup, log }),
     createEventPositionJob({ events: repos.eventLog, intervalMs: config.eventPositionMs, deadlineMs: deadlines.eventPositions }),
     createReconciliationJob({ service: deps.reconciliation, intervalMs: config.reconciliation.pollMs, deadlineMs: deadlines.reconciliation }),
+    deps.cases,
     createPushDeliveryJob({
       pushes: repos.pushDeliveries,
       service: deps.pushes.service,

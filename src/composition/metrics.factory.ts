@@ -2,7 +2,7 @@ import type { Metrics } from '../adapters/metrics.js';
 import type { Clock } from '../domain/clock.port.js';
 import type { Repositories } from './repositories.factory.js';
 
-export type BacklogSources = Pick<Repositories, 'reports' | 'webhookDeliveries' | 'reconciliations' | 'webhooks'>;
+export type BacklogSources = Pick<Repositories, 'reports' | 'webhookDeliveries' | 'reconciliations' | 'webhooks' | 'cases'>;
 
 const secondsSince = (at: Date, now: Date) => Math.max(0, (now.getTime() - at.getTime()) / 1000);
 
@@ -22,6 +22,10 @@ export function observeBacklogs(metrics: Metrics, repos: BacklogSources, now: Cl
       const since = await repos.reports.oldestUncheckedBySource();
       const at = now();
       return Object.fromEntries(Object.entries(since).map(([source, t]) => [source, secondsSince(t, at)]));
+    },
+    unresolvedCases: async () => {
+      const at = now();
+      return (await repos.cases.unresolvedCounts(at)).map((c) => ({ ...c, oldestAgeSeconds: c.oldestAt ? secondsSince(c.oldestAt, at) : 0 }));
     },
     dueDeliveryAge: async () => {
       const due = await repos.webhookDeliveries.earliestDue();

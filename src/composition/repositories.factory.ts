@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { Clock } from '../domain/clock.port.js';
+import { createCaseRepository } from '../db/repositories/case.repository.js';
 import { createAuditRepository } from '../db/repositories/audit.repository.js';
 import { createCounterRepository } from '../db/repositories/counter.repository.js';
 import { createDeliveryLogRepository } from '../db/repositories/delivery-log.repository.js';
@@ -25,14 +26,16 @@ import { createWebhookRepository } from '../db/repositories/webhook.repository.j
  * clock; the areas take the ones they use from this object.
  */
 export function createRepositories(config: Config, db: Db, now: Clock) {
+  /** The outbox writes that ride in the statements moving a payment or a case; a first attempt waits the schedule's head. */
+  const events = createOutbox({ now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   return {
+    cases: createCaseRepository(db, events),
     audit: createAuditRepository(db),
     counters: createCounterRepository(db),
     deliveryLog: createDeliveryLogRepository(db),
     devices: createDeviceRepository(db),
     eventLog: createEventLogRepository(db),
-    /** The outbox writes that ride in the statements moving a payment; a first attempt waits the schedule's head. */
-    events: createOutbox({ now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] }),
+    events,
     idempotency: createIdempotencyRepository(db),
     invoices: createInvoiceRepository(db, now),
     ministryCancellations: createMinistryCancellationRepository(db),

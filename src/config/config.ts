@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { APP_ENVS, PROCESS_ROLES, type AppEnv } from '../domain/vocabulary.js';
+import { APP_ENVS, CASE_TYPES, PROCESS_ROLES, type AppEnv, type CaseType } from '../domain/vocabulary.js';
+import { DEFAULT_CASE_TURNAROUND_HOURS } from '../domain/case-status.js';
 import { TRACE_SAMPLERS } from '../domain/trace-context.js';
 import { DEFAULT_ADMIN_PORT, int, LOCAL_ADMIN_TOKEN, processEnv, stdoutIsTerminal, str, WORKER_ADMIN_PORT, type Env } from './process-env.js';
 import { ConfigError } from './start-failure.js';
@@ -51,6 +52,21 @@ function namedTokens(env: Env, name: string): { name: string; token: string }[] 
     if (at <= 0) throw new Error(`${name} must be a comma list of name:token pairs`);
     return { name: pair.slice(0, at).trim(), token: pair.slice(at + 1).trim() };
   });
+}
+
+/** "type=hours,type=hours": hours to answer each type of case; a type left out keeps its default. */
+function caseHours(env: Env, name: string): Record<string, number> | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  return Object.fromEntries(
+    raw.split(',').map((pair) => {
+      const [type, hours, ...rest] = pair.split('=').map((part) => part.trim());
+      const n = Number(hours);
+      if (!type || rest.length > 0 || !Number.isInteger(n)) throw new Error(`${name} must be a comma list of type=hours pairs, got "${raw}"`);
+      if (!(CASE_TYPES as readonly string[]).includes(type)) throw new Error(`${name} names "${type}", which is not a case type (${CASE_TYPES.join(', ')})`);
+      return [type, n];
+    }),
+  );
 }
 
 function bool(env: Env, name: string): boolean | undefined {
@@ -230,6 +246,20 @@ const SETTINGS = {
   ),
   webhookTimeoutMs: number('WEBHOOK_TIMEOUT_MS', Int(5000, 1)),
   webhookPollMs: number('WEBHOOK_POLL_MS', Int(1000, 10)),
+  /**
+   * Hours a case has to be answered, by type (`paid_not_updated=24,paid_twice=120`); past them an
+   * unanswered case is escalated. A type left out keeps its default: 24 for paid_not_updated, 120 for the others.
+   */
+  caseTurnaroundHours: setting(
+    'CASE_TURNAROUND_HOURS',
+    Type.Object(
+      Object.fromEntries(CASE_TYPES.map((type) => [type, Int(DEFAULT_CASE_TURNAROUND_HOURS[type], 1)])) as Record<CaseType, ReturnType<typeof Int>>,
+      { additionalProperties: false, default: {} },
+    ),
+    caseHours,
+  ),
+  /** How often the case job gathers the evidence of new cases and escalates the ones past due. */
+  casePollMs: number('CASE_POLL_MS', Int(1000, 10)),
   /** Delivery attempts in flight per instance: overall, per webhook, per partner. */
   webhookConcurrency: {
     total: number('WEBHOOK_CONCURRENCY', Int(32, 1)),

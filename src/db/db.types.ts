@@ -3,7 +3,7 @@
  * migration, run `npm run db:types`; column types narrower than the SQL types are named there.
  */
 
-import type { AuditAction, CancellationKind, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, PaymentStatus, Platform, PushStatus, QrStandard, ReconciliationStatus, Source, StoredInvoiceStatus, WebhookDisabledReason, WebhookEvent } from "../domain/vocabulary.js";
+import type { AuditAction, CancellationKind, CaseAuthor, CaseOutcome, CaseResolver, CaseStatus, CaseType, DiscrepancyKind, DiscrepancyStatus, KeyEnvironment, PaymentCause, PaymentStatus, Platform, PushStatus, QrStandard, ReconciliationStatus, Source, StoredInvoiceStatus, WebhookDisabledReason, WebhookEvent } from "../domain/vocabulary.js";
 import type { CreatedAt, Decimal, JsonColumn, SourceOutcome, StoredDeliveryStatus } from "./column-values.types.js";
 import type { ColumnType } from "kysely";
 
@@ -34,6 +34,47 @@ export interface AuditLogTable {
   operator: string;
   target_id: string;
   target_type: string;
+}
+
+export interface CaseCommentsTable {
+  author: CaseAuthor;
+  case_id: string;
+  created_at: Timestamp;
+  id: Generated<Int8>;
+  operator: string | null;
+  text: string;
+}
+
+/** A partner's case about one of its payments: answered by an operator, or by the service when its fresh check finds the payment confirmed. */
+export interface CasesTable {
+  assignee: string | null;
+  created_at: Timestamp;
+  description: string;
+  due_at: Timestamp;
+  escalated_at: Timestamp | null;
+  /**
+   * What the service gathered when the case opened (CaseEvidence); null until then.
+   */
+  evidence: ColumnType<Record<string, unknown> | null, string | undefined, string | null>;
+  evidence_at: Timestamp | null;
+  /**
+   * While a pass gathers the evidence: its lease, fenced by evidence_token.
+   */
+  evidence_lease_until: Timestamp | null;
+  evidence_token: string | null;
+  id: Generated<string>;
+  ministry_reference: string | null;
+  outcome: CaseOutcome | null;
+  partner_id: string;
+  payment_id: string;
+  position: Generated<Int8>;
+  resolution_note: string | null;
+  resolved_at: Timestamp | null;
+  resolved_by: CaseResolver | null;
+  resolved_operator: string | null;
+  status: CaseStatus;
+  type: CaseType;
+  updated_at: Timestamp;
 }
 
 /** A change to a counter, written by the triggers in the changing transaction; folded in by the roll-up job. */
@@ -408,6 +449,8 @@ export interface WebhooksTable {
 export interface Database {
   api_keys: ApiKeysTable;
   audit_log: AuditLogTable;
+  case_comments: CaseCommentsTable;
+  cases: CasesTable;
   counter_deltas: CounterDeltasTable;
   counters: CountersTable;
   devices: DevicesTable;

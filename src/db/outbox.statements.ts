@@ -7,7 +7,7 @@ import type { WebhookEvent } from '../domain/vocabulary.js';
 import type { EVENT_DATA } from '../schemas/event.schema.js';
 
 /**
- * One event of a payment as the outbox writes it: its type and its data, typed from the schema of
+ * One event of a payment or of a case as the outbox writes it: its type and its data, typed from the schema of
  * that type's data (EVENT_DATA), the same one the webhook body, GET /events and the OpenAPI
  * document are made from.
  */
@@ -53,8 +53,10 @@ export function createOutbox(opts: OutboxOptions) {
 
   function outbox(e: PaymentEvent): OutboxWrite {
     const dueAt = new Date(now().getTime() + (opts.firstAttemptDelayMs ?? 0));
+    // A case event is indexed by its payment, so /events?paymentId= lists it beside the payment's own.
     // Only a real payment id is indexed for the paymentId filters; other ids (synthetic load) stay in the payload.
-    const paymentId = isUuid(e.data.id) ? e.data.id : null;
+    const subject = 'paymentId' in e.data ? e.data.paymentId : e.data.id;
+    const paymentId = isUuid(subject) ? subject : null;
     return {
       ctes: (source) => sql`ev AS (
           INSERT INTO events (partner_id, event, payload, payment_id)

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'idempotency_key_in_use',
   'illegal_transition',
   'webhook_limit_reached',
+  'case_already_open',
   'conflict',
   'payload_too_large',
   'uri_too_long',
@@ -71,6 +72,13 @@ export class NotFoundError extends DomainError {
 export class ConflictError extends DomainError {
   constructor(message: string, code: 'conflict' | 'idempotency_key_in_use' | 'webhook_limit_reached' = 'conflict') {
     super(code, message);
+  }
+}
+
+/** 409 `case_already_open`: the payment has an unresolved case of this type; `caseId` names it. */
+export class CaseAlreadyOpenError extends DomainError {
+  constructor(readonly caseId: string) {
+    super('case_already_open', 'This payment already has an open case of this type');
   }
 }
 

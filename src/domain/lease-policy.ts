@@ -38,12 +38,17 @@ export interface LeasePolicy {
   /** A reconciliation of one day and system, between renewals. */
   reconciliation: number;
   /**
+   * A case's evidence: the status, invoice and settlement calls side by side, then a confirmation
+   * of the payment the ministry confirms (a balance read) or a pending one's check (status, submit).
+   */
+  caseEvidence: number;
+  /**
    * How long each background loop's pass may run before it is abandoned: the statements it runs
    * one after the other, each within the query deadline. The leased loops' passes only claim; the
    * work they start is bounded by its own deadlines and leases. Reconciliation's pass makes a
    * ministry call per payment of a day, so its deadline counts from its last lease renewal.
    */
-  passes: Record<'confirmation' | 'webhooks' | 'pushes' | 'webhookHealth' | 'retention' | 'counterRollup' | 'eventPositions' | 'reconciliation', number>;
+  passes: Record<'confirmation' | 'webhooks' | 'pushes' | 'webhookHealth' | 'retention' | 'counterRollup' | 'eventPositions' | 'reconciliation' | 'cases', number>;
 }
 
 export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
@@ -51,6 +56,7 @@ export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
   const around = (calls: number, callMs: number) => d.queryMs + calls * callMs + LEASE_MARGIN_MS;
   const statements = (n: number) => n * d.queryMs + LEASE_MARGIN_MS;
   const reconciliation = Math.max(d.reconcileMs, around(1, d.ministryMs));
+  const caseEvidence = statements(4) + around(3, d.ministryMs);
   return {
     confirmation: around(2, d.ministryMs),
     statusCheck: around(1, d.ministryMs),
@@ -59,6 +65,7 @@ export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
     push: around(1, d.pushMs),
     idempotency: d.queryMs + around(2, d.ministryMs),
     reconciliation,
+    caseEvidence,
     passes: {
       confirmation: statements(2),
       webhooks: statements(2),
@@ -69,6 +76,8 @@ export function createLeasePolicy(d: WorkDeadlines): LeasePolicy {
       // The check, then per batch (five at most) the lock, the update and `last`.
       eventPositions: statements(16),
       reconciliation,
+      // The claim, the batch's evidence side by side, then the escalation's one transaction.
+      cases: statements(2) + caseEvidence,
     },
   };
 }

@@ -44,7 +44,7 @@ export const PUSH_STATUSES = ['pending', 'delivered', 'skipped', 'failed'] as co
 export type PushStatus = (typeof PUSH_STATUSES)[number];
 
 /** Kinds of leased background work, each of whose late writes is fenced by its lease. */
-export const LEASED_WORK = ['confirmation_check', 'status_check', 'ministry_cancellation', 'reconciliation', 'webhook_attempt', 'push_attempt', 'idempotency_key'] as const;
+export const LEASED_WORK = ['confirmation_check', 'status_check', 'ministry_cancellation', 'reconciliation', 'webhook_attempt', 'push_attempt', 'idempotency_key', 'case_evidence'] as const;
 export type LeasedWork = (typeof LEASED_WORK)[number];
 
 /** A holder that lost its lease tried to write: nothing was changed; reported for the operator. */
@@ -62,7 +62,7 @@ export const INVOICE_FILTER_KINDS = ['ttd', 'vehicle', 'taxRef'] as const;
 export type InvoiceFilterKind = (typeof INVOICE_FILTER_KINDS)[number];
 
 /** The events a webhook can subscribe to (POST /webhooks `events`) and the events API lists. */
-export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed', 'payment.failed', 'payment.canceled'] as const;
+export const WEBHOOK_EVENTS = ['payment.submitted', 'payment.confirmed', 'payment.failed', 'payment.canceled', 'case.opened', 'case.updated', 'case.resolved'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** Who ended a canceled payment, as `payment.canceled` says: the partner's DELETE, the ministry, or the expiry rule. */
@@ -86,10 +86,11 @@ export type DeliveredEvent = (typeof DELIVERED_EVENTS)[number];
 
 /**
  * Who moved a payment, as its timeline names it: the partner's own request (create, status
- * read, cancel), the confirmation job, the daily reconciliation, the expiry rule, or the schema
- * migration that started the timeline of payments made before it existed.
+ * read, cancel), the confirmation job, the daily reconciliation, the expiry rule, the schema
+ * migration that started the timeline of payments made before it existed, or the fresh check
+ * made when the partner opened a case about the payment.
  */
-export const PAYMENT_CAUSES = ['partner_request', 'confirmation_job', 'reconciliation', 'expiry', 'migration'] as const;
+export const PAYMENT_CAUSES = ['partner_request', 'confirmation_job', 'reconciliation', 'expiry', 'migration', 'case'] as const;
 export type PaymentCause = (typeof PAYMENT_CAUSES)[number];
 
 /** What a reconciliation can find wrong between the service's books and a ministry's settlement. */
@@ -126,5 +127,35 @@ export const AUDIT_ACTIONS = [
   'discrepancy.resolve',
   'delivery.redeliver',
   'reconciliation.run',
+  'case.take',
+  'case.comment',
+  'case.resolve',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/**
+ * What a bank says went wrong with a payment when it opens a case: the citizen paid and the
+ * ministry still shows the invoice unpaid, paid twice, paid the wrong amount, or a canceled
+ * payment was not reversed.
+ */
+export const CASE_TYPES = ['paid_not_updated', 'paid_twice', 'wrong_amount', 'canceled_not_reversed', 'other'] as const;
+export type CaseType = (typeof CASE_TYPES)[number];
+
+/** A case: raised, taken by an operator, past its due time unresolved, or answered. */
+export const CASE_STATUSES = ['open', 'in_progress', 'escalated', 'resolved'] as const;
+export type CaseStatus = (typeof CASE_STATUSES)[number];
+
+/** The statuses of a case still waiting for its answer: at most one such case per payment and type. */
+export const UNRESOLVED_CASE_STATUSES = ['open', 'in_progress', 'escalated'] as const satisfies readonly CaseStatus[];
+
+/** How a case was answered. */
+export const CASE_OUTCOMES = ['confirmed', 'reversed', 'refunded_by_partner', 'no_fault_found', 'other'] as const;
+export type CaseOutcome = (typeof CASE_OUTCOMES)[number];
+
+/** Who answered a case: the service itself (its fresh check found the payment confirmed) or an operator. */
+export const CASE_RESOLVERS = ['service', 'operator'] as const;
+export type CaseResolver = (typeof CASE_RESOLVERS)[number];
+
+/** Who wrote a case's comment: the bank (POST /cases/{id}/comments) or an operator. */
+export const CASE_AUTHORS = ['partner', 'operator'] as const;
+export type CaseAuthor = (typeof CASE_AUTHORS)[number];

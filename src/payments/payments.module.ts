@@ -45,6 +45,9 @@ export type PaymentReports = Pick<PaymentRepository, 'listForPartnerBefore' | 'o
 /** What the sandbox's controls touch: a partner's payment found, and its next check brought forward. */
 export type SandboxPayments = Pick<PaymentRepository, 'findForPartner' | 'reopenStatusCheck'>;
 
+/** What a partner's case reads of payments: the partner's own found, and a payment's row for the case's fresh check. */
+export type CasePayments = Pick<PaymentRepository, 'findForPartner' | 'findById'>;
+
 /** What a payment's life runs on, of the process's runtime (composition/data.factory.ts makes it once). */
 export interface PaymentsRuntime {
   now: Clock;

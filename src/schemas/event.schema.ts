@@ -1,7 +1,8 @@
-import { Type, type Static, type TObject } from 'typebox';
+import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
 import { PositionCursor } from './cursor.schema.js';
 import { CANCEL_REASONS, WEBHOOK_EVENTS, type WebhookEvent } from '../domain/vocabulary.js';
+import { CaseCommentBody, CaseDetailBody, CaseResolutionBody } from './case.schema.js';
 
 export const EventType = StringEnum(WEBHOOK_EVENTS, { description: WEBHOOK_EVENTS.join(', ') });
 
@@ -22,20 +23,38 @@ export const EVENT_DATA = {
   'payment.confirmed': Type.Object({ id: PaymentId, amount: Amount, partnerReference: PartnerReference }, { additionalProperties: false }),
   'payment.failed': Type.Object({ id: PaymentId, invoiceId: InvoiceId, partnerReference: PartnerReference }, { additionalProperties: false }),
   'payment.canceled': Type.Object({ id: PaymentId, invoiceId: InvoiceId, reason: CancelReason, partnerReference: PartnerReference }, { additionalProperties: false }),
+  'case.opened': CaseDetailBody,
+  'case.updated': CaseDetailBody,
+  'case.resolved': CaseDetailBody,
 } as const satisfies Record<WebhookEvent, TObject>;
 
-/** The payload of any payment event, the fields of EVENT_DATA together: what the webhook body carries as `data`. */
+const caseField = <T extends TSchema>(schema: T) => Type.Optional(schema);
+const caseProperties = CaseDetailBody.properties;
+
+/**
+ * The payload of any event, the fields of EVENT_DATA together: what the webhook body carries as
+ * `data`. One object rather than a union: the serializer picks no branch per answer.
+ */
 export const EventData = Type.Object(
   {
-    id: PaymentId,
+    id: Type.String({ format: 'uuid', description: 'The payment id; on a case.* event, the case id' }),
     invoiceId: Type.Optional(InvoiceId),
     amount: Type.Optional(Amount),
     reason: Type.Optional(CancelReason),
     partnerReference: Type.Optional(PartnerReference),
+    paymentId: caseField(caseProperties.paymentId),
+    type: caseField(caseProperties.type),
+    status: caseField(caseProperties.status),
+    description: caseField(caseProperties.description),
+    createdAt: caseField(caseProperties.createdAt),
+    dueAt: caseField(caseProperties.dueAt),
+    updatedAt: caseField(caseProperties.updatedAt),
+    resolution: caseField(Nullable(CaseResolutionBody)),
+    comments: caseField(Type.Array(CaseCommentBody)),
   },
   {
     description:
-      "The payment id; payment.submitted and payment.failed add invoiceId, payment.confirmed adds amount, payment.canceled adds invoiceId and reason. Every event adds partnerReference (absent only on events from before it existed). Exactly the webhook body's data.",
+      'payment.*: the payment id; payment.submitted and payment.failed add invoiceId, payment.confirmed adds amount, payment.canceled adds invoiceId and reason, and every payment event adds partnerReference (absent only on events from before it existed). case.opened, case.updated, case.resolved: the case as GET /cases/{id} shows it. Exactly the webhook body\'s data.',
   },
 );
 
@@ -51,7 +70,7 @@ export const EventBody = Type.Object(
     }),
     data: EventData,
   },
-  { description: 'Something that happened to one of your payments. Every webhook delivery of it carries this id (eventId in the body, the webhook-id header).' },
+  { description: 'Something that happened to one of your payments or cases. Every webhook delivery of it carries this id (eventId in the body, the webhook-id header).' },
 );
 export type EventView = Static<typeof EventBody>;
 

@@ -2,6 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import {
+  CASE_AUTHORS,
+  CASE_OUTCOMES,
+  CASE_RESOLVERS,
+  CASE_STATUSES,
+  CASE_TYPES,
   CANCELLATION_KINDS,
   DELIVERED_EVENTS,
   STORED_DELIVERY_STATUSES,
@@ -50,13 +55,18 @@ const VOCABULARY_COLUMNS: Record<string, readonly string[]> = {
   'reconciliation_sources.source': SOURCES,
   'reconciliation_sources.status': ['pending', 'completed', 'failed'],
   'reconciliation_runs.status': ['running', ...RECONCILIATION_STATUSES],
+  'cases.status': CASE_STATUSES,
+  'cases.type': CASE_TYPES,
+  'cases.outcome': CASE_OUTCOMES,
+  'cases.resolved_by': CASE_RESOLVERS,
+  'case_comments.author': CASE_AUTHORS,
 };
 
 /** Written only by the report counters' triggers (migration 007), never from a vocabulary. */
 const TRIGGER_COLUMNS = ['counters.kind', 'counter_deltas.kind'];
 
 /** Column names that always hold a vocabulary word: a new one must be listed above, with its CHECK. */
-const VOCABULARY_NAMES = /^(status|source|kind|event|cause|environment|qr_standard|disabled_reason|from_status|to_status|status_cause|status_event)$/;
+const VOCABULARY_NAMES = /^(status|source|kind|event|cause|environment|qr_standard|disabled_reason|from_status|to_status|status_cause|status_event|type|outcome|author)$/;
 
 let ctx: TestContext;
 let checks: { table: string; def: string }[];

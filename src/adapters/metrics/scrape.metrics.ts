@@ -17,6 +17,38 @@ export interface MetricsSources {
   uncheckedPaymentAge?: () => Promise<Record<string, number>>;
   /** Seconds the longest-waiting due delivery of an enabled webhook has been due (0 when none is). */
   dueDeliveryAge?: () => Promise<number>;
+  /** Unresolved cases by type and status: how many, how many past due, and the age of the oldest in seconds. */
+  unresolvedCases?: () => Promise<{ type: string; status: string; count: number; overdue: number; oldestAgeSeconds: number }[]>;
+}
+
+/** The unresolved cases' gauges, each set from one read at scrape time. */
+function caseGauges(registry: Registry, read: () => Promise<{ type: string; status: string; count: number; overdue: number; oldestAgeSeconds: number }[]>) {
+  const gauge = (name: string, help: string, labelNames: string[], set: (g: Gauge, rows: Awaited<ReturnType<typeof read>>) => void) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        const rows = await readOrKeep(read);
+        if (rows === undefined) return;
+        this.reset();
+        set(this, rows);
+      },
+    });
+  gauge('cases_open', 'Unresolved partner cases by type and status (open, in_progress, escalated)', ['type', 'status'], (g, rows) => {
+    for (const r of rows) g.set({ type: r.type, status: r.status }, r.count);
+  });
+  gauge('cases_overdue', 'Unresolved partner cases past their due time (breaches of CASE_TURNAROUND_HOURS), by type', ['type'], (g, rows) => {
+    const byType = new Map<string, number>();
+    for (const r of rows) byType.set(r.type, (byType.get(r.type) ?? 0) + r.overdue);
+    for (const [type, n] of byType) g.set({ type }, n);
+  });
+  gauge('case_oldest_open_age_seconds', 'How long the oldest unresolved case of each type has waited since it opened; no series for a type with none', ['type'], (g, rows) => {
+    const byType = new Map<string, number>();
+    for (const r of rows) byType.set(r.type, Math.max(byType.get(r.type) ?? 0, r.oldestAgeSeconds));
+    for (const [type, n] of byType) g.set({ type }, n);
+  });
 }
 
 /**
@@ -66,6 +98,7 @@ export function observeSources(registry: Registry, sources: MetricsSources): voi
     'source',
     async () => (await sources.uncheckedPaymentAge?.()) ?? {},
   );
+  caseGauges(registry, async () => (await sources.unresolvedCases?.()) ?? []);
   plainGauge(registry, 'webhook_outbox_backlog', 'Webhook deliveries not yet delivered or failed for good', async () => (await sources.outboxBacklog?.()) ?? 0);
   plainGauge(
     registry,

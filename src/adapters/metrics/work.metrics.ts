@@ -21,6 +21,12 @@ export function leaseMetrics(registry: Registry) {
         },
       });
     },
+    caseEscalations: new Counter({
+      name: 'case_escalations_total',
+      help: 'Partner cases escalated because their due time (CASE_TURNAROUND_HOURS) passed unresolved, by type',
+      labelNames: ['type'] as const,
+      registers: [registry],
+    }),
     staleLeaseWrites: new Counter({
       name: 'stale_lease_writes_total',
       help: 'Writes refused because their holder had lost the lease (it stalled past it and another instance took the work), by kind of work',

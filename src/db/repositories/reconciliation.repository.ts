@@ -273,10 +273,11 @@ export function createReconciliationRepository(db: Db) {
 
     // The findings as operators list and resolve them.
 
-    async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string }, limit: number): Promise<DiscrepancyRow[]> {
+    async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string; paymentId?: string }, limit: number): Promise<DiscrepancyRow[]> {
       let query = db.selectFrom('discrepancies').select(discrepancyColumns).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (filter.status) query = query.where('status', '=', filter.status);
       if (filter.financeDay) query = query.where('finance_day', '=', filter.financeDay);
+      if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);
       return query.execute();
     },
 

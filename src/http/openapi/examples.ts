@@ -15,7 +15,36 @@ const EVENT_ID = '3f1d7c52-8e0b-4a57-9c4e-2b6f1e0d9a84';
 /** A bank's own reference of the payment (X-Partner-Reference). */
 const PARTNER_REFERENCE = 'TXN-20261125-000417';
 
-export const EXAMPLE_IDS = { PAYMENT_ID, INVOICE_ID, WEBHOOK_ID, DELIVERY_ID, EVENT_ID, PARTNER_REFERENCE };
+const CASE_ID = '6a0f4a5e-3c1b-4d8e-9f27-5b1c0d2e7a93';
+
+export const EXAMPLE_IDS = { PAYMENT_ID, INVOICE_ID, WEBHOOK_ID, DELIVERY_ID, EVENT_ID, PARTNER_REFERENCE, CASE_ID };
+
+/** A paid_not_updated case as POST /cases answers it. */
+export const openedCase = {
+  id: CASE_ID,
+  paymentId: PAYMENT_ID,
+  type: 'paid_not_updated',
+  status: 'open',
+  description: 'The customer paid at 10:02 and the tax office still shows the invoice unpaid',
+  createdAt: '2026-11-25T02:05:00.000Z',
+  dueAt: '2026-11-26T02:05:00.000Z',
+  updatedAt: '2026-11-25T02:05:00.000Z',
+  resolution: null,
+};
+
+/** The same case once the service's fresh check found the payment confirmed, as GET /cases/{id} shows it. */
+export const resolvedCase = {
+  ...openedCase,
+  status: 'resolved',
+  updatedAt: '2026-11-25T02:05:01.000Z',
+  resolution: {
+    outcome: 'confirmed',
+    note: 'The ministry confirms the payment (confirmed at 2026-11-25T02:02:11.000Z); the invoice is paid there.',
+    resolvedAt: '2026-11-25T02:05:01.000Z',
+    by: 'service',
+  },
+  comments: [{ author: 'partner', text: 'Receipt number 000417 attached by the customer', createdAt: '2026-11-25T02:05:00.500Z' }],
+};
 
 export const invoice = {
   id: INVOICE_ID,

@@ -1,7 +1,7 @@
 import { WEBHOOK_TEST_EVENT, type DeliveredEvent, type WebhookEvent } from '../../domain/vocabulary.js';
 import { EVENT_DATA } from '../../schemas/event.schema.js';
 import { deliveryBody, deliveryHeaders } from '../../domain/webhook-message.js';
-import { EXAMPLE_IDS, createWebhook } from './examples.js';
+import { EXAMPLE_IDS, createWebhook, openedCase, resolvedCase } from './examples.js';
 
 /*
  * The deliveries this service POSTs to a partner's webhook URL (src/domain/webhook-message.ts),
@@ -47,6 +47,13 @@ export const WEBHOOK_COMPONENTS = {
     'A payment reached `canceled`; `reason` says who ended it: `partner` (your `DELETE /payments/{id}`), `ministry` (the ministry system), `expired` (still unpaid `PAYMENT_EXPIRY_MS` after submission).',
     dataOf('payment.canceled'),
   ),
+  CaseOpenedEvent: eventSchema('case.opened', 'You opened a case (`POST /cases`); `data` is the case as `GET /cases/{id}` shows it. Opt-in: subscribe to it.', dataOf('case.opened')),
+  CaseUpdatedEvent: eventSchema(
+    'case.updated',
+    'A case changed without being answered: an operator took it or commented, or its `dueAt` passed (`status: escalated`); `data` is the case as `GET /cases/{id}` shows it. Opt-in.',
+    dataOf('case.updated'),
+  ),
+  CaseResolvedEvent: eventSchema('case.resolved', 'A case was answered: `data.resolution` says how and by whom. Opt-in.', dataOf('case.resolved')),
   WebhookTestEvent: eventSchema(WEBHOOK_TEST_EVENT, 'A test delivery asked for with `POST /webhooks/{id}/test`; sent whatever events the webhook subscribed to.', {
     type: 'object',
     required: ['webhookId', 'message', 'sentAt'],
@@ -176,6 +183,14 @@ export function webhooksSection() {
       reason: 'expired',
       partnerReference: EXAMPLE_IDS.PARTNER_REFERENCE,
     }),
+    'case.opened': delivery('case.opened', 'CaseOpenedEvent', 'A case was opened', { ...openedCase, comments: [] }),
+    'case.updated': delivery('case.updated', 'CaseUpdatedEvent', 'A case was taken, commented on or escalated', {
+      ...openedCase,
+      status: 'in_progress',
+      updatedAt: '2026-11-25T03:10:00.000Z',
+      comments: [{ author: 'operator', text: 'Asked the ministry; waiting for its answer', createdAt: '2026-11-25T03:10:00.000Z' }],
+    }),
+    'case.resolved': delivery('case.resolved', 'CaseResolvedEvent', 'A case was answered', resolvedCase),
     [WEBHOOK_TEST_EVENT]: delivery(WEBHOOK_TEST_EVENT, 'WebhookTestEvent', 'A test delivery', {
       webhookId: EXAMPLE_IDS.WEBHOOK_ID,
       message: 'test delivery',

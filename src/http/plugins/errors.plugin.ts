@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorObject } from 'ajv';
-import { DomainError, InvalidRequestError, PaymentRejectedError, UpstreamUnavailableError, type ErrorCode, type Violation } from '../../domain/errors.js';
+import { CaseAlreadyOpenError, DomainError, InvalidRequestError, PaymentRejectedError, UpstreamUnavailableError, type ErrorCode, type Violation } from '../../domain/errors.js';
 import { validationViolations } from '../validation.js';
 import { redactDbError } from '../db-error.redactor.js';
 import { isDatabaseUnavailable } from '../../db/pg-error.js';
@@ -17,6 +17,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   idempotency_key_in_use: 409,
   illegal_transition: 409,
   webhook_limit_reached: 409,
+  case_already_open: 409,
   conflict: 409,
   payload_too_large: 413,
   uri_too_long: 414,
@@ -129,6 +130,7 @@ function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyR
     request.log.warn({ err: redactDbError(err), detail: err.detail }, 'upstream unavailable');
     return sendError(reply, err.code, err.message);
   }
+  if (err instanceof CaseAlreadyOpenError) return reply.code(STATUS_OF[err.code]).send({ ...errorBody(err.code, err.message, request.id), caseId: err.caseId });
   if (err instanceof DomainError) return sendError(reply, err.code, err.message);
   if (isDatabaseUnavailable(err)) return sendDatabaseUnavailable(err, request, reply);
   const known = typeof err.code === 'string' ? FRAMEWORK_ERRORS[err.code] : undefined;

@@ -7,6 +7,8 @@ import type { PartnerAdminService } from '../../services/partner-admin.service.j
 import type { RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { registerAdminAuth, type Operator } from '../plugins/admin-auth.plugin.js';
 import { backOfficeRoutes, type BackOfficeRouteOptions } from './back-office.routes.js';
+import { adminCaseRoutes } from './admin-cases.routes.js';
+import type { CaseService } from '../../services/case.service.js';
 
 function partnerView(p: Partner) {
   return { ...p, createdAt: p.createdAt.toISOString() };
@@ -15,6 +17,7 @@ function partnerView(p: Partner) {
 const errors = { 400: BadRequestBody, 401: ErrorBody, 404: ErrorBody };
 
 export interface AdminRouteOptions extends BackOfficeRouteOptions {
+  cases: CaseService;
   partners: PartnerAdminService;
   operators: readonly Operator[];
   /** Wrong operator tokens per client address (AUTH_FAILURES_PER_MINUTE). */
@@ -55,4 +58,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   );
 
   await app.register(backOfficeRoutes, { backOffice: opts.backOffice, reconciliation: opts.reconciliation });
+  await app.register(adminCaseRoutes, { cases: opts.cases });
 };
