@@ -1,15 +1,32 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
+import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { approve, badRequest, getPayment, partnerWithPayment, type Partner } from '../helpers/api.js';
 import type { AdminCaseView, CaseDetailView, CaseList, CaseView } from '../../src/schemas/case.schema.js';
 import type { EventList } from '../../src/schemas/event.schema.js';
+import { createCaseRepository } from '../../src/db/repositories/case.repository.js';
+import { createOutbox } from '../../src/db/outbox.statements.js';
 
 let ctx: TestContext;
+let receiver: WebhookReceiver;
 beforeAll(async () => {
-  ctx = await createTestContext();
+  [ctx, receiver] = await Promise.all([createTestContext(), startReceiver()]);
 });
-afterAll(() => ctx.close());
+afterAll(async () => {
+  await ctx.close();
+  await receiver.close();
+});
+
+/**
+ * One pass of the case job alone: the confirmation job, were it to run first, could confirm a
+ * payment the ministry approved before the case's own check does.
+ */
+async function runCaseJob(): Promise<void> {
+  const job = ctx.deps.jobs.find((j) => j.name === 'cases');
+  if (!job) throw new Error('no case job');
+  await job.run();
+}
 
 const DAY_MS = 24 * 3_600_000;
 
@@ -80,6 +97,15 @@ describe('POST /cases', () => {
     expect(again.json()).toMatchObject({ statusCode: 409, code: 'case_already_open', caseId: first.id });
     // Another type of the same payment is a case of its own.
     expect((await openCase(partner, { paymentId: payment.id, type: 'other', description: 'something else' })).statusCode).toBe(201);
+  });
+
+  it('makes one case of two opened at once for the same payment and type', async () => {
+    const { partner, payment } = await partnerWithPayment(ctx, 'etax');
+    const both = await Promise.all([0, 1].map(() => openCase(partner, { paymentId: payment.id, type: 'paid_twice', description: 'twice at once' })));
+    expect(both.map((r) => r.statusCode).sort()).toEqual([201, 409]);
+    const created = both.find((r) => r.statusCode === 201)?.json<CaseView>();
+    expect(both.find((r) => r.statusCode === 409)?.json()).toMatchObject({ code: 'case_already_open', caseId: created?.id });
+    expect((await caseEvents(partner, payment.id)).map((e) => e.type)).toEqual(['case.opened']);
   });
 
   it("keeps partners apart: another partner's payment and case are not found", async () => {
@@ -153,7 +179,7 @@ describe('the evidence and the automatic answer', () => {
     // The ministry has the money; our books have not checked yet.
     expect((await approve(ctx, invoice.refNum)).statusCode).toBe(200);
     const opened = await openOk(partner, payment.id);
-    await ctx.runJobs();
+    await runCaseJob();
     const shown = await getCase(partner, opened.id);
     expect(shown.status).toBe('resolved');
     expect(shown.resolution).toEqual({ outcome: 'confirmed', note: expect.stringContaining('The ministry confirms the payment'), resolvedAt: expect.any(String), by: 'service' });
@@ -170,7 +196,7 @@ describe('the evidence and the automatic answer', () => {
   it('leaves the case open with the evidence when the ministry has not confirmed the payment', async () => {
     const { partner, invoice, payment } = await partnerWithPayment(ctx, 'mof');
     const opened = await openOk(partner, payment.id);
-    await ctx.runJobs();
+    await runCaseJob();
     const seen = await adminCase(opened.id);
     expect(seen.status).toBe('open');
     expect(seen.evidence).toMatchObject({
@@ -188,8 +214,54 @@ describe('the evidence and the automatic answer', () => {
     const { partner, invoice, payment } = await partnerWithPayment(ctx, 'mof');
     expect((await approve(ctx, invoice.refNum)).statusCode).toBe(200);
     const opened = await openOk(partner, payment.id, 'paid_twice');
-    await ctx.runJobs();
+    await runCaseJob();
     expect((await getCase(partner, opened.id)).status).toBe('open');
+  });
+});
+
+describe('the evidence lease', () => {
+  it("lets a pass that lost a case's lease write nothing, and the pass that took it over write once", async () => {
+    const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+    // Gathered by the nudge or not, the case's evidence is wiped to be claimed again here.
+    const opened = await openOk(partner, payment.id, 'other');
+    await runCaseJob();
+    const gathered = (await adminCase(opened.id)).evidence;
+    expect(gathered).not.toBeNull();
+    await ctx.deps.db.updateTable('cases').set({ evidence: null, evidence_at: null, evidence_lease_until: null }).where('id', '=', opened.id).execute();
+    const repo = createCaseRepository(ctx.deps.db, createOutbox({ now: ctx.now }));
+    const at = ctx.now();
+    const first = (await repo.claimEvidence(at, new Date(at.getTime() + 1000), 100)).find((c) => c.id === opened.id);
+    expect(first).toBeDefined();
+    // Still held: nobody else claims it.
+    expect((await repo.claimEvidence(at, new Date(at.getTime() + 1000), 100)).map((c) => c.id)).not.toContain(opened.id);
+    const later = new Date(at.getTime() + 2000);
+    const second = (await repo.claimEvidence(later, new Date(later.getTime() + 1000), 100)).find((c) => c.id === opened.id);
+    expect(second).toBeDefined();
+    if (!first || !second) return;
+    const stale = { ...gathered, ministryStatus: { status: null, confirmedAt: null, error: 'the stale pass' } };
+    expect(await repo.saveEvidence(first, stale, later)).toBe(false);
+    expect(await repo.saveEvidence(second, { ...gathered }, later)).toBe(true);
+    expect((await adminCase(opened.id)).evidence).toEqual(gathered);
+  });
+});
+
+describe('webhooks', () => {
+  it('delivers the case events to a webhook that subscribed to them, and none to one that did not', async () => {
+    const { partner, invoice, payment } = await partnerWithPayment(ctx, 'mof');
+    const subscribe = (events: string[]) =>
+      ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/webhooks', payload: { url: `${receiver.url}/${events[0]}`, secret: 'cases-test-secret-0123456789abcdef', events } });
+    expect((await subscribe(['case.opened', 'case.resolved'])).statusCode).toBe(201);
+    expect((await subscribe(['payment.confirmed'])).statusCode).toBe(201);
+    expect((await approve(ctx, invoice.refNum)).statusCode).toBe(200);
+    const opened = await openOk(partner, payment.id);
+    await runCaseJob();
+    await ctx.runJobs();
+    const bodies = receiver.received.filter((r) => r.body.includes(payment.id)).map((r) => ({ url: r.url, body: JSON.parse(r.body) as { event: string; data: { id: string } } }));
+    expect(bodies.filter((b) => b.url.endsWith('/case.opened')).map((b) => [b.body.event, b.body.data.id])).toEqual([
+      ['case.opened', opened.id],
+      ['case.resolved', opened.id],
+    ]);
+    expect(bodies.filter((b) => b.url.endsWith('/payment.confirmed')).map((b) => b.body.event)).toEqual(['payment.confirmed']);
   });
 });
 
@@ -197,10 +269,10 @@ describe('the clock', () => {
   it('escalates an unresolved case once its due time passes, with a case.updated event and the breach in the metrics', async () => {
     const { partner, payment } = await partnerWithPayment(ctx, 'police');
     const opened = await openOk(partner, payment.id);
-    await ctx.runJobs();
+    await runCaseJob();
     expect((await getCase(partner, opened.id)).status).toBe('open');
     ctx.advance(DAY_MS + 1000);
-    await ctx.runJobs();
+    await runCaseJob();
     const shown = await getCase(partner, opened.id);
     expect(shown.status).toBe('escalated');
     expect((await adminCase(opened.id)).overdue).toBe(true);
@@ -213,7 +285,7 @@ describe('the clock', () => {
     expect(metrics).toMatch(/^case_escalations_total\{type="paid_not_updated"\} [1-9]/m);
     expect(metrics).toMatch(/^cases_open\{type="paid_not_updated",status="escalated"\} [1-9]/m);
     // Another pass escalates nothing twice.
-    await ctx.runJobs();
+    await runCaseJob();
     expect((await caseEvents(partner, payment.id)).length).toBe(2);
   });
 });
