@@ -137,6 +137,31 @@ const COMMANDS: Record<string, Command> = {
     request: (_, o) => get(withQuery('/admin/deliveries', { partnerId: o.partner, status: o.status, cursor: o.cursor })),
   },
   'deliveries redeliver': { synopsis: '<deliveryId>', args: ['delivery id'], request: ([id]) => post(`/admin/deliveries/${seg(id, 'delivery id')}/redeliver`) },
+  'cases list': {
+    synopsis: '[--status open|in_progress|escalated|resolved|unresolved] [--type T] [--partner ID] [--limit N]',
+    note: '(default unresolved, by due time)',
+    options: ['status', 'type', 'partner', 'limit'],
+    request: (_, o) => get(withQuery('/admin/cases', { status: o.status, type: o.type, partnerId: o.partner, limit: o.limit })),
+  },
+  'cases show': { synopsis: '<caseId>', note: '(with its comments and evidence)', args: ['case id'], request: ([id]) => get(`/admin/cases/${seg(id, 'case id')}`) },
+  'cases take': { synopsis: '<caseId>', args: ['case id'], request: ([id]) => post(`/admin/cases/${seg(id, 'case id')}/take`) },
+  'cases comment': {
+    synopsis: '<caseId> --text "..."',
+    args: ['case id'],
+    options: ['text'],
+    request: ([id], o) => post(`/admin/cases/${seg(id, 'case id')}/comments`, { text: need(o.text, '--text') }),
+  },
+  'cases resolve': {
+    synopsis: '<caseId> --outcome confirmed|reversed|refunded_by_partner|no_fault_found|other --note "..." [--ministry-reference REF]',
+    args: ['case id'],
+    options: ['outcome', 'note', 'ministry-reference'],
+    request: ([id], o) =>
+      post(`/admin/cases/${seg(id, 'case id')}/resolve`, {
+        outcome: need(o.outcome, '--outcome'),
+        note: need(o.note, '--note'),
+        ...(o['ministry-reference'] !== undefined ? { ministryReference: need(o['ministry-reference'], '--ministry-reference') } : {}),
+      }),
+  },
   audit: {
     synopsis: '[--operator NAME] [--action A] [--target ID] [--cursor C]',
     options: ['operator', 'action', 'target', 'cursor'],

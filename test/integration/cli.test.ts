@@ -162,6 +162,63 @@ describe('operator CLI (in-process)', () => {
     }
   });
 
+  it("lists a case a bank raised, shows it, takes it, comments on and resolves it under the operator; a second answer is the API's 409", async () => {
+    const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+    const raised = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/cases', payload: { paymentId: payment.id, type: 'wrong_amount', description: 'Charged 12 000 instead of 10 000' } });
+    expect(raised.statusCode, raised.body).toBe(201);
+    const id = raised.json<{ id: string }>().id;
+
+    const listed = await cli('cases', 'list', '--status', 'open', '--type', 'wrong_amount', '--partner', partner.id);
+    expect(listed.code, listed.err).toBe(0);
+    const items = (listed.out as { items: { id: string; paymentId: string; partnerId: string; status: string }[] }).items;
+    expect(items.map((c) => [c.id, c.paymentId, c.partnerId, c.status])).toEqual([[id, payment.id, partner.id, 'open']]);
+    expect((await cli('cases', 'list', '--type', 'paid_twice', '--partner', partner.id)).out).toEqual({ items: [] });
+
+    const shown = await cli('cases', 'show', id);
+    expect(shown.code, shown.err).toBe(0);
+    expect(shown.out).toMatchObject({ id, paymentId: payment.id, type: 'wrong_amount', status: 'open', description: 'Charged 12 000 instead of 10 000', partnerId: partner.id, comments: [] });
+
+    config = { ...config, adminToken: DORJ.token };
+    const taken = await cli('cases', 'take', id);
+    expect(taken.code, taken.err).toBe(0);
+    expect(taken.out).toMatchObject({ id, status: 'in_progress', assignee: 'dorj' });
+
+    const commented = await cli('cases', 'comment', id, '--text', 'Asked the ministry for its ledger line');
+    expect(commented.code, commented.err).toBe(0);
+    expect((commented.out as { comments: unknown[] }).comments).toEqual([
+      { author: 'operator', operator: 'dorj', text: 'Asked the ministry for its ledger line', createdAt: expect.any(String) },
+    ]);
+
+    const resolved = await cli('cases', 'resolve', id, '--outcome', 'reversed', '--note', 'The ministry returned the 2 000', '--ministry-reference', 'MOF-REV-9');
+    expect(resolved.code, resolved.err).toBe(0);
+    expect(resolved.out).toMatchObject({
+      id,
+      status: 'resolved',
+      resolvedOperator: 'dorj',
+      resolution: { outcome: 'reversed', ministryReference: 'MOF-REV-9', note: 'The ministry returned the 2 000', by: 'operator' },
+    });
+    expect((await cli('cases', 'list', '--partner', partner.id)).out).toEqual({ items: [] });
+
+    const again = await cli('cases', 'resolve', id, '--outcome', 'other', '--note', 'twice');
+    expect(again.code).toBe(1);
+    expect(again.err).toContain('admin API answered 409');
+    expect((await cli('cases', 'show', id)).out).toMatchObject({ resolution: { outcome: 'reversed' } });
+
+    const audit = (await cli('audit', '--target', id)).out as { items: { operator: string; action: string }[] };
+    expect(audit.items.map((e) => [e.operator, e.action]).sort()).toEqual([
+      ['dorj', 'case.comment'],
+      ['dorj', 'case.resolve'],
+      ['dorj', 'case.take'],
+    ]);
+
+    const unknown = await cli('cases', 'show', '00000000-0000-4000-8000-000000000000');
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toContain('404');
+    const badStatus = await cli('cases', 'list', '--status', 'closed');
+    expect(badStatus.code).toBe(1);
+    expect(badStatus.err).toContain('admin API answered 400');
+  });
+
   it('names the URL it could not reach, and exits 1', async () => {
     config = { ...config, adminUrl: `http://127.0.0.1:${await closedPort()}` };
     const res = await cli('partner', 'list');
@@ -238,9 +295,27 @@ describe('operator CLI (in-process)', () => {
       expect(res.code, argv.join(' ')).toBe(2);
       expect(res.err, argv.join(' ')).toContain('Usage: npm run cli --');
     }
+    const caseId = '00000000-0000-4000-8000-000000000000';
+    const caseUsage: [string[], string][] = [
+      [['cases'], 'missing cases command'],
+      [['cases', 'show'], 'missing case id'],
+      [['cases', 'take'], 'missing case id'],
+      [['cases', 'comment', caseId], 'missing --text'],
+      [['cases', 'resolve', caseId, '--note', 'found'], 'missing --outcome'],
+      [['cases', 'resolve', caseId, '--outcome', 'confirmed'], 'missing --note'],
+      [['cases', 'resolve', '--outcome', 'confirmed', '--note', 'found'], 'missing case id'],
+      [['cases', 'list', '--note', 'x'], 'cases list does not take --note'],
+    ];
+    for (const [argv, message] of caseUsage) {
+      const res = await cli(...argv);
+      expect(res.code, argv.join(' ')).toBe(2);
+      expect(res.err, argv.join(' ')).toContain(message);
+      expect(res.err, argv.join(' ')).toContain('Usage: npm run cli --');
+    }
     const help = await cli('--help');
     expect(help.code).toBe(0);
     expect(String(help.out)).toContain('reconcile run --day YYYY-MM-DD');
     expect(String(help.out)).toContain('partner set-limits <partnerId> (--per-second N --per-minute N --per-hour N | --default)');
+    expect(String(help.out)).toContain('cases resolve <caseId> --outcome confirmed|reversed|refunded_by_partner|no_fault_found|other --note "..." [--ministry-reference REF]');
   });
 });
