@@ -165,3 +165,20 @@ describe('the operator CLI settings', () => {
     expect(() => loadCliConfig({ ADMIN_PORT: 'admin' })).toThrow('ADMIN_PORT must be an integer, got "admin"');
   });
 });
+
+describe('case turnaround settings', () => {
+  it('gives paid_not_updated 24 hours and every other type 120 by default', () => {
+    expect(loadConfig({}).caseTurnaroundHours).toEqual({ paid_not_updated: 24, paid_twice: 120, wrong_amount: 120, canceled_not_reversed: 120, other: 120 });
+  });
+
+  it('takes type=hours pairs, keeping the default of a type left out', () => {
+    const hours = loadConfig({ CASE_TURNAROUND_HOURS: 'paid_twice=48, other=8' }).caseTurnaroundHours;
+    expect(hours).toEqual({ paid_not_updated: 24, paid_twice: 48, wrong_amount: 120, canceled_not_reversed: 120, other: 8 });
+  });
+
+  it('refuses an unknown type, a pair without hours and a turnaround under an hour, naming the variable', () => {
+    expect(() => loadConfig({ CASE_TURNAROUND_HOURS: 'lost=5' })).toThrow('CASE_TURNAROUND_HOURS names "lost", which is not a case type');
+    expect(() => loadConfig({ CASE_TURNAROUND_HOURS: 'paid_twice' })).toThrow('CASE_TURNAROUND_HOURS must be a comma list of type=hours pairs');
+    expect(() => loadConfig({ CASE_TURNAROUND_HOURS: 'paid_twice=0' })).toThrow(/CASE_TURNAROUND_HOURS/);
+  });
+});
