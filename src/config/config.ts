@@ -258,8 +258,12 @@ const SETTINGS = {
     ),
     caseHours,
   ),
-  /** How often the case job gathers the evidence of new cases and escalates the ones past due. */
-  casePollMs: number('CASE_POLL_MS', Int(1000, 10)),
+  /**
+   * How often the case job gathers the evidence of new cases and escalates the ones past due. A
+   * case opened on a process that runs the job is gathered at once; this bounds the wait on an
+   * API-only process. Longer than a pass's ministry calls, so a slow ministry does not read as a stalled loop.
+   */
+  casePollMs: number('CASE_POLL_MS', Int(5000, 10)),
   /** Delivery attempts in flight per instance: overall, per webhook, per partner. */
   webhookConcurrency: {
     total: number('WEBHOOK_CONCURRENCY', Int(32, 1)),
