@@ -6,7 +6,7 @@ import { shortId } from '../page-ui/page-format.js';
 
 export type Partner = Static<typeof PartnerBody>;
 
-export const TABS = ['partners', 'payments', 'reconciliation', 'deliveries', 'audit'] as const;
+export const TABS = ['partners', 'payments', 'cases', 'reconciliation', 'deliveries', 'audit'] as const;
 export type Tab = (typeof TABS)[number];
 export const isTab = (name: string): name is Tab => (TABS as readonly string[]).includes(name);
 

@@ -1,6 +1,7 @@
-/* The console's building blocks: cells, list tables with their states, two-step buttons, busy buttons. */
+/* The console's building blocks: cells, list tables with their states, a payment's timeline, two-step buttons, busy buttons. */
+import type { AdminPaymentDetailView } from '../../schemas/back-office.schema.js';
 import { describeError, el, type ErrorBox } from '../page-ui/page-ui.js';
-import { financeDayLabel, formatLocalTime, shortId } from '../page-ui/page-format.js';
+import { compactJson, financeDayLabel, formatLocalTime, shortId } from '../page-ui/page-format.js';
 import { createArming } from './console.format.js';
 
 export type TableState = 'idle' | 'loading' | 'ready' | 'empty' | 'error';
@@ -34,6 +35,28 @@ export function setTableState(table: HTMLTableElement, state: TableState, messag
   if (state === 'loading') td.append(el('span', { class: 'spinner' }), message || 'Loading…');
   else td.textContent = message;
   table.tBodies[0]?.replaceChildren(el('tr', { class: `state-row ${state}` }, td));
+}
+
+type TimelineEntry = AdminPaymentDetailView['timeline'][number];
+
+function timelineRow(t: TimelineEntry, i: number): HTMLTableRowElement {
+  return el('tr', { class: 'timeline-row', dataset: { from: t.from ?? '', to: t.to, cause: t.cause, event: t.event } },
+    el('td', { class: 'num sub', text: String(i + 1) }),
+    timeCell(t.at),
+    el('td', { class: 'nowrap' }, t.from ? badge(t.from) : el('span', { class: 'sub', text: 'new' }), el('span', { class: 'arrow', text: '→' }), badge(t.to)),
+    el('td', { class: 'mono', text: t.event }),
+    el('td', { class: 'mono', text: t.cause }),
+    el('td', {}, t.detail ? el('code', { class: 'json', text: compactJson(t.detail) }) : el('span', { class: 'sub', text: '—' })));
+}
+
+/** A payment's moves in order, each with the ministry's answer behind it (the payment's detail, a case's evidence). */
+export function timelineTable(entries: readonly TimelineEntry[], id = 'timeline'): HTMLTableElement {
+  const table = el('table', { id },
+    el('thead', {}, el('tr', {}, ...['#', 'At', 'Transition', 'Event', 'Cause', 'Ministry answer / detail'].map((h) => el('th', { text: h })))),
+    el('tbody', {}, ...entries.map(timelineRow)));
+  if (entries.length === 0) setTableState(table, 'empty', 'No state changes recorded for this payment.');
+  else table.dataset.state = 'ready';
+  return table;
 }
 
 /** A page of a list as the admin API answers it. */

@@ -7,6 +7,7 @@ import { timezoneNote } from '../page-ui/page-format.js';
 import { TABS, createNotice, createPartnerNames, isTab, type ConsoleContext, type Navigation, type Partner, type Tab } from './console-context.js';
 import { busy } from './console-table.ui.js';
 import { createAuditScreen } from './audit.screen.js';
+import { createCasesScreen } from './cases.screen.js';
 import { createDeliveriesScreen } from './deliveries.screen.js';
 import { createPartnersScreen } from './partners.screen.js';
 import { createPaymentsScreen } from './payments.screen.js';
@@ -46,6 +47,7 @@ function createScreens(ctx: ConsoleContext) {
   return {
     partners: createPartnersScreen(ctx),
     payments: createPaymentsScreen(ctx),
+    cases: createCasesScreen(ctx),
     reconciliation: createReconciliationScreen(ctx),
     deliveries: createDeliveriesScreen(ctx),
     audit: createAuditScreen(ctx),
@@ -60,6 +62,7 @@ function createTabs(screens: Screens, hideNotice: () => void) {
   const onShow: Record<Tab, () => void> = {
     partners: () => void screens.partners.load(),
     payments: () => void (loaded.has('payments') ? undefined : screens.payments.load()),
+    cases: () => void screens.cases.load(),
     reconciliation: () => screens.reconciliation.load(),
     deliveries: () => void screens.deliveries.load(),
     audit: () => void screens.audit.load(),
@@ -127,6 +130,7 @@ function start(): void {
     tabs.reset();
     screens.partners.hideKey();
     screens.payments.close();
+    screens.cases.close();
   }
   function signOut(): void {
     token = '';

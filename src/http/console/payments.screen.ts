@@ -1,12 +1,11 @@
 /* The payments screen: search payments across partners, and one payment's detail and timeline. */
 import type { AdminPaymentDetailView, AdminPaymentView } from '../../schemas/back-office.schema.js';
 import { byId, describeError, el, type Child } from '../page-ui/page-ui.js';
-import { compactJson, financeDayLabel, formatLocalTime, formatTugrik, queryString, timeBound } from '../page-ui/page-format.js';
+import { financeDayLabel, formatLocalTime, formatTugrik, queryString, timeBound } from '../page-ui/page-format.js';
 import type { ConsoleContext } from './console-context.js';
-import { badge, createList, dayTimeCell, idSpan, setTableState, timeCell, type ListPage } from './console-table.ui.js';
+import { badge, createList, dayTimeCell, idSpan, timeCell, timelineTable, type ListPage } from './console-table.ui.js';
 
 const FILTER_INPUTS = ['pay-paymentId', 'pay-invoiceId', 'pay-refNum', 'pay-partnerId', 'pay-from', 'pay-to'] as const;
-type TimelineEntry = AdminPaymentDetailView['timeline'][number];
 
 export interface PaymentsScreen {
   /** The first load on showing the screen. */
@@ -31,25 +30,6 @@ function paymentQuery(cursor: string | null): string {
     to: timeBound(input('pay-to').value, 'To'),
     cursor,
   });
-}
-
-function timelineRow(t: TimelineEntry, i: number): HTMLTableRowElement {
-  return el('tr', { class: 'timeline-row', dataset: { from: t.from ?? '', to: t.to, cause: t.cause, event: t.event } },
-    el('td', { class: 'num sub', text: String(i + 1) }),
-    timeCell(t.at),
-    el('td', { class: 'nowrap' }, t.from ? badge(t.from) : el('span', { class: 'sub', text: 'new' }), el('span', { class: 'arrow', text: '→' }), badge(t.to)),
-    el('td', { class: 'mono', text: t.event }),
-    el('td', { class: 'mono', text: t.cause }),
-    el('td', {}, t.detail ? el('code', { class: 'json', text: compactJson(t.detail) }) : el('span', { class: 'sub', text: '—' })));
-}
-
-function timelineTable(entries: readonly TimelineEntry[]): HTMLTableElement {
-  const table = el('table', { id: 'timeline' },
-    el('thead', {}, el('tr', {}, ...['#', 'At', 'Transition', 'Event', 'Cause', 'Ministry answer / detail'].map((h) => el('th', { text: h })))),
-    el('tbody', {}, ...entries.map(timelineRow)));
-  if (entries.length === 0) setTableState(table, 'empty', 'No state changes recorded for this payment.');
-  else table.dataset.state = 'ready';
-  return table;
 }
 
 function selectRow(tr: HTMLTableRowElement | null): void {
