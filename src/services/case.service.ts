@@ -105,10 +105,11 @@ export function createCaseService(deps: CaseServiceDeps) {
     return records.map((r) => adminCaseView(r, names.get(r.row.partner_id) ?? '', at));
   }
 
+  /** The operator's audit entry of a change; `said` is what the operator wrote (a comment, a resolution's note), kept with it. */
   const audited =
-    (operator: string, action: AuditAction): AlsoOnCase =>
+    (operator: string, action: AuditAction, said: Record<string, unknown> = {}): AlsoOnCase =>
     (uow, { before, after }) =>
-      deps.audit.record({ operator, action, targetType: 'case', targetId: before.id, before: caseAuditView(before), after: caseAuditView(after.row), at: now() }, uow);
+      deps.audit.record({ operator, action, targetType: 'case', targetId: before.id, before: caseAuditView(before), after: { ...caseAuditView(after.row), ...said }, at: now() }, uow);
 
   /**
    * A paid_not_updated case whose fresh answer says the ministry confirmed the payment: the payment
@@ -217,7 +218,7 @@ export function createCaseService(deps: CaseServiceDeps) {
     },
 
     async operatorComment(id: string, operator: string, text: string): Promise<AdminCaseView> {
-      const done = await cases.comment(id, { author: 'operator', operator, text, at: now() }, eventOf('case.updated'), audited(operator, 'case.comment'));
+      const done = await cases.comment(id, { author: 'operator', operator, text, at: now() }, eventOf('case.updated'), audited(operator, 'case.comment', { comment: text }));
       if (done === null) throw new NotFoundError('Case');
       if (done === 'resolved') throw new ConflictError('The case is already resolved');
       deps.onChanged?.();
@@ -229,7 +230,7 @@ export function createCaseService(deps: CaseServiceDeps) {
         id,
         { outcome: input.outcome, note: input.note, ministryReference: input.ministryReference ?? null, by: 'operator', operator, at: now(), move: caseMove('answered') },
         eventOf('case.resolved'),
-        audited(operator, 'case.resolve'),
+        audited(operator, 'case.resolve', { note: input.note }),
       );
       if (done === null) throw new NotFoundError('Case');
       if (done === 'resolved') throw new ConflictError('The case is already resolved');

@@ -162,6 +162,8 @@ describe('comments', () => {
     const res = await ctx.api(partner.apiKey, { method: 'POST', url: `/api/v1/cases/${opened.id}/comments`, payload: { text: 'Receipt no. 417' } });
     expect(res.statusCode, res.body).toBe(201);
     expect((await admin('POST', `/admin/cases/${opened.id}/comments`, { text: 'Asked the ministry' })).statusCode).toBe(200);
+    const audit = (await admin('GET', `/admin/audit?targetId=${opened.id}`)).json<{ items: { action: string; after: unknown }[] }>();
+    expect(audit.items).toMatchObject([{ action: 'case.comment', after: { status: 'open', comment: 'Asked the ministry' } }]);
     const shown = await getCase(partner, opened.id);
     expect(shown.comments.map((c) => [c.author, c.text])).toEqual([
       ['partner', 'Receipt no. 417'],
@@ -315,8 +317,12 @@ describe("the operator's queue", () => {
     const comment = await ctx.api(partner.apiKey, { method: 'POST', url: `/api/v1/cases/${opened.id}/comments`, payload: { text: 'late' } });
     expect(comment.statusCode).toBe(409);
 
-    const audit = (await admin('GET', `/admin/audit?targetId=${opened.id}`)).json<{ items: { action: string }[] }>();
+    const audit = (await admin('GET', `/admin/audit?targetId=${opened.id}`)).json<{ items: { action: string; before: unknown; after: unknown }[] }>();
     expect(audit.items.map((e) => e.action).sort()).toEqual(['case.resolve', 'case.take']);
+    expect(audit.items.find((e) => e.action === 'case.resolve')).toMatchObject({
+      before: { status: 'in_progress', assignee: 'admin', outcome: null },
+      after: { status: 'resolved', outcome: 'reversed', resolvedBy: 'operator', note: 'The ministry returned the money' },
+    });
     expect((await caseEvents(partner, payment.id)).map((e) => e.type)).toEqual(['case.opened', 'case.updated', 'case.resolved']);
     // Resolved, the payment may have a new case of the same type.
     expect((await openCase(partner, { paymentId: payment.id, type: 'canceled_not_reversed', description: 'again' })).statusCode).toBe(201);
