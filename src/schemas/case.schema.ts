@@ -6,10 +6,9 @@ import { CASE_AUTHORS, CASE_OUTCOMES, CASE_RESOLVERS, CASE_STATUSES, CASE_TYPES,
 
 const CaseText = (description: string) => Type.String({ minLength: 1, maxLength: 2000, description });
 
-const CaseTypeField = StringEnum(CASE_TYPES, {
-  description:
-    'paid_not_updated: the customer paid and the ministry still shows the invoice unpaid; paid_twice; wrong_amount; canceled_not_reversed: a canceled payment whose money did not come back; other',
-});
+const CASE_TYPES_MEANING =
+  'paid_not_updated: the customer paid and the ministry still shows the invoice unpaid; paid_twice; wrong_amount; canceled_not_reversed: a canceled payment whose money did not come back; other';
+const CaseTypeField = StringEnum(CASE_TYPES, { description: CASE_TYPES_MEANING });
 const CaseStatusField = StringEnum(CASE_STATUSES, {
   description: 'open: raised, not yet taken; in_progress: an operator took it; escalated: dueAt passed unresolved; resolved: answered (see resolution)',
 });
@@ -62,7 +61,7 @@ export type CaseDetailView = Static<typeof CaseDetailBody>;
 export const OpenCaseBody = Type.Object(
   {
     paymentId: Type.String({ format: 'uuid', description: 'One of your payments' }),
-    type: LiteralUnion(CASE_TYPES),
+    type: LiteralUnion(CASE_TYPES, { description: CASE_TYPES_MEANING }),
     description: CaseText('What the customer says went wrong (1-2000 characters)'),
   },
   { additionalProperties: false },
@@ -73,8 +72,8 @@ export const CaseCommentRequest = Type.Object({ text: CaseText('Your note (1-200
 
 export const CaseListQuery = Type.Object(
   {
-    status: Type.Optional(LiteralUnion(CASE_STATUSES)),
-    paymentId: Type.Optional(Uuid),
+    status: Type.Optional(LiteralUnion(CASE_STATUSES, { description: 'Only the cases in this status' })),
+    paymentId: Type.Optional(Type.String({ format: 'uuid', description: 'Only the cases about this payment' })),
     cursor: Type.Optional(PositionCursor),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   },
@@ -116,7 +115,7 @@ export const CaseEvidenceBody = Type.Object(
     ministryInvoice: Type.Object({
       found: Type.Boolean(),
       status: Type.Unsafe<(typeof STORED_INVOICE_STATUSES)[number] | null>({ type: ['string', 'null'], enum: [...STORED_INVOICE_STATUSES, null] }),
-      amount: Nullable(Type.String({ description: 'What the ministry says is still owed' })),
+      amount: Nullable(Type.String({ description: 'The amount the ministry shows on the invoice' })),
       payerRegister: Nullable(Type.String({ description: 'Masked as on the invoice' })),
       error: GatherError,
     }),

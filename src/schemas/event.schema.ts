@@ -2,7 +2,7 @@ import { Type, type Static, type TObject, type TSchema } from 'typebox';
 import { IsoDateTime, Nullable, StringEnum, Uuid } from './common.schema.js';
 import { PositionCursor } from './cursor.schema.js';
 import { CANCEL_REASONS, WEBHOOK_EVENTS, type WebhookEvent } from '../domain/vocabulary.js';
-import { CaseCommentBody, CaseDetailBody, CaseResolutionBody } from './case.schema.js';
+import { CaseDetailBody } from './case.schema.js';
 
 export const EventType = StringEnum(WEBHOOK_EVENTS, { description: WEBHOOK_EVENTS.join(', ') });
 
@@ -49,8 +49,8 @@ export const EventData = Type.Object(
     createdAt: caseField(caseProperties.createdAt),
     dueAt: caseField(caseProperties.dueAt),
     updatedAt: caseField(caseProperties.updatedAt),
-    resolution: caseField(Nullable(CaseResolutionBody)),
-    comments: caseField(Type.Array(CaseCommentBody)),
+    resolution: caseField(caseProperties.resolution),
+    comments: caseField(caseProperties.comments),
   },
   {
     description:

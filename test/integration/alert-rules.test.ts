@@ -56,6 +56,12 @@ describe.skipIf(!hasPromtool())('alerting rules against a real service', { tags:
     expect(res.statusCode, res.body).toBe(201);
   }
 
+  async function openCase(ctx: TestContext, partner: Partner, paymentId: string, type: string): Promise<string> {
+    const res = await ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/cases', payload: { paymentId, type, description: 'The customer says the payment did not go through' } });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json<{ id: string }>().id;
+  }
+
   it('fires none of the rules on a healthy service', async () => {
     const ctx = await context();
     const receiver = await receivers.start();
@@ -68,13 +74,15 @@ describe.skipIf(!hasPromtool())('alerting rules against a real service', { tags:
     await ctx.runJobs();
     await ownInvoice(ctx, partner, 'etax');
     await payOk(ctx, partner.apiKey, { invoiceId: (await ownInvoice(ctx, partner, 'police')).id });
+    // A case within its due time: the overdue gauge has its series, at 0.
+    await openCase(ctx, partner, payment.id, 'other');
     await ctx.runJobs();
     const second = await scrape(ctx);
 
     expect(receiver.received.length).toBeGreaterThan(0);
     expect((await ctx.api(partner.apiKey, { method: 'GET', url: `/api/v1/payments/${payment.id}` })).json()).toMatchObject({ status: 'confirmed' });
     // The numbers every rule reads are there, at healthy values, so no rule is silent for want of them.
-    for (const series of ['database_up', 'webhook_delivery_oldest_due_seconds', 'webhooks_disabled{reason="failing"}', 'payment_status_unchecked_seconds{source="police"}']) {
+    for (const series of ['database_up', 'webhook_delivery_oldest_due_seconds', 'webhooks_disabled{reason="failing"}', 'payment_status_unchecked_seconds{source="police"}', 'cases_overdue{type="other"}']) {
       expect(sample(second, series), series).toBeDefined();
     }
     expect(sample(second, 'ministry_circuit_open{source="mof",operation="getByRef"}')).toBe(0);
@@ -146,6 +154,25 @@ describe.skipIf(!hasPromtool())('alerting rules against a real service', { tags:
     expect(receiver.received.length).toBeGreaterThanOrEqual(6);
     expect(sample(second, 'webhooks_disabled{reason="failing"}')).toBe(1);
     await expectFires({ first, second }, [{ alertname: 'WebhookDisabledFailing', labels: [{}] }]);
+  });
+
+  it("fires on a partner's case past its due time unresolved, by its type", async () => {
+    const ctx = await context();
+    const { partner, payment } = await partnerWithPayment(ctx, 'police');
+    const caseId = await openCase(ctx, partner, payment.id, 'paid_not_updated');
+    await ctx.runJobs();
+    const first = await scrape(ctx);
+    expect(sample(first, 'cases_overdue{type="paid_not_updated"}')).toBe(0);
+    // Nobody answers it within the type's turnaround (24 hours); the jobs keep running meanwhile.
+    ctx.advance(DAY + 60_000);
+    await ctx.runJobs();
+    const second = await scrape(ctx);
+
+    const shown = await ctx.admin.inject({ method: 'GET', url: `/admin/cases/${caseId}`, headers: { authorization: `Bearer ${ctx.config.adminToken}` } });
+    expect(shown.json()).toMatchObject({ status: 'escalated', overdue: true });
+    expect(sample(second, 'cases_overdue{type="paid_not_updated"}')).toBe(1);
+    expect(sample(second, 'case_oldest_open_age_seconds{type="paid_not_updated"}')).toBeGreaterThanOrEqual(DAY / 1000);
+    await expectFires({ first, second }, [{ alertname: 'CaseOverdue', labels: [{ type: 'paid_not_updated' }] }]);
   });
 
   it('fires on background loops abandoning passes while the database is held by a long transaction', async () => {

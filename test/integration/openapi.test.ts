@@ -5,6 +5,7 @@ import { createContractChecker, documentPath, type ContractDocument } from '../h
 import { PartnerBody, UpdatePartnerBody } from '../../src/schemas/admin.schema.js';
 import { ERROR_CODES } from '../../src/domain/errors.js';
 import { codesOfStatus } from '../../src/http/plugins/errors.plugin.js';
+import { partnerWithPayment } from '../helpers/api.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -181,6 +182,45 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.components.headers).sort()).toEqual(['IdempotentReplayed', 'RateLimit', 'RateLimitPolicy', 'RetryAfter', 'XRequestId', 'XStatusSource']);
   });
 
+  it('describes the cases with named schemas, and the 409 of a second open case with the open one\'s id', async () => {
+    const doc = await fetchDoc();
+    const checker = createContractChecker(doc);
+    const schemaOf = (path: string, method: string, status?: string) => {
+      const op = doc.paths[path]?.[method];
+      const media = status ? op?.responses[status]?.content?.['application/json'] : op?.requestBody?.content['application/json'];
+      return media?.schema;
+    };
+    const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+    expect(schemaOf('/cases', 'post')).toEqual(ref('OpenCaseRequest'));
+    expect(schemaOf('/cases', 'post', '201')).toEqual(ref('Case'));
+    expect(schemaOf('/cases', 'get', '200')).toEqual(ref('CaseList'));
+    expect(schemaOf('/cases/{id}', 'get', '200')).toEqual(ref('CaseDetail'));
+    expect(schemaOf('/cases/{id}/comments', 'post')).toEqual(ref('CaseCommentRequest'));
+    expect(schemaOf('/cases/{id}/comments', 'post', '201')).toEqual(ref('CaseDetail'));
+    expect(Object.keys(doc.paths['/cases']?.post?.responses ?? {}).sort()).toEqual(['201', '400', '401', '403', '404', '409', '413', '415', '429', '500', '503']);
+    expect(Object.keys(doc.paths['/cases/{id}/comments']?.post?.responses ?? {})).toEqual(expect.arrayContaining(['201', '404', '409']));
+
+    const conflict = schemaOf('/cases', 'post', '409');
+    expect(conflict).toEqual({ allOf: [ref('CaseConflict')], properties: { code: { type: 'string', enum: codesOfStatus(409) } } });
+    expect(codesOfStatus(409)).toContain('case_already_open');
+    const validate = checker.validator(conflict);
+    const example = doc.paths['/cases']?.post?.responses['409']?.content?.['application/json']?.examples?.default?.value as { code: string; caseId: string };
+    expect(example).toMatchObject({ code: 'case_already_open', caseId: expect.any(String) });
+    const { caseId: _caseId, ...withoutCaseId } = example;
+    expect(validate(withoutCaseId)).toBe(false);
+    expect(validate({ ...example, code: 'not_found' })).toBe(false);
+
+    // The real answers: ctx.api checks each against the document, so a drift fails here too.
+    const { partner, payment } = await partnerWithPayment(ctx, 'mof');
+    const open = (description: string) => ctx.api(partner.apiKey, { method: 'POST', url: '/api/v1/cases', payload: { paymentId: payment.id, type: 'paid_twice', description } });
+    const first = await open('Charged twice for one invoice');
+    expect(first.statusCode).toBe(201);
+    const again = await open('Charged twice, again');
+    expect(again.statusCode).toBe(409);
+    expect(validate(again.json())).toBe(true);
+    expect(again.json()).toMatchObject({ code: 'case_already_open', caseId: first.json<{ id: string }>().id });
+  });
+
   it("states that the rate-limit policy header carries the partner's own limits", async () => {
     const doc = await fetchDoc();
     expect(doc.components.headers.RateLimitPolicy).toMatchObject({ description: expect.stringContaining("the partner's own limits") });
@@ -201,7 +241,16 @@ describe('OpenAPI document', () => {
   it('describes the webhook deliveries: each event, its headers and the signature', async () => {
     const doc = await fetchDoc();
     const checker = createContractChecker(doc);
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['payment.canceled', 'payment.confirmed', 'payment.failed', 'payment.submitted', 'webhook.test']);
+    expect(Object.keys(doc.webhooks).sort()).toEqual([
+      'case.opened',
+      'case.resolved',
+      'case.updated',
+      'payment.canceled',
+      'payment.confirmed',
+      'payment.failed',
+      'payment.submitted',
+      'webhook.test',
+    ]);
     for (const [event, { post }] of Object.entries(doc.webhooks)) {
       const names = (post.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name);
       expect(names).toEqual(expect.arrayContaining(['X-Service-Event', 'X-Service-Delivery', 'X-Service-Timestamp', 'X-Service-Signature']));

@@ -139,12 +139,23 @@ describe('payment transition table', () => {
 
   it("describes every event's data field in the events API's data schema", () => {
     const fields = Object.keys(EventData.properties);
-    for (const schema of Object.values(EVENT_DATA)) {
+    const shared = EventData.properties as Record<string, { description?: string }>;
+    for (const [event, schema] of Object.entries(EVENT_DATA)) {
       for (const [name, field] of Object.entries(schema.properties)) {
         expect(fields).toContain(name);
-        expect(JSON.stringify((EventData.properties as Record<string, unknown>)[name])).toBe(JSON.stringify(field));
+        if (name !== 'id') {
+          expect(JSON.stringify(shared[name]), `${event} ${name}`).toBe(JSON.stringify(field));
+          continue;
+        }
+        // One id for every event: the same type, described as what it is on each kind of event.
+        const { description, ...shape } = shared.id ?? {};
+        const { description: own, ...ownShape } = field as { description?: string };
+        expect(JSON.stringify(shape), event).toBe(JSON.stringify(ownShape));
+        expect(description, event).toContain(event.startsWith('case.') ? 'on a case.* event, the case id' : own);
       }
     }
+    expect((EVENT_DATA['payment.confirmed'].properties.id as { description?: string }).description).toBe('The payment id');
+    expect(shared.id?.description).toMatch(/^The payment id;/);
   });
 
   it('gives every event one target and the guard states it may leave from', () => {

@@ -1,6 +1,7 @@
 import { BadRequestBody, ErrorBody } from '../../schemas/common.schema.js';
 import { DeviceBody, RegisterDeviceBody } from '../../schemas/device.schema.js';
 import { EventBody, EventListBody } from '../../schemas/event.schema.js';
+import { CaseBody, CaseCommentBody, CaseCommentRequest, CaseConflictBody, CaseDetailBody, CaseListBody, OpenCaseBody } from '../../schemas/case.schema.js';
 import { InvoiceBody, InvoiceListBody } from '../../schemas/invoice.schema.js';
 import {
   CancelBody,
@@ -74,6 +75,13 @@ export const NAMED_SCHEMAS: ReadonlyArray<readonly [name: string, schema: object
   ['RedeliveryQueued', RedeliveryQueuedBody],
   ['Event', EventBody],
   ['EventList', EventListBody],
+  ['OpenCaseRequest', OpenCaseBody],
+  ['Case', CaseBody],
+  ['CaseComment', CaseCommentBody],
+  ['CaseDetail', CaseDetailBody],
+  ['CaseList', CaseListBody],
+  ['CaseCommentRequest', CaseCommentRequest],
+  ['CaseConflict', CaseConflictBody],
   ['RegisterDeviceRequest', RegisterDeviceBody],
   ['Device', DeviceBody],
   ['SandboxApproveRequest', ApproveBody],
@@ -101,6 +109,14 @@ export function withComponentRefs(schema: unknown, self?: object): unknown {
   if (name) return { $ref: REF_PREFIX + name };
   return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, withComponentRefs(value)]));
 }
+
+/**
+ * The components in the error shape whose `code` is the whole closed list (the `Error` component's
+ * field): each error response naming one narrows its `code` to the codes of its own status.
+ */
+export const ERROR_SHAPED_REFS: ReadonlySet<string> = new Set(
+  NAMED_SCHEMAS.filter(([, schema]) => (schema as { properties?: { code?: unknown } }).properties?.code === ErrorBody.properties.code).map(([name]) => REF_PREFIX + name),
+);
 
 /** components.schemas: each named schema, referring to the others by `$ref`. */
 export function componentSchemas(): Record<string, unknown> {

@@ -32,19 +32,53 @@ export const openedCase = {
   resolution: null,
 };
 
+/** The case once the bank added a note, as POST /cases/{id}/comments answers it. */
+export const commentedCase = {
+  ...openedCase,
+  updatedAt: '2026-11-25T02:05:00.500Z',
+  comments: [{ author: 'partner', text: 'Receipt number 000417 attached by the customer', createdAt: '2026-11-25T02:05:00.500Z' }],
+};
+
 /** The same case once the service's fresh check found the payment confirmed, as GET /cases/{id} shows it. */
 export const resolvedCase = {
-  ...openedCase,
+  ...commentedCase,
   status: 'resolved',
   updatedAt: '2026-11-25T02:05:01.000Z',
   resolution: {
     outcome: 'confirmed',
-    note: 'The ministry confirms the payment (confirmed at 2026-11-25T02:02:11.000Z); the invoice is paid there.',
+    note: 'The ministry confirms the payment (confirmed at 2026-11-25T02:02:11.000Z); the invoice is paid there, and its own view follows.',
     resolvedAt: '2026-11-25T02:05:01.000Z',
     by: 'service',
   },
-  comments: [{ author: 'partner', text: 'Receipt number 000417 attached by the customer', createdAt: '2026-11-25T02:05:00.500Z' }],
 };
+
+/** A case an operator took and answered with the ministry's reference, as GET /cases lists it. */
+const answeredCase = {
+  id: '0d7e5b2a-9c41-4f3e-8a16-2e4b7c9d1f05',
+  paymentId: '1b9e4c7d-3a52-4f08-b6e1-7d2c9a5f3e40',
+  type: 'canceled_not_reversed',
+  status: 'resolved',
+  description: 'The payment was canceled and the money has not come back to the customer',
+  createdAt: '2026-11-24T06:40:12.310Z',
+  dueAt: '2026-11-29T06:40:12.310Z',
+  updatedAt: '2026-11-25T01:15:47.902Z',
+  resolution: {
+    outcome: 'reversed',
+    ministryReference: 'MOF-REV-2026-11-0093',
+    note: 'The ministry returned the money on 2026-11-24; the customer sees it within one banking day',
+    resolvedAt: '2026-11-25T01:15:47.902Z',
+    by: 'operator',
+  },
+};
+
+/** The same, as GET /cases/{id} shows it. */
+export const operatorResolvedCase = {
+  ...answeredCase,
+  comments: [{ author: 'operator', text: 'Asked the ministry; waiting for its answer', createdAt: '2026-11-24T09:02:31.554Z' }],
+};
+
+/** GET /cases: a page of two, newest first, with the cursor of the next. */
+export const caseList = { items: [openedCase, answeredCase], nextCursor: 'YzE6OGM5M2M0MGMtMmMxNS00OTk3LWEwODQtZjg0ZDczMzg4OTJlOjEyMDc' };
 
 export const invoice = {
   id: INVOICE_ID,

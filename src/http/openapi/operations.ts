@@ -1,5 +1,6 @@
 import * as ex from './examples.js';
 import { codesOfStatus } from '../plugins/errors.plugin.js';
+import { ERROR_SHAPED_REFS } from './components.js';
 
 /*
  * What the route schemas cannot say: a description of every response, its headers, and examples
@@ -74,6 +75,7 @@ const DEFAULT_RESPONSES: Record<string, Required<ResponseDoc>> = {
 
 const paymentNotFound = { description: 'No payment with this id for this partner.', examples: one(ex.notFound('Payment')) };
 const invoiceNotFound = { description: 'No invoice with this id for this partner (it must have been retrieved by this partner first).', examples: one(ex.notFound('Invoice')) };
+const caseNotFound = { description: 'No case with this id for this partner.', examples: one(ex.notFound('Case')) };
 const webhookNotFound = { description: 'No webhook with this id for this partner (or it was deleted).', examples: one(ex.notFound('Webhook')) };
 
 /** Keyed by `method path`, the path as in the document (relative to the servers). */
@@ -232,6 +234,72 @@ const OPERATIONS: Record<string, OperationDoc> = {
       404: { description: 'No event with this id for this partner (or it is past its retention).', examples: one(ex.notFound('Event')) },
     },
   },
+  'post /cases': {
+    request: {
+      paidNotUpdated: { summary: 'Paid, and the ministry still shows the invoice unpaid', value: { paymentId: ex.EXAMPLE_IDS.PAYMENT_ID, type: 'paid_not_updated', description: ex.openedCase.description } },
+      wrongAmount: { summary: 'Charged another amount', value: { paymentId: ex.EXAMPLE_IDS.PAYMENT_ID, type: 'wrong_amount', description: 'Charged 12 000 instead of 10 000' } },
+    },
+    responses: {
+      201: {
+        description:
+          'The case is `open`, due to be answered by `dueAt` (`CASE_TURNAROUND_HOURS` for its type: 24 hours for `paid_not_updated`, 120 for the others by default); a `case.opened` event. ' +
+          'Within seconds the service gathers the evidence (the payment\'s timeline, a fresh status answer from the ministry, the invoice as the ministry shows it, the settlement and reconciliation of its day): ' +
+          'a `paid_not_updated` case whose payment the ministry confirms is answered at once (`resolution.by: "service"`, outcome `confirmed`, a `case.resolved` event) and the payment becomes `confirmed` (with `payment.confirmed`). ' +
+          'Any other case goes to the operator; follow it with `GET /cases/{id}` or the `case.*` events.',
+        examples: one(ex.openedCase),
+      },
+      400: {
+        examples: {
+          unknownField: { summary: 'A field the request does not take', value: ex.badRequest(['/extra', 'property extra should not exist']) },
+          type: { summary: 'Not one of the case types', value: ex.badRequest(['/type', 'type must be one of: paid_not_updated, paid_twice, wrong_amount, canceled_not_reversed, other']) },
+        },
+      },
+      404: paymentNotFound,
+      409: {
+        description:
+          'The payment already has an unresolved case of this type: `caseId` names it. Add what you know to it (`POST /cases/{id}/comments`); once it is resolved, a new case of this type may be opened.',
+        examples: one({ ...ex.conflict('case_already_open', 'This payment already has an open case of this type'), caseId: ex.EXAMPLE_IDS.CASE_ID }),
+      },
+    },
+  },
+  'get /cases': {
+    responses: {
+      200: {
+        description: 'One page of your cases, newest first, without their comments (`GET /cases/{id}` shows them); `nextCursor` is null on the last page.',
+        examples: { page: { summary: 'A page with another after it', value: ex.caseList }, none: { summary: 'Nothing matches', value: { items: [], nextCursor: null } } },
+      },
+      400: {
+        description: 'The request is invalid; or `cursor` is not a `nextCursor` this list gave you (another partner\'s). Nothing was done.',
+        examples: {
+          status: { summary: 'Not one of the statuses', value: ex.badRequest(['/status', 'status must be one of: open, in_progress, escalated, resolved']) },
+          cursor: { summary: 'A cursor of another list', value: ex.badRequest(['/cursor', 'cursor must be the nextCursor of a previous page']) },
+        },
+      },
+    },
+  },
+  'get /cases/{id}': {
+    responses: {
+      200: {
+        description: 'The case with its comments, yours and the operator\'s, oldest first; `resolution` once it is `resolved`. Each `case.*` event carries exactly this.',
+        examples: {
+          open: { summary: 'Open, with your note', value: ex.commentedCase },
+          service: { summary: 'Answered by the service: the ministry confirms the payment', value: ex.resolvedCase },
+          operator: { summary: 'Answered by the operator', value: ex.operatorResolvedCase },
+        },
+      },
+      400: { examples: one(ex.badRequest(['/id', 'id must be a UUID'])) },
+      404: caseNotFound,
+    },
+  },
+  'post /cases/{id}/comments': {
+    request: one({ text: 'Receipt number 000417 attached by the customer' }),
+    responses: {
+      201: { description: 'The case as `GET /cases/{id}` shows it, your note last; a `case.updated` event.', examples: one(ex.commentedCase) },
+      400: { examples: one(ex.badRequest(['/text', 'text must NOT have fewer than 1 characters'])) },
+      404: caseNotFound,
+      409: { description: 'The case is resolved: open a new one (`POST /cases`) if the matter is not settled.', examples: one(ex.conflict('conflict', 'The case is resolved; open a new one')) },
+    },
+  },
   'post /devices': {
     request: one({ userId: 'user-42', fcmToken: 'fcm-token-abc', platform: 'android' }),
     responses: {
@@ -352,17 +420,16 @@ export function describeOperations(doc: OpenApiObject): void {
   }
 }
 
-const ERROR_REF = '#/components/schemas/Error';
-
 /**
- * An error response's schema naming the codes of its own status: the `Error` component lists
- * every code of the closed list (docs/errors.md); each response narrows `code` to its status's.
+ * An error response's schema naming the codes of its own status: the `Error` component (and
+ * `CaseConflict`, the error shape with a `caseId`) lists every code of the closed list
+ * (docs/errors.md); each response narrows `code` to its status's.
  */
 function withStatusCodes(schema: unknown, status: number): unknown {
   if (schema === null || typeof schema !== 'object') return schema;
   const { $ref, anyOf } = schema as { $ref?: unknown; anyOf?: unknown };
   if (Array.isArray(anyOf)) return { ...schema, anyOf: anyOf.map((branch) => withStatusCodes(branch, status)) };
   const codes = codesOfStatus(status);
-  if ($ref !== ERROR_REF || codes.length === 0) return schema;
+  if (typeof $ref !== 'string' || !ERROR_SHAPED_REFS.has($ref) || codes.length === 0) return schema;
   return { allOf: [{ $ref }], properties: { code: { type: 'string', enum: codes } } };
 }

@@ -50,7 +50,7 @@ export const WEBHOOK_COMPONENTS = {
   CaseOpenedEvent: eventSchema('case.opened', 'You opened a case (`POST /cases`); `data` is the case as `GET /cases/{id}` shows it. Opt-in: subscribe to it.', dataOf('case.opened')),
   CaseUpdatedEvent: eventSchema(
     'case.updated',
-    'A case changed without being answered: an operator took it or commented, or its `dueAt` passed (`status: escalated`); `data` is the case as `GET /cases/{id}` shows it. Opt-in.',
+    'A case changed without being answered: you or the operator commented, the operator took it, or its `dueAt` passed (`status: escalated`); `data` is the case as `GET /cases/{id}` shows it. Opt-in.',
     dataOf('case.updated'),
   ),
   CaseResolvedEvent: eventSchema('case.resolved', 'A case was answered: `data.resolution` says how and by whom. Opt-in.', dataOf('case.resolved')),

@@ -85,6 +85,7 @@ export async function registerOpenApi(app: FastifyInstance, prefix: string, serv
         { name: 'Reports' },
         { name: 'Webhooks' },
         { name: 'Events', description: 'What happened to your payments, kept for EVENT_RETENTION_MS (90 days by default): catch up after an outage' },
+        { name: 'Cases', description: 'Something went wrong with one of your payments, as your customer tells it: raise it, follow it, get the answer (also as the opt-in case.* events)' },
         { name: 'Devices' },
         { name: 'Sandbox', description: 'Only in the local and sandbox environments' },
         { name: 'Health' },
