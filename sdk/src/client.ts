@@ -1,6 +1,11 @@
 import { devicesResource, eventsResource, healthResource, invoicesResource, paymentsResource, reportsResource, sandboxResource } from './resources.js';
 import { createTransport } from './transport.js';
+import { casesResource } from './cases-resource.js';
 import type {
+  Case,
+  CaseDetail,
+  CaseList,
+  CaseListParams,
   CreatePaymentInput,
   CreatePaymentOptions,
   CreateSandboxInvoiceInput,
@@ -14,6 +19,7 @@ import type {
   Invoice,
   InvoiceList,
   InvoiceSearch,
+  OpenCaseParams,
   Payment,
   PaymentCanceled,
   PaymentCreated,
@@ -141,7 +147,7 @@ export interface PaymentChannelClient {
     redeliver(id: string, deliveryId: string): Promise<WebhookRedeliveryQueued>;
   };
   events: {
-    /** GET /events: one page of your payment events, newest first. */
+    /** GET /events: one page of the events of your payments and cases, newest first. */
     list(query?: EventQuery): Promise<EventList>;
     /** Every event matching the query, newest first, page after page (follows `nextCursor`). */
     iterate(query?: Omit<EventQuery, 'cursor'>): AsyncIterableIterator<PaymentEvent>;
@@ -155,6 +161,32 @@ export interface PaymentChannelClient {
      * once it is processed, and pass the highest as `afterSequence` to go on after a restart.
      */
     follow(options: FollowEventsOptions): AsyncIterableIterator<PaymentEvent>;
+  };
+  /**
+   * Cases: when your customer says something went wrong with one of your payments. The service
+   * gathers the evidence on its own and answers a `paid_not_updated` case itself when the ministry
+   * confirms the payment; the others go to the channel's operator. Each change is also a case event
+   * (`case.opened`, `case.updated`, `case.resolved`) for a webhook subscribed to it, and in `events`.
+   */
+  cases: {
+    /**
+     * POST /cases: opens a case about one of your payments (another partner's is a `NotFoundError`).
+     * A payment has at most one unresolved case per type: a second one throws
+     * `CaseAlreadyOpenError`, whose `caseId` is the open case; comment on that one instead.
+     */
+    open(params: OpenCaseParams): Promise<Case>;
+    /** GET /cases/{id}: the case with its comments, oldest first. */
+    get(id: string): Promise<CaseDetail>;
+    /** GET /cases: one page of your cases, newest first. */
+    list(params?: CaseListParams): Promise<CaseList>;
+    /** Every case matching the filter, newest first, page after page (follows `nextCursor`). */
+    iterate(params?: Omit<CaseListParams, 'cursor'>): AsyncIterableIterator<Case>;
+    /**
+     * POST /cases/{id}/comments: adds your note (1 to 2000 characters) and answers the case as
+     * `get` shows it. A resolved case is a `ConflictError` (`conflict`): open a new one. Not retried
+     * on network errors (a repeat would add the note twice).
+     */
+    comment(id: string, text: string): Promise<CaseDetail>;
   };
   devices: {
     /** Create or update (upsert) a push device of one of your users. */
@@ -192,6 +224,7 @@ export function createClient(options: ClientOptions): PaymentChannelClient {
     ...reportsResource(request),
     ...webhooksResource(request),
     ...eventsResource(request),
+    ...casesResource(request),
     ...devicesResource(request),
     ...sandboxResource(request),
     ...healthResource(request),

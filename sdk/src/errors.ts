@@ -98,11 +98,29 @@ export class NotFoundError extends ApiError {
 
 /**
  * 409: the move is not allowed in the current state (`illegal_transition`, for example canceling a
- * failed payment), the same idempotency key is still being processed (`idempotency_key_in_use`), or
- * the partner has the most webhooks allowed (`webhook_limit_reached`).
+ * failed payment; `conflict`, for example a comment on a resolved case), the same idempotency key is
+ * still being processed (`idempotency_key_in_use`), the partner has the most webhooks allowed
+ * (`webhook_limit_reached`), or the payment already has an unresolved case of that type
+ * (`case_already_open`, thrown as its subclass `CaseAlreadyOpenError`).
  */
 export class ConflictError extends ApiError {
   override name = 'ConflictError';
+}
+
+/**
+ * 409 `case_already_open` of `cases.open`: the payment already has an unresolved case of this
+ * type. `caseId` is that case: add what the customer says to it with `cases.comment`.
+ */
+export class CaseAlreadyOpenError extends ConflictError {
+  override name = 'CaseAlreadyOpenError';
+  declare readonly code: 'case_already_open';
+  /** The case already open for this payment and type. */
+  readonly caseId: string;
+
+  constructor(body: { caseId: string }, requestId: string | undefined) {
+    super(409, body, requestId);
+    this.caseId = body.caseId;
+  }
 }
 
 /** 422 without a failed-payment body: an idempotency key reused with another body (`idempotency_key_reuse`). */
@@ -211,7 +229,7 @@ export function errorFromResponse(status: number, body: unknown, requestId: stri
     case 404:
       return new NotFoundError(status, body, requestId);
     case 409:
-      return new ConflictError(status, body, requestId);
+      return isCaseAlreadyOpen(body) ? new CaseAlreadyOpenError(body, requestId) : new ConflictError(status, body, requestId);
     case 422:
       return isFailedPayment(body) ? new PaymentFailedError(body, requestId) : new UnprocessableEntityError(status, body, requestId);
     case 429:
@@ -223,6 +241,12 @@ export function errorFromResponse(status: number, body: unknown, requestId: stri
 
 function isFailedPayment(body: unknown): body is { refNum: string; message?: unknown } {
   return typeof body === 'object' && body !== null && typeof (body as { refNum?: unknown }).refNum === 'string';
+}
+
+function isCaseAlreadyOpen(body: unknown): body is { code: 'case_already_open'; caseId: string } {
+  if (typeof body !== 'object' || body === null) return false;
+  const { code, caseId } = body as { code?: unknown; caseId?: unknown };
+  return code === 'case_already_open' && typeof caseId === 'string';
 }
 
 function codeOf(body: unknown): ErrorCode | undefined {

@@ -4,6 +4,7 @@ export {
   ApiError,
   AuthenticationError,
   BadRequestError,
+  CaseAlreadyOpenError,
   ConflictError,
   ForbiddenError,
   NetworkError,

@@ -7,8 +7,13 @@
 export type InvoiceStatus = 'open' | 'paid' | 'overdue' | 'canceled';
 export type PaymentStatus = 'pending' | 'submitted' | 'confirmed' | 'failed' | 'canceled';
 export type QrStandard = 'qrpay' | 'govstd';
-/** The events a webhook can subscribe to, and the events API lists. */
-export type WebhookEventName = 'payment.submitted' | 'payment.confirmed' | 'payment.failed' | 'payment.canceled';
+/** The events of a case you raised: each carries the case as `cases.get` shows it. */
+export type CaseEventName = 'case.opened' | 'case.updated' | 'case.resolved';
+/**
+ * The events a webhook can subscribe to, and the events API lists. A webhook gets only the events
+ * it names: the case events come once you add them to its `events`.
+ */
+export type WebhookEventName = 'payment.submitted' | 'payment.confirmed' | 'payment.failed' | 'payment.canceled' | CaseEventName;
 /** Who ended a canceled payment: your `payments.cancel`, the ministry system, or the expiry of an unpaid payment. */
 export type PaymentCancelReason = 'partner' | 'ministry' | 'expired';
 /** What a delivery can carry: a subscribed event, or `webhook.test` (sent only by `webhooks.test(id)`). */
@@ -249,7 +254,7 @@ export interface WebhookDeliveryAttempt {
   event: WebhookDeliveryEventName;
   /** The event's id: as `eventId` in the body, `webhook-id`, and in `events.get`. */
   eventId: string;
-  /** The payment the event is about; null for `webhook.test`. */
+  /** The payment the event is about (of a case event, the case's payment); null for `webhook.test`. */
   paymentId: string | null;
   /** Same across the retries of one delivery (also sent as `X-Service-Delivery`). */
   deliveryId: string;
@@ -282,7 +287,104 @@ export interface WebhookDeliveryQuery {
   limit?: number;
 }
 
-/** The `data` of each payment event, the same in `GET /events` and in a webhook delivery. */
+/**
+ * What the customer says went wrong, which decides the case's due time: `paid_not_updated` (paid,
+ * and the ministry or your app still shows the invoice unpaid; the service answers it itself when
+ * the ministry confirms the payment), `paid_twice`, `wrong_amount`, `canceled_not_reversed` (a
+ * canceled payment whose money did not come back), `other`.
+ */
+export type CaseType = 'paid_not_updated' | 'paid_twice' | 'wrong_amount' | 'canceled_not_reversed' | 'other';
+/** `open` (raised), `in_progress` (an operator took it), `escalated` (`dueAt` passed unresolved), `resolved` (see `resolution`). */
+export type CaseStatus = 'open' | 'in_progress' | 'escalated' | 'resolved';
+/**
+ * How a case was answered: `confirmed` (the ministry confirms the payment), `reversed` (the money
+ * was returned), `refunded_by_partner` (you refunded the customer), `no_fault_found`, `other`.
+ */
+export type CaseOutcome = 'confirmed' | 'reversed' | 'refunded_by_partner' | 'no_fault_found' | 'other';
+/** Who answered a case: the service's own check (a `paid_not_updated` case the ministry confirms), or the channel's operator. */
+export type CaseResolver = 'service' | 'operator';
+/** Who wrote a comment: you (`partner`), or the channel's operator. */
+export type CaseCommentAuthor = 'partner' | 'operator';
+
+/** How a resolved case was answered. */
+export interface CaseResolution {
+  outcome: CaseOutcome;
+  /** The ministry's reference of its answer, when it gave one. */
+  ministryReference?: string;
+  /** What was found and done, for you to act on and tell the customer. */
+  note: string;
+  resolvedAt: string;
+  by: CaseResolver;
+}
+
+/** One note on a case, yours or the operator's. */
+export interface CaseComment {
+  author: CaseCommentAuthor;
+  text: string;
+  createdAt: string;
+}
+
+/** A case you raised about one of your payments, as `cases.open` answers it and `cases.list` lists it. */
+export interface Case {
+  /** The case id (UUID). */
+  id: string;
+  /** The payment the case is about: one of yours. */
+  paymentId: string;
+  type: CaseType;
+  status: CaseStatus;
+  /** What the customer says went wrong, as you wrote it. */
+  description: string;
+  createdAt: string;
+  /**
+   * When the case is due to be answered: `createdAt` plus the turnaround of its type (by default
+   * 24 h for `paid_not_updated`, 120 h for the others). Past it, an unresolved case is `escalated`.
+   */
+  dueAt: string;
+  updatedAt: string;
+  /** null until the case is `resolved`. */
+  resolution: CaseResolution | null;
+}
+
+/**
+ * A case with its comments, as `cases.get` and `cases.comment` answer it. It is also the `data` of
+ * every case event (`case.opened`, `case.updated`, `case.resolved`), in a webhook delivery and in
+ * `GET /events`: the case as it was just after the event.
+ */
+export interface CaseDetail extends Case {
+  /** Oldest first: yours and the operator's. */
+  comments: CaseComment[];
+}
+
+/** GET /cases: newest first. */
+export interface CaseList {
+  items: Case[];
+  /** Pass as `cursor` for the next page; null on the last one. */
+  nextCursor: string | null;
+}
+
+/** POST /cases. */
+export interface OpenCaseParams {
+  /** One of your payments (the payment id, not the refNum). */
+  paymentId: string;
+  type: CaseType;
+  /** What the customer says went wrong, 1 to 2000 characters. */
+  description: string;
+}
+
+/** GET /cases. */
+export interface CaseListParams {
+  status?: CaseStatus;
+  paymentId?: string;
+  /** `nextCursor` of the page before; it works only with the key of the partner it was given to. */
+  cursor?: string;
+  /** 1 to 100 (default 20). */
+  limit?: number;
+}
+
+/**
+ * The `data` of each event, the same in `GET /events` and in a webhook delivery: the payment
+ * events carry the payment's fields, the case events the case with its comments.
+ */
 export interface PaymentEventData {
   /** `partnerReference` in each: your `X-Partner-Reference` of the payment, null when none was sent. */
   'payment.submitted': { id: string; invoiceId: string; partnerReference: string | null };
@@ -290,10 +392,19 @@ export interface PaymentEventData {
   /** The ministry system rejected or lost a payment after it was accepted. */
   'payment.failed': { id: string; invoiceId: string; partnerReference: string | null };
   'payment.canceled': { id: string; invoiceId: string; reason: PaymentCancelReason; partnerReference: string | null };
+  /** You opened a case. */
+  'case.opened': CaseDetail;
+  /** A comment (yours or the operator's), an operator taking the case, or its escalation at `dueAt`. */
+  'case.updated': CaseDetail;
+  /** The case was answered: `data.resolution` says how. */
+  'case.resolved': CaseDetail;
 }
 
+/** `PaymentEventData` by the name that says what it holds: the data of every event, payment and case ones. */
+export type EventData = PaymentEventData;
+
 /**
- * Something that happened to one of your payments (GET /events). `sequence` is its position in
+ * Something that happened to one of your payments or cases (GET /events). `sequence` is its position in
  * your feed: it increases in the order events become readable, so once you have read an event,
  * none with a lower sequence appears later (gaps are normal). `type` narrows `data`; an event of a
  * type this SDK version does not know comes through as an `UnknownPaymentEvent`.
@@ -304,6 +415,9 @@ export type PaymentEvent = KnownPaymentEvent | UnknownPaymentEvent;
 export type KnownPaymentEvent = {
   [E in WebhookEventName]: { id: string; type: E; createdAt: string; sequence: number; data: PaymentEventData[E] };
 }[WebhookEventName];
+
+/** A case event of `GET /events`: its `data` is the case (`CaseDetail`). */
+export type CaseEvent = Extract<KnownPaymentEvent, { type: CaseEventName }>;
 
 declare const unknownEventName: unique symbol;
 
@@ -415,7 +529,7 @@ export interface WebhookTestData {
   sentAt: string;
 }
 
-/** The `data` of every event a delivery can carry: the payment events and `webhook.test`. */
+/** The `data` of every event a delivery can carry: the payment and case events and `webhook.test`. */
 export type WebhookEventData = PaymentEventData & { 'webhook.test': WebhookTestData };
 
 /** A `WebhookMessage` of an event this SDK version knows: `event` narrows `data`. */

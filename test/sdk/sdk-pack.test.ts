@@ -156,7 +156,7 @@ console.log(JSON.stringify({
 
 /** A TypeScript partner: type-checks against the shipped declarations only (nothing from sdk/src). */
 const TS_CONSUMER = `
-import { BadRequestError, RedirectError, ResponseTooLargeError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
+import { BadRequestError, CaseAlreadyOpenError, RedirectError, ResponseTooLargeError, SDK_VERSION, createClient, parseWebhook, parseWebhookRequest, verifyWebhook, verifyWebhookRequest } from '${PACKAGE}';
 import type { ClientOptions, Invoice, InvoiceSearch, Payment, PaymentChannelClient, PaymentEvent, Webhook, WebhookMessage, WebhookRecoverQueued } from '${PACKAGE}';
 import { parseWebhookRequestAsync, type WebhookMessage as PortableMessage } from '${PACKAGE}/webhook';
 
@@ -212,6 +212,17 @@ export async function onPortableDelivery(req: { text(): Promise<string>; headers
 
 // Known types narrow data; a type this SDK does not know comes through untyped.
 export const describeEvent = (event: PaymentEvent): string => (event.type === 'payment.canceled' ? event.data.reason : event.type === 'payment.confirmed' ? String(event.data.amount) : String(event.type));
+
+export async function raiseCase(paymentId: string, description: string): Promise<string> {
+  try {
+    return (await api.cases.open({ paymentId, type: 'paid_not_updated', description })).id;
+  } catch (err) {
+    if (!(err instanceof CaseAlreadyOpenError)) throw err;
+    return (await api.cases.comment(err.caseId, description)).id;
+  }
+}
+
+export const outcomeOf = (event: PaymentEvent): string | undefined => (event.type === 'case.resolved' ? event.data.resolution?.outcome : undefined);
 
 export async function catchUp(webhookId: string, since: string): Promise<number> {
   const hook: Webhook = await api.webhooks.update(webhookId, { enabled: true });

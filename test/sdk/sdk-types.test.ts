@@ -23,6 +23,7 @@ import type {
   WebhookDeletedBody,
   WebhookTestQueuedBody,
 } from '../../src/schemas/webhook.schema.js';
+import type { CaseBody, CaseCommentBody, CaseDetailBody, CaseListBody, CaseListQuery, CaseResolutionBody, OpenCaseBody } from '../../src/schemas/case.schema.js';
 import type { DeviceBody } from '../../src/schemas/device.schema.js';
 import type { EVENT_DATA, EventBody, EventListQuery } from '../../src/schemas/event.schema.js';
 import type { CreateSandboxInvoiceBody, ScenarioListBody } from '../../src/schemas/sandbox.schema.js';
@@ -47,6 +48,25 @@ describe('SDK types', () => {
     expectTypeOf<Sdk.WebhookDisabledReason>().toEqualTypeOf<Vocabulary.WebhookDisabledReason>();
     expectTypeOf<Sdk.WebhookDeliveryStatus>().toEqualTypeOf<Vocabulary.DeliveryLogStatus>();
     expectTypeOf<Sdk.SandboxScenarioName>().toEqualTypeOf<SandboxScenario>();
+    expectTypeOf<Sdk.CaseType>().toEqualTypeOf<Vocabulary.CaseType>();
+    expectTypeOf<Sdk.CaseStatus>().toEqualTypeOf<Vocabulary.CaseStatus>();
+    expectTypeOf<Sdk.CaseOutcome>().toEqualTypeOf<Vocabulary.CaseOutcome>();
+    expectTypeOf<Sdk.CaseResolver>().toEqualTypeOf<Vocabulary.CaseResolver>();
+    expectTypeOf<Sdk.CaseCommentAuthor>().toEqualTypeOf<Vocabulary.CaseAuthor>();
+    expectTypeOf<Sdk.CaseEventName>().toEqualTypeOf<Extract<Vocabulary.WebhookEvent, `case.${string}`>>();
+  });
+
+  it('send the case requests the schemas take', () => {
+    expectTypeOf<Sdk.OpenCaseParams>().toEqualTypeOf<Static<typeof OpenCaseBody>>();
+    expectTypeOf<Sdk.CaseListParams>().toEqualTypeOf<Static<typeof CaseListQuery>>();
+  });
+
+  it('read a case exactly as the case schemas give it', () => {
+    expectTypeOf<Sdk.Case>().toEqualTypeOf<Static<typeof CaseBody>>();
+    expectTypeOf<Sdk.CaseDetail>().toEqualTypeOf<Static<typeof CaseDetailBody>>();
+    expectTypeOf<Sdk.CaseList>().toEqualTypeOf<Static<typeof CaseListBody>>();
+    expectTypeOf<Sdk.CaseComment>().toEqualTypeOf<Static<typeof CaseCommentBody>>();
+    expectTypeOf<Sdk.CaseResolution>().toEqualTypeOf<Static<typeof CaseResolutionBody>>();
   });
 
   it('send the sandbox request the schema takes', () => {
@@ -88,5 +108,20 @@ describe('SDK types', () => {
     expectTypeOf<Static<(typeof EVENT_DATA)['payment.failed']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.failed']>();
     expectTypeOf<Static<(typeof EVENT_DATA)['payment.canceled']>>().toEqualTypeOf<Sdk.PaymentEventData['payment.canceled']>();
     expectTypeOf<Extract<Sdk.WebhookMessage, { event: 'payment.canceled' }>['data']>().toEqualTypeOf<Sdk.PaymentEventData['payment.canceled']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['case.opened']>>().toEqualTypeOf<Sdk.PaymentEventData['case.opened']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['case.updated']>>().toEqualTypeOf<Sdk.PaymentEventData['case.updated']>();
+    expectTypeOf<Static<(typeof EVENT_DATA)['case.resolved']>>().toEqualTypeOf<Sdk.PaymentEventData['case.resolved']>();
+    expectTypeOf<Sdk.PaymentEventData['case.resolved']>().toEqualTypeOf<Sdk.CaseDetail>();
+    expectTypeOf<Sdk.EventData>().toEqualTypeOf<Sdk.PaymentEventData>();
+  });
+
+  it('narrow a case event to the case by its name', () => {
+    expectTypeOf<Extract<Sdk.PaymentEvent, { type: 'case.resolved' }>['data']>().toEqualTypeOf<Sdk.CaseDetail>();
+    expectTypeOf<Extract<Sdk.WebhookMessage, { event: 'case.opened' }>['data']>().toEqualTypeOf<Sdk.CaseDetail>();
+    expectTypeOf<Sdk.CaseEvent['data']>().toEqualTypeOf<Sdk.CaseDetail>();
+    const resolutionOf = (event: Sdk.PaymentEvent) => (event.type === 'case.resolved' ? event.data.resolution : undefined);
+    expectTypeOf(resolutionOf).returns.toEqualTypeOf<Sdk.CaseResolution | null | undefined>();
+    const authorsOf = (message: Sdk.WebhookMessage) => (message.event === 'case.updated' ? message.data.comments.map((c) => c.author) : []);
+    expectTypeOf(authorsOf).returns.toEqualTypeOf<Sdk.CaseCommentAuthor[]>();
   });
 });

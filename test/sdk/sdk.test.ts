@@ -6,6 +6,7 @@ import {
   ApiError,
   AuthenticationError,
   BadRequestError,
+  CaseAlreadyOpenError,
   ConflictError,
   ForbiddenError,
   NetworkError,
@@ -19,6 +20,7 @@ import {
   verifyWebhook,
   WebhookVerificationError,
   ERROR_CODES,
+  type CaseResolution,
   type ErrorCode,
   type FetchLike,
   type InvoiceSearch,
@@ -347,6 +349,100 @@ describe('SDK against the real service', () => {
     await expect(client.sandbox.createInvoice({ scenario: 'approve', amount: 1.005 })).rejects.toBeInstanceOf(BadRequestError);
   });
 
+  it('opens a case, refuses a second one of its type naming the open one, and reads it back with the comment added', async () => {
+    const invoice = await client.sandbox.createInvoice({ scenario: 'approve', amount: 12000 });
+    const payment = await client.payments.create({ invoiceId: invoice.id });
+    const opened = await client.cases.open({ paymentId: payment.id, type: 'wrong_amount', description: 'Charged 12 000 instead of 10 000' });
+    expect(opened).toEqual({
+      id: expect.stringMatching(UUID),
+      paymentId: payment.id,
+      type: 'wrong_amount',
+      status: 'open',
+      description: 'Charged 12 000 instead of 10 000',
+      createdAt: expect.any(String),
+      dueAt: new Date(Date.parse(opened.createdAt) + 120 * 3_600_000).toISOString(),
+      updatedAt: opened.createdAt,
+      resolution: null,
+    });
+
+    const again = await client.cases.open({ paymentId: payment.id, type: 'wrong_amount', description: 'The customer called again' }).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(CaseAlreadyOpenError);
+    expect(again).toBeInstanceOf(ConflictError);
+    const conflict = again as CaseAlreadyOpenError;
+    expect(conflict).toMatchObject({ status: 409, code: 'case_already_open', caseId: opened.id, requestId: expect.any(String) });
+    expect(conflict.body).toMatchObject({ statusCode: 409, error: 'Conflict', code: 'case_already_open', caseId: opened.id });
+
+    const commented = await client.cases.comment(conflict.caseId, 'The customer called again: the statement shows 12 000 debited');
+    expect(commented).toEqual({
+      ...opened,
+      updatedAt: expect.any(String),
+      comments: [{ author: 'partner', text: 'The customer called again: the statement shows 12 000 debited', createdAt: expect.any(String) }],
+    });
+    expect(await client.cases.get(opened.id)).toEqual(commented);
+
+    await expect(client.cases.get(randomUUID())).rejects.toBeInstanceOf(NotFoundError);
+    const foreign = await client.cases.open({ paymentId: randomUUID(), type: 'other', description: 'not a payment of ours' }).catch((e: unknown) => e);
+    expect(foreign).toBeInstanceOf(NotFoundError);
+    expect(foreign).not.toBeInstanceOf(CaseAlreadyOpenError);
+  });
+
+  it('pages through the cases, newest first, by list and by iterate', async () => {
+    // A partner of its own: the list holds exactly its three cases.
+    const own = createClient({ baseUrl, apiKey: (await ctx.partner()).apiKey, retryBaseMs: 1 });
+    const payment = await own.payments.create({ invoiceId: (await own.sandbox.createInvoice({ scenario: 'approve' })).id });
+    const ids: string[] = [];
+    for (const type of ['paid_twice', 'wrong_amount', 'other'] as const) ids.push((await own.cases.open({ paymentId: payment.id, type, description: `case ${type}` })).id);
+    const newestFirst = [...ids].reverse();
+
+    const first = await own.cases.list({ limit: 2 });
+    expect(first.items.map((c) => c.id)).toEqual(newestFirst.slice(0, 2));
+    expect(first.items[0]).not.toHaveProperty('comments');
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await own.cases.list({ limit: 2, cursor: first.nextCursor ?? undefined });
+    expect(second.items.map((c) => c.id)).toEqual(newestFirst.slice(2));
+    expect(second.nextCursor).toBeNull();
+
+    const iterated: string[] = [];
+    for await (const item of own.cases.iterate({ paymentId: payment.id, status: 'open', limit: 2 })) iterated.push(item.id);
+    expect(iterated).toEqual(newestFirst);
+    expect((await own.cases.list({ status: 'resolved' })).items).toEqual([]);
+
+    // A cursor is bound to the partner it was given to.
+    await expect(client.cases.list({ cursor: first.nextCursor ?? undefined })).rejects.toBeInstanceOf(BadRequestError);
+  });
+
+  it('has a paid_not_updated case answered by the service, and reads its case events typed as the case', async () => {
+    const own = createClient({ baseUrl, apiKey: (await ctx.partner()).apiKey, retryBaseMs: 1 });
+    const payment = await own.payments.create({ invoiceId: (await own.sandbox.createInvoice({ scenario: 'approve' })).id });
+    await own.sandbox.approve(payment.id);
+    const opened = await own.cases.open({ paymentId: payment.id, type: 'paid_not_updated', description: 'Paid in the app; the tax office shows it unpaid' });
+    expect(Date.parse(opened.dueAt) - Date.parse(opened.createdAt)).toBe(24 * 3_600_000);
+
+    // One pass of the jobs gathers the evidence and answers it; the poll only bounds a regression.
+    await expect.poll(async () => {
+      await ctx.runJobs();
+      return (await own.cases.get(opened.id)).status;
+    }).toBe('resolved');
+    const resolved = await own.cases.get(opened.id);
+    expect(resolved.resolution).toEqual({ outcome: 'confirmed', note: expect.any(String), resolvedAt: expect.any(String), by: 'service' });
+    expect((await own.payments.get(payment.id)).status).toBe('confirmed');
+
+    const { items } = await own.events.list({ paymentId: payment.id, limit: 100 });
+    expect(items.map((e) => String(e.type))).toEqual(expect.arrayContaining(['payment.confirmed', 'case.opened', 'case.resolved']));
+    const event = items.find((e) => e.type === 'case.resolved');
+    if (event?.type !== 'case.resolved') throw new Error('no case.resolved event');
+    // `type` narrowed `data` to the case: its resolution is typed without a cast.
+    const resolution: CaseResolution | null = event.data.resolution;
+    expect(resolution).toEqual(resolved.resolution);
+    expect(event.data).toEqual(resolved);
+
+    const one = await own.events.get(event.id);
+    expect(one.type).toBe('case.resolved');
+    if (one.type === 'case.resolved') expect(one.data.resolution?.by).toBe('service');
+    const opening = (await own.events.list({ paymentId: payment.id, type: 'case.opened' })).items;
+    expect(opening.map((e) => (e.type === 'case.opened' ? [e.data.id, e.data.status, e.data.comments] : null))).toEqual([[opened.id, 'open', []]]);
+  });
+
   it('registers a push device (upsert)', async () => {
     const first = await client.devices.register({ userId: 'user-42', fcmToken: 'fcm-token-abc', platform: 'android' });
     expect(first).toMatchObject({ id: expect.stringMatching(UUID), platform: 'android' });
@@ -632,11 +728,16 @@ describe('SDK webhooks and devices methods (scripted server)', () => {
     await client.invoices.search({ vehicle: '1234УБА' });
     await client.invoices.byRef('A/B ?');
     await client.reports.payments({ limit: 5 });
+    await client.cases.list({ status: 'in_progress', limit: 5 });
+    await client.cases.comment('a/b', 'note');
     expect(fake.calls.map((c) => c.url)).toEqual([
       `/api/v1/invoices?vehicle=${encodeURIComponent('1234УБА')}`,
       '/api/v1/invoices/ref/A%2FB%20%3F',
       '/api/v1/reports/payments?limit=5',
+      '/api/v1/cases?status=in_progress&limit=5',
+      '/api/v1/cases/a%2Fb/comments',
     ]);
+    expect(JSON.parse(fake.calls[4]?.body ?? '')).toEqual({ text: 'note' });
     expect(fake.calls[0]?.headers['x-idempotency-key']).toBeUndefined();
   });
 
@@ -700,5 +801,15 @@ describe('error codes in the SDK', () => {
     // A body that is not the service's (a proxy's) has no code, and an unknown one is not passed off as one.
     expect(errorFromResponse(502, '<html>Bad gateway</html>', undefined, undefined).code).toBeUndefined();
     expect(errorFromResponse(409, { statusCode: 409, message: 'x', error: 'Conflict', code: 'made_up' }, 'r', undefined).code).toBeUndefined();
+    // The open case's id comes with case_already_open; another 409, or one without the id, is a plain ConflictError.
+    const caseId = '66666666-6666-4666-8666-666666666666';
+    const open = errorFromResponse(409, { statusCode: 409, message: 'x', error: 'Conflict', code: 'case_already_open', requestId: 'r-body', caseId }, undefined, undefined);
+    expect(open).toBeInstanceOf(CaseAlreadyOpenError);
+    expect(open).toMatchObject({ name: 'CaseAlreadyOpenError', code: 'case_already_open', caseId, requestId: 'r-body' });
+    for (const body of [{ code: 'case_already_open' }, { code: 'illegal_transition', caseId }]) {
+      const other = errorFromResponse(409, { statusCode: 409, message: 'x', error: 'Conflict', ...body }, 'r', undefined);
+      expect(other).toBeInstanceOf(ConflictError);
+      expect(other).not.toBeInstanceOf(CaseAlreadyOpenError);
+    }
   });
 });

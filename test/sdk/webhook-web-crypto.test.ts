@@ -211,6 +211,11 @@ describe('typed events that tolerate what this SDK version does not know', () =>
         case 'payment.submitted':
         case 'payment.failed':
           return event.data.invoiceId;
+        case 'case.opened':
+        case 'case.updated':
+        case 'case.resolved':
+          expectTypeOf(event.data).toEqualTypeOf<PaymentEventData['case.opened']>();
+          return event.data.status;
         default:
           // What this SDK version does not know: the name as sent, data untyped.
           expectTypeOf(event.type).toEqualTypeOf<UnknownEventName>();

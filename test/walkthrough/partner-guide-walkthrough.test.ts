@@ -8,6 +8,7 @@ import {
   baseEnv,
   codeBlocks,
   freePorts,
+  GUIDE_CASES,
   GUIDE_WALKTHROUGH,
   jsonLines,
   missingTools,
@@ -38,6 +39,9 @@ import {
  *
  * The receiver is also run alone against deliveries signed by the `standardwebhooks` package, for
  * what the walk-through cannot show: refused signatures, stale timestamps, rotations.
+ *
+ * The worked example of a case (section 7) is run the same way, after step 0 of the walk-through,
+ * which gives it `API` and `KEY`.
  */
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'partner-guide.md'), 'utf8');
@@ -51,6 +55,7 @@ const { missing: MISSING_TOOLS, skipReason: SKIP_REASON } = missingTools(['bash'
 if (SKIP_REASON) console.warn(`partner-guide-walkthrough.test.ts${SKIP_REASON}`);
 
 const walkthrough = readWalkthrough(GUIDE, GUIDE_WALKTHROUGH);
+const casesExample = readWalkthrough(GUIDE, GUIDE_CASES);
 const receiverSources = codeBlocks(GUIDE, 'js').filter((block) => block.startsWith('// receiver.mjs'));
 const RECEIVER = receiverSources[0] ?? '';
 
@@ -65,6 +70,16 @@ describe('partner guide walk-through: the text', () => {
       expect(block).not.toMatch(/<[a-z][\w -]*>/i); // e.g. <payment id>
       expect(block).not.toContain('uuidgen');
       expect(block.replace(KEY_LINE, '')).not.toContain('...');
+    }
+  });
+
+  it("marks the case example: sh blocks of at most four API calls, no placeholder, and step 0's settings not repeated", () => {
+    expect(casesExample.blocks.length).toBeGreaterThanOrEqual(4);
+    for (const block of casesExample.blocks) {
+      expect((block.match(/\bcurl\b/g) ?? []).length, block).toBeLessThanOrEqual(4);
+      expect(block).not.toMatch(/<[a-z][\w -]*>/i);
+      expect(block).not.toContain('...');
+      expect(block).not.toMatch(/^(API|KEY)=/m);
     }
   });
 
@@ -184,7 +199,7 @@ describe('partner guide receiver.mjs, alone', () => {
 
 describe.skipIf(MISSING_TOOLS.length > 0)(`partner guide walk-through against a started service${SKIP_REASON}`, () => {
   let service: LocalService | null = null;
-  let shell: BashProcess | null = null;
+  const shells: BashProcess[] = [];
   let folder = '';
 
   beforeAll(async () => {
@@ -193,7 +208,7 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`partner guide walk-through against a 
   }, 65_000);
 
   afterAll(async () => {
-    shell?.kill(); // bash and what it started (receiver.mjs)
+    for (const shell of shells) shell.kill(); // bash and what it started (receiver.mjs)
     await service?.stop();
     if (folder) rmSync(folder, { recursive: true, force: true });
   }, 20_000);
@@ -227,7 +242,8 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`partner guide walk-through against a 
       'echo "::vars:: $KEY $INVOICE $PAYMENT $WEBHOOK"',
     ].join('\n');
     const answersFile = join(service.dataRoot, 'answers');
-    shell = startBash(script, { cwd: folder, env: { ...baseEnv(), ANSWERS: answersFile }, timeoutMs: 100_000 });
+    const shell = startBash(script, { cwd: folder, env: { ...baseEnv(), ANSWERS: answersFile }, timeoutMs: 100_000 });
+    shells.push(shell);
     const run = await shell.result;
     const report = `exit ${run.code}\n--- stdout\n${tail(run.stdout)}\n--- stderr\n${tail(run.stderr)}\n--- service\n${tail(service.log(), 3000)}`;
     expect(run.code, report).toBe(0);
@@ -292,4 +308,68 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`partner guide walk-through against a 
     expect(answers).toContainEqual({ status: 'open' });
     expect(answers).toContainEqual({ id: webhookId, deleted: true });
   }, 120_000);
+
+  it("runs the case example after step 0: answered by the service, a receipt, a 409 naming the open case, a comment on it", async () => {
+    if (!service) throw new Error('the service did not start');
+    const { apiPort } = service;
+    const key = /Demo partner API key: (gpk_sandbox_\S+)/.exec(service.log())?.[1];
+    expect(key, tail(service.log())).toBeDefined();
+    const [settings = ''] = walkthrough.blocks;
+    const body = rewrite([settings, ...casesExample.blocks].join(`\nsleep ${PAUSE_SECONDS}\n`), [
+      [KEY_LINE, `KEY=${key}`],
+      ['127.0.0.1:3000', `127.0.0.1:${apiPort}`],
+    ]);
+    expect(body).not.toMatch(/(127\.0\.0\.1|localhost):(3000|3001|3100|8080)\b/);
+    const script = [
+      'set -euo pipefail',
+      'curl() { local status=0; command curl -D "$ANSWERS.last" "$@" || status=$?; cat "$ANSWERS.last" >> "$ANSWERS"; return "$status"; }',
+      'set -x',
+      body,
+      'set +x',
+      'echo "::vars:: $CASE_PAYMENT $CASE $OPEN_CASE"',
+    ].join('\n');
+    const answersFile = join(service.dataRoot, 'case-answers');
+    const shell = startBash(script, { cwd: folder, env: { ...baseEnv(), ANSWERS: answersFile }, timeoutMs: 60_000 });
+    shells.push(shell);
+    const run = await shell.result;
+    const report = `exit ${run.code}\n--- stdout\n${tail(run.stdout)}\n--- stderr\n${tail(run.stderr)}\n--- service\n${tail(service.log(), 3000)}`;
+    expect(run.code, report).toBe(0);
+    const [, paymentId = '', caseId = '', openCaseId = ''] = /::vars:: (\S+) (\S+) (\S+)/.exec(run.stdout) ?? [];
+
+    // Only the refusal the guide shows is not a 2xx.
+    const statuses = [...readFileSync(answersFile, 'utf8').matchAll(/^HTTP\/[\d.]+ (\d{3})/gm)].map((m) => Number(m[1]));
+    expect(statuses.length, report).toBeGreaterThanOrEqual(10);
+    expect(statuses.filter((status) => status < 200 || status > 299), report).toEqual([409]);
+
+    const answers = jsonLines(run.stdout);
+    expect(answers, report).toContainEqual({ id: paymentId, approved: true });
+    // Read back a moment after it opened: resolved by the service's own check.
+    expect(answers, report).toContainEqual({
+      status: 'resolved',
+      dueAt: expect.any(String),
+      resolution: { outcome: 'confirmed', note: expect.stringContaining('The ministry confirms the payment'), resolvedAt: expect.any(String), by: 'service' },
+    });
+    const eventTypes = answers.filter((a) => typeof a.sequence === 'number').map((a) => a.type);
+    expect(eventTypes.sort(), report).toEqual(['case.opened', 'case.resolved', 'payment.confirmed', 'payment.submitted']);
+    expect(answers).toContainEqual({ sequence: expect.any(Number), type: 'case.resolved', status: 'resolved' });
+
+    // The receipt the customer keeps.
+    expect(run.stdout, report).toContain('200 text/html; charset=utf-8');
+    expect(readFileSync(join(folder, 'receipt.html'), 'utf8')).toContain(paymentId);
+
+    // The second paid_twice case refused with the first one's id; the comment went to that one.
+    expect(answers).toContainEqual({ id: openCaseId, type: 'paid_twice', status: 'open', dueAt: expect.any(String) });
+    expect(answers).toContainEqual(expect.objectContaining({ statusCode: 409, code: 'case_already_open', caseId: openCaseId, requestId: expect.any(String) }));
+    expect(answers).toContainEqual({
+      id: openCaseId,
+      status: 'open',
+      comments: [{ author: 'partner', text: expect.stringContaining('The customer called again'), createdAt: expect.any(String) }],
+    });
+    // The payment's cases, newest first.
+    const listed = answers.filter((a) => Object.keys(a).join() === 'id,type,status');
+    expect(listed).toEqual([
+      { id: openCaseId, type: 'paid_twice', status: 'open' },
+      { id: caseId, type: 'paid_not_updated', status: 'resolved' },
+    ]);
+  }, 90_000);
 });

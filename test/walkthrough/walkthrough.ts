@@ -21,6 +21,8 @@ export const README_WALKTHROUGH: WalkthroughMarkers = { start: '<!-- walkthrough
  * document's can be mistaken for the other's should one quote the other.
  */
 export const GUIDE_WALKTHROUGH: WalkthroughMarkers = { start: '<!-- guide-walkthrough:start -->', end: '<!-- guide-walkthrough:end -->', language: 'sh' };
+/** docs/partner-guide.md's worked example of a case (section 7): its ```sh blocks, pasted after the walk-through's step 0. */
+export const GUIDE_CASES: WalkthroughMarkers = { start: '<!-- guide-cases:start -->', end: '<!-- guide-cases:end -->', language: 'sh' };
 
 export interface Walkthrough {
   /** The text between the markers. */
