@@ -17,6 +17,7 @@ import {
 import { StartRefusal } from '../config/start-failure.js';
 import { stdoutIsTerminal } from '../config/process-env.js';
 import { createDatabaseClock } from '../db/database-clock.js';
+import { createReplicaReads, type ReplicaReads } from '../db/replica-reads.js';
 import { withDeadline } from '../primitives/deadline.helper.js';
 import { systemClock, type Clock } from '../domain/clock.port.js';
 import { createDatabaseOutage, type DatabaseOutage } from '../db/database-outage.monitor.js';
@@ -214,6 +215,35 @@ export async function migrateDatabase(config: DatabaseConfig, started?: Migratio
   }
 }
 
+/** Replica connections a process keeps: the routed reads are the heavy, rarer ones. */
+const REPLICA_POOL_SIZE = 5;
+
+/** The routed reads on DATABASE_REPLICA_URL beside PostgreSQL at DATABASE_URL; none without both. */
+async function replicaReadsOf(config: Config, primary: Db, options: DatabaseOptions, runtime: Runtime): Promise<ReplicaReads | null> {
+  if (!config.databaseUrl || !config.databaseReplicaUrl) return null;
+  const { logger, metrics } = runtime;
+  const replica = await createDatabase({
+    databaseUrl: config.databaseReplicaUrl,
+    dataDir: config.dataDir,
+    schema: options.schema,
+    standby: true,
+    poolSize: REPLICA_POOL_SIZE,
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    keepAliveMs: config.dbKeepAliveMs,
+    queryTimeoutMs: config.dbQueryTimeoutMs,
+    onConnectionError: (err) => logger.warn({ err }, 'replica connection failed'),
+  });
+  return createReplicaReads({
+    primary,
+    replica,
+    maxLagMs: config.replicaMaxLagMs,
+    probeMs: config.replicaProbeMs,
+    log: logger,
+    onRead: (target) => metrics.routedReads.inc({ target }),
+    onLag: (lagMs) => metrics.replicaLag.set(lagMs === null ? -1 : lagMs / 1000),
+  });
+}
+
 export async function createData(config: Config, opts: DataOptions): Promise<Data> {
   const logger = opts.logger ?? createLogger(config);
   const metrics = createMetrics();
@@ -250,15 +280,17 @@ export async function createData(config: Config, opts: DataOptions): Promise<Dat
   const clock = config.databaseUrl ? await createDatabaseClock(db) : { now: systemClock, stop: () => undefined };
   const now = opts.testClock ?? clock.now;
   const runtime: Runtime = { now, logger, metrics, tracer, leases: leasePolicyOf(config), onStaleLease: staleLeaseReport(metrics, logger) };
+  const replica = await replicaReadsOf(config, db, options, runtime);
   return {
     runtime,
     db,
-    repos: createRepositories(config, db, now),
+    repos: createRepositories(config, db, now, replica?.reads ?? db),
     dbOutage,
     priority,
     isDbReady,
     close: async () => {
       clock.stop();
+      await replica?.stop();
       await ping.close();
       await db.destroy();
       // prom-client's default GC metric observes for the process's life and keeps its registry,

@@ -25,29 +25,30 @@ import { createWebhookRepository } from '../db/repositories/webhook.repository.j
  * Every repository of the service, each built once here on the one database and the runtime's
  * clock; the areas take the ones they use from this object.
  */
-export function createRepositories(config: Config, db: Db, now: Clock) {
+/** `reads`: the database of the reads that may run on a replica (createReplicaReads), or the database itself. */
+export function createRepositories(config: Config, db: Db, now: Clock, reads: Db = db) {
   /** The outbox writes that ride in the statements moving a payment or a case; a first attempt waits the schedule's head. */
   const events = createOutbox({ now, firstAttemptDelayMs: config.webhookRetryScheduleMs[0] });
   return {
-    cases: createCaseRepository(db, events),
-    audit: createAuditRepository(db),
+    cases: createCaseRepository(db, events, reads),
+    audit: createAuditRepository(db, reads),
     counters: createCounterRepository(db),
     deliveryLog: createDeliveryLogRepository(db),
     devices: createDeviceRepository(db),
-    eventLog: createEventLogRepository(db),
+    eventLog: createEventLogRepository(db, { reads }),
     events,
     idempotency: createIdempotencyRepository(db),
     invoices: createInvoiceRepository(db, now),
     ministryCancellations: createMinistryCancellationRepository(db),
     partners: createPartnerRepository(db, now),
-    paymentSearch: createPaymentSearchRepository(db),
+    paymentSearch: createPaymentSearchRepository(reads),
     payments: createPaymentRepository(db, now),
     pushDeliveries: createPushDeliveryRepository(db),
-    reconciliations: createReconciliationRepository(db),
-    reports: createReportRepository(db),
+    reconciliations: createReconciliationRepository(db, reads),
+    reports: createReportRepository(reads),
     retention: createRetentionRepository(db),
     shortLinks: createShortLinkRepository(db),
-    webhookDeliveries: createWebhookDeliveryRepository(db),
+    webhookDeliveries: createWebhookDeliveryRepository(db, reads),
     webhooks: createWebhookRepository(db),
   };
 }

@@ -161,6 +161,14 @@ const SETTINGS = {
   /** Host names the admin listener answers besides its own address; any other Host gets 421 (DNS rebinding). */
   adminAllowedHosts: setting('ADMIN_ALLOWED_HOSTS', Type.Array(Type.String({ minLength: 1 }), { default: ['localhost', '127.0.0.1', '::1'] }), textList),
   databaseUrl: setting('DATABASE_URL', Optional()),
+  /**
+   * A streaming replica of DATABASE_URL (optional): the operator's lists and reports, the partners'
+   * reports and events list read from it while its replay lag is below REPLICA_MAX_LAG_MS.
+   */
+  databaseReplicaUrl: setting('DATABASE_REPLICA_URL', Optional()),
+  replicaMaxLagMs: number('REPLICA_MAX_LAG_MS', Int(2000, 1)),
+  /** How often the replica's replay lag is measured. */
+  replicaProbeMs: number('REPLICA_PROBE_MS', Int(500, 10)),
   /** How long a query waits for a PostgreSQL connection before the request answers 503. */
   dbConnectTimeoutMs: number('DB_CONNECT_TIMEOUT_MS', Int(5000, 100)),
   /**

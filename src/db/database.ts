@@ -21,6 +21,8 @@ export interface DatabaseOptions {
   dataDir: string;
   /** PostgreSQL schema to use (tests isolate runs with a fresh schema); created when missing. */
   schema?: string;
+  /** A read-only standby: its schema is the primary's, so none is created. */
+  standby?: boolean;
   poolSize?: number;
   /**
    * How long a query waits for a connection (a new one to be made, or a busy pool to free one)
@@ -174,7 +176,7 @@ async function ensureSchema(url: string, schema: string): Promise<void> {
 export async function createDatabase(opts: DatabaseOptions): Promise<Db> {
   let dialect;
   if (opts.databaseUrl) {
-    if (opts.schema) await ensureSchema(opts.databaseUrl, opts.schema);
+    if (opts.schema && !opts.standby) await ensureSchema(opts.databaseUrl, opts.schema);
     dialect = createPgDialect(opts.databaseUrl, opts);
   } else {
     dialect = await createPgliteDialect(opts);

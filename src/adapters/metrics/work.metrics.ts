@@ -21,6 +21,17 @@ export function leaseMetrics(registry: Registry) {
         },
       });
     },
+    routedReads: new Counter({
+      name: 'database_routed_reads_total',
+      help: 'Queries of the reads that may run on the replica (DATABASE_REPLICA_URL), by where they ran: replica, or primary while the replica lags',
+      labelNames: ['target'] as const,
+      registers: [registry],
+    }),
+    replicaLag: new Gauge({
+      name: 'database_replica_lag_seconds',
+      help: "The replica's replay lag at its last measurement (-1: it did not answer)",
+      registers: [registry],
+    }),
     caseEscalations: new Counter({
       name: 'case_escalations_total',
       help: 'Partner cases escalated because their due time (CASE_TURNAROUND_HOURS) passed unresolved, by type',

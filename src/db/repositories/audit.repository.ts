@@ -20,7 +20,8 @@ const auditColumns = ['id', 'operator', 'action', 'target_type', 'target_id', 'b
 
 const json = (value: Record<string, unknown> | null) => (value === null ? 'null' : JSON.stringify(value));
 
-export function createAuditRepository(db: Db) {
+/** `reads`: where the log is listed from (the replica's routed reads, or the database itself). */
+export function createAuditRepository(db: Db, reads: Db = db) {
   return {
     /** In the caller's transaction when it gives one: the action and its entry commit together. */
     async record(entry: AuditEntry, uow?: UnitOfWork): Promise<void> {
@@ -40,7 +41,7 @@ export function createAuditRepository(db: Db) {
 
     /** Newest first, from before the cursor (an entry id) on. */
     async list(filter: { operator?: string; action?: string; targetId?: string }, beforeId: string | null, limit: number): Promise<AuditRow[]> {
-      let query = db.selectFrom('audit_log').select(auditColumns).orderBy('id', 'desc').limit(limit);
+      let query = reads.selectFrom('audit_log').select(auditColumns).orderBy('id', 'desc').limit(limit);
       if (filter.operator) query = query.where('operator', '=', filter.operator);
       if (filter.action) query = query.where('action', '=', filter.action as AuditAction);
       if (filter.targetId) query = query.where('target_id', '=', filter.targetId);

@@ -100,7 +100,8 @@ async function recordOf(trx: Trx | Db, row: CaseRow): Promise<CaseRecord> {
  * same transaction, so the bank hears of each change exactly when it commits; every move is a
  * compare-and-set on the status the move may leave from (src/domain/case-status.ts).
  */
-export function createCaseRepository(db: Db, outbox: Outbox) {
+/** `reads`: where the operator's queue is listed from (the replica's routed reads, or the database itself). */
+export function createCaseRepository(db: Db, outbox: Outbox, reads: Db = db) {
   const inUnitOfWork = unitOfWorkRunner(db);
   const append = (uow: UnitOfWork, record: CaseRecord, eventOf: CaseEventOf) => outbox.append(uow, record.row.partner_id, eventOf(record));
 
@@ -160,14 +161,14 @@ export function createCaseRepository(db: Db, outbox: Outbox) {
 
     /** The operator's queue: unresolved cases by due time (the overdue first), resolved ones newest first. */
     async listQueue(filter: QueueFilter, limit: number): Promise<CaseRecord[]> {
-      let q = db.selectFrom('cases').selectAll().limit(limit);
+      let q = reads.selectFrom('cases').selectAll().limit(limit);
       const status = filter.status ?? 'unresolved';
       q = status === 'unresolved' ? q.where('status', 'in', UNRESOLVED) : q.where('status', '=', status);
       q = status === 'resolved' ? q.orderBy('resolved_at', 'desc').orderBy('id', 'desc') : q.orderBy('due_at').orderBy('id');
       if (filter.type) q = q.where('type', '=', filter.type);
       if (filter.partnerId) q = q.where('partner_id', '=', filter.partnerId);
       const rows = await q.execute();
-      const comments = await commentsOf(db, rows.map((r) => r.id));
+      const comments = await commentsOf(reads, rows.map((r) => r.id));
       return rows.map((row) => ({ row, comments: comments.get(row.id) ?? [] }));
     },
 

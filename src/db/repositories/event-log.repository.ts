@@ -27,6 +27,12 @@ export interface EventLogOptions {
   batchSize?: number;
   /** Transactions per `assignPending` call: a read never waits on an unbounded backlog. */
   maxBatches?: number;
+  /**
+   * Where the lists are read from: the replica's routed reads, or the database itself. Positions
+   * are given on the primary and replicated in their order, so a lagging replica shows a shorter
+   * feed, never one with a gap a reader could step over.
+   */
+  reads?: Db;
 }
 
 const toRow = (r: { id: string; event: string; payload: Record<string, unknown>; created_at: Date; sequence: string | number | bigint | null }): EventRow => ({
@@ -91,9 +97,10 @@ export function createEventLogRepository(db: Db, opts: EventLogOptions = {}) {
   const batchSize = opts.batchSize ?? 1000;
   const maxBatches = opts.maxBatches ?? 5;
   const inUnitOfWork = unitOfWorkRunner(db);
+  const reads = opts.reads ?? db;
 
   const positioned = (partnerId: string) =>
-    db
+    reads
       .selectFrom('events')
       .select(['id', 'event', 'payload', 'created_at', 'sequence'])
       .where('partner_id', '=', partnerId)

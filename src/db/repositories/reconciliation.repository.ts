@@ -109,7 +109,8 @@ async function claimLeases(db: Db, spec: LeasedWorkSpec, window: ClaimWindow): P
   return rows.map((r) => ({ financeDay: r.finance_day, source: r.source, token: r.lease_token }));
 }
 
-export function createReconciliationRepository(db: Db) {
+/** `reads`: where the operator's lists of runs and discrepancies are read from (the replica's routed reads, or the database itself). */
+export function createReconciliationRepository(db: Db, reads: Db = db) {
   return {
     // Which instance reconciles a day and ministry system, and until when.
 
@@ -202,7 +203,7 @@ export function createReconciliationRepository(db: Db) {
     },
 
     async listRuns(financeDay: string | undefined, limit: number): Promise<RunRow[]> {
-      let query = db.selectFrom('reconciliation_runs').select(runColumns).orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit);
+      let query = reads.selectFrom('reconciliation_runs').select(runColumns).orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (financeDay) query = query.where('finance_day', '=', financeDay);
       return query.execute();
     },
@@ -274,7 +275,7 @@ export function createReconciliationRepository(db: Db) {
     // The findings as operators list and resolve them.
 
     async listDiscrepancies(filter: { status?: DiscrepancyStatus; financeDay?: string; paymentId?: string }, limit: number): Promise<DiscrepancyRow[]> {
-      let query = db.selectFrom('discrepancies').select(discrepancyColumns).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
+      let query = reads.selectFrom('discrepancies').select(discrepancyColumns).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
       if (filter.status) query = query.where('status', '=', filter.status);
       if (filter.financeDay) query = query.where('finance_day', '=', filter.financeDay);
       if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);

@@ -250,7 +250,8 @@ function finishStatement(db: Db, shape: FinishShape, slot: SlotFn<FinishSlot>) {
     .select((eb) => ['webhook_id', eb.exists(eb.selectFrom('lane').select('id')).as('moved_lane')]);
 }
 
-export function createWebhookDeliveryRepository(db: Db) {
+/** `reads`: where the operator's delivery log is listed from (the replica's routed reads, or the database itself). */
+export function createWebhookDeliveryRepository(db: Db, reads: Db = db) {
   // Compiled once per shape: every delivery attempt runs one, and building and compiling the
   // three CTEs each time was the largest of Kysely's costs in a payment's life.
   const finishing = {
@@ -351,7 +352,7 @@ export function createWebhookDeliveryRepository(db: Db) {
 
     /** Every partner's deliveries, newest first, keyset-paged after the delivery id `after`. */
     async listLog(filter: { partnerId?: string; status?: DeliveryStatus }, after: string | null, limit: number): Promise<DeliveryLogRow[]> {
-      let q = logRows(db).orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit);
+      let q = logRows(reads).orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit);
       if (filter.partnerId) q = q.where('w.partner_id', '=', filter.partnerId);
       if (filter.status) q = q.where('d.status', '=', storedStatus(filter.status));
       if (after) q = q.where(sql<boolean>`(d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = ${after}::uuid)`);
