@@ -42,7 +42,7 @@ export function createRepositories(config: Config, db: Db, now: Clock, reads: Db
     ministryCancellations: createMinistryCancellationRepository(db),
     partners: createPartnerRepository(db, now),
     paymentSearch: createPaymentSearchRepository(reads),
-    payments: createPaymentRepository(db, now),
+    payments: createPaymentRepository(db, now, reads),
     pushDeliveries: createPushDeliveryRepository(db),
     reconciliations: createReconciliationRepository(db, reads),
     reports: createReportRepository(reads),

@@ -428,8 +428,11 @@ function paymentMoves(now: Clock) {
   };
 }
 
-/** The reads of payments, by partners and by the reports. */
-function paymentReads(db: Db) {
+/**
+ * The reads of payments, by partners and by the reports. `reads` serves the partner's reports
+ * (the day's list, the settlement's own payments): the replica's routed reads, or the database itself.
+ */
+function paymentReads(db: Db, reads: Db) {
   // The status read's statements, compiled once: `GET /payments/{id}` runs one per request.
   const selectDetail = () => db.selectFrom('payments').select(PAYMENT_COLUMNS).select(invoiceIdsColumn);
   const detailForPartner = compileOnce((slot: SlotFn<'id' | 'partnerId'>) =>
@@ -454,7 +457,7 @@ function paymentReads(db: Db) {
      * `skip` never exceeds one day's payments however long the history.
      */
     async listForPartnerBefore(partnerId: string, before: Date, skip: number, limit: number) {
-      return db
+      return reads
         .selectFrom('payments as p')
         .innerJoin('invoices as i', 'i.id', 'p.invoice_id')
         .select(['p.id', 'p.status', 'p.amount', 'p.partner_id', 'p.created_at', 'i.ref_num', 'p.source', 'p.partner_reference'])
@@ -476,7 +479,7 @@ function paymentReads(db: Db) {
       // A ministry may name payment ids that are not ours at all; only UUIDs can be compared.
       const ids = paymentIds.filter(isUuid);
       if (ids.length === 0) return new Map();
-      const rows = await db
+      const rows = await reads
         .selectFrom('payments')
         .select(['id', 'partner_reference'])
         .where('partner_id', '=', partnerId)
@@ -585,13 +588,13 @@ function liveStatusChecks(db: Db) {
   };
 }
 
-export function createPaymentRepository(db: Db, now: Clock) {
+export function createPaymentRepository(db: Db, now: Clock, reads: Db = db) {
   return {
     ...paymentInserts(db),
     ...ministryAnswers(db),
     ...paymentLocks(db),
     ...paymentMoves(now),
-    ...paymentReads(db),
+    ...paymentReads(db, reads),
     ...paymentChecks(db, now),
     ...liveStatusChecks(db),
   };
