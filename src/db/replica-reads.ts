@@ -40,14 +40,39 @@ function counting(count: () => void): KyselyPlugin {
   };
 }
 
+const PRIMARY_LSN = sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`;
+const REPLAYED_LSN = sql<{ lsn: string | null }>`SELECT pg_last_wal_replay_lsn()::text AS lsn`;
+
+/** A WAL position, `16/B374D848`, as a number that orders like it. */
+export function lsnValue(text: string): bigint {
+  const [hi, lo] = text.split('/');
+  if (hi === undefined || lo === undefined || !/^[0-9A-Fa-f]{1,8}$/.test(hi) || !/^[0-9A-Fa-f]{1,8}$/.test(lo)) throw new Error(`not a WAL position: ${text}`);
+  return (BigInt(`0x${hi}`) << 32n) | BigInt(`0x${lo}`);
+}
+
+/** The most primary positions kept while the replica does not replay; past it the oldest stays, so the lag is never understated. */
+const MAX_SAMPLES = 1000;
+
 /**
- * The standby's replay lag: nothing to replay is no lag, however long ago the last transaction
- * was; otherwise the time since the last one it replayed. A standby that stopped replaying while
- * the primary writes on falls behind by the wall clock, which is what the guard must see.
+ * The replica's replay lag in time, from the primary's WAL position at each measurement: the lag
+ * is how long ago the primary held a position the replica has still not replayed, and none when
+ * it has replayed everything the primary held. PostgreSQL's own `now() -
+ * pg_last_xact_replay_timestamp()` reads a quiet spell as lag the moment the next write arrives,
+ * and would send reads to the primary on every write after one.
  */
-const LAG_QUERY = sql<{ lag_ms: number | string | null }>`
-  SELECT CASE WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM pg_last_wal_replay_lsn() THEN 0
-    ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000 END AS lag_ms`;
+export function createLagTracker() {
+  const samples: { at: number; lsn: bigint }[] = [];
+  return {
+    /** The primary was at `primaryLsn` at `at` (monotonic ms), and the replica has replayed up to `replayedLsn` since. */
+    observe(at: number, primaryLsn: bigint, replayedLsn: bigint): number {
+      samples.push({ at, lsn: primaryLsn });
+      while (samples.length > 0 && (samples[0]?.lsn ?? 0n) <= replayedLsn) samples.shift();
+      if (samples.length > MAX_SAMPLES) samples.splice(1, 1);
+      const oldest = samples[0];
+      return oldest ? at - oldest.at : 0;
+    },
+  };
+}
 
 /**
  * The database the heavy reads run on: the replica while its replay lag, measured every
@@ -62,6 +87,8 @@ export function createReplicaReads(opts: ReplicaReadsOptions) {
   let current: ReadTarget = 'primary';
   let stopped = false;
   let probing: Promise<void> | null = null;
+  const lag = createLagTracker();
+  const elapsed = () => performance.now();
 
   function choose(target: ReadTarget, lagMs: number | null, err: unknown): void {
     if (target === current) return;
@@ -75,9 +102,12 @@ export function createReplicaReads(opts: ReplicaReadsOptions) {
     let failure: unknown;
     try {
       // A silent replica (a failover that never closed the socket) must not hold reads on it.
-      const { rows } = await withinMs(LAG_QUERY.execute(opts.replica), opts.maxLagMs);
-      const value = Number(rows[0]?.lag_ms);
-      lagMs = Number.isFinite(value) ? Math.max(0, value) : null;
+      const at = elapsed();
+      const [{ rows: held }, { rows: replayed }] = await withinMs(Promise.all([PRIMARY_LSN.execute(opts.primary), REPLAYED_LSN.execute(opts.replica)]), opts.maxLagMs);
+      const replayedAt = replayed[0]?.lsn;
+      const primaryAt = held[0]?.lsn;
+      if (!replayedAt || !primaryAt) throw new Error('the replica is not replaying (not a standby)');
+      lagMs = lag.observe(at, lsnValue(primaryAt), lsnValue(replayedAt));
     } catch (err) {
       failure = err;
     }
