@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { approve, badRequest, getPayment, partnerWithPayment, type Partner } from '../helpers/api.js';
+import { approve, badRequest, getPayment, ownInvoice, partnerWithPayment, payOk, type Partner } from '../helpers/api.js';
 import type { AdminCaseView, CaseDetailView, CaseList, CaseView } from '../../src/schemas/case.schema.js';
 import type { EventList } from '../../src/schemas/event.schema.js';
 import { createCaseRepository } from '../../src/db/repositories/case.repository.js';
@@ -106,6 +106,17 @@ describe('POST /cases', () => {
     const created = both.find((r) => r.statusCode === 201)?.json<CaseView>();
     expect(both.find((r) => r.statusCode === 409)?.json()).toMatchObject({ code: 'case_already_open', caseId: created?.id });
     expect((await caseEvents(partner, payment.id)).map((e) => e.type)).toEqual(['case.opened']);
+  });
+
+  it('opens case after case on the same connections: the insert stays right once its statement is prepared', async () => {
+    const { partner } = await partnerWithPayment(ctx, 'mof');
+    const types = ['paid_not_updated', 'paid_twice', 'wrong_amount', 'canceled_not_reversed', 'other'];
+    for (let n = 0; n < 3; n++) {
+      const payment = await payOk(ctx, partner.apiKey, { invoiceId: (await ownInvoice(ctx, partner, 'mof')).id });
+      for (const type of types) await openOk(partner, payment.id, type, `case ${n} ${type}`);
+    }
+    const again = await openCase(partner, { paymentId: (await ctx.api(partner.apiKey, { method: 'GET', url: '/api/v1/cases?limit=1' })).json<CaseList>().items[0]?.paymentId, type: 'other', description: 'x' });
+    expect(again.json()).toMatchObject({ code: 'case_already_open' });
   });
 
   it("keeps partners apart: another partner's payment and case are not found", async () => {

@@ -126,7 +126,9 @@ export function createCaseRepository(db: Db, outbox: Outbox, reads: Db = db) {
             updated_at: input.at,
             due_at: input.dueAt,
           })
-          .onConflict((oc) => oc.columns(['payment_id', 'type']).where('status', '<>', 'resolved').doNothing())
+          // The index's predicate as a literal: with a parameter there, a prepared statement's
+          // generic plan cannot infer the partial index and the insert fails from its sixth run.
+          .onConflict((oc) => oc.columns(['payment_id', 'type']).where(sql<boolean>`status <> 'resolved'`).doNothing())
           .returningAll()
           .executeTakeFirst();
         if (!row) {
