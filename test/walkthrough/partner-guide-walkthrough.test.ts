@@ -207,6 +207,29 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`partner guide walk-through against a 
     folder = mkdtempSync(join(tmpdir(), 'guide-walkthrough-'));
   }, 65_000);
 
+  /**
+   * Runs `body` in one bash with every curl's answer headers appended to the file `answers`, then
+   * prints `vars` on a `::vars::` line; expects it to exit 0.
+   */
+  async function runScript(body: string, vars: string, answers: string, timeoutMs: number) {
+    if (!service) throw new Error('the service did not start');
+    const script = [
+      'set -euo pipefail',
+      'curl() { local status=0; command curl -D "$ANSWERS.last" "$@" || status=$?; cat "$ANSWERS.last" >> "$ANSWERS"; return "$status"; }',
+      'set -x',
+      body,
+      'set +x',
+      `echo "::vars:: ${vars}"`,
+    ].join('\n');
+    const answersFile = join(service.dataRoot, answers);
+    const shell = startBash(script, { cwd: folder, env: { ...baseEnv(), ANSWERS: answersFile }, timeoutMs });
+    shells.push(shell);
+    const run = await shell.result;
+    const report = `exit ${run.code}\n--- stdout\n${tail(run.stdout)}\n--- stderr\n${tail(run.stderr)}\n--- service\n${tail(service.log(), 3000)}`;
+    expect(run.code, report).toBe(0);
+    return { run, report, answersFile };
+  }
+
   afterAll(async () => {
     for (const shell of shells) shell.kill(); // bash and what it started (receiver.mjs)
     await service?.stop();
@@ -233,20 +256,7 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`partner guide walk-through against a 
       .replaceAll('127.0.0.1:3100', `127.0.0.1:${simulatorPort}`);
     expect(body).not.toMatch(/(127\.0\.0\.1|localhost):(3000|3001|3100|8080)\b/);
 
-    const script = [
-      'set -euo pipefail',
-      'curl() { local status=0; command curl -D "$ANSWERS.last" "$@" || status=$?; cat "$ANSWERS.last" >> "$ANSWERS"; return "$status"; }',
-      'set -x',
-      body,
-      'set +x',
-      'echo "::vars:: $KEY $INVOICE $PAYMENT $WEBHOOK"',
-    ].join('\n');
-    const answersFile = join(service.dataRoot, 'answers');
-    const shell = startBash(script, { cwd: folder, env: { ...baseEnv(), ANSWERS: answersFile }, timeoutMs: 100_000 });
-    shells.push(shell);
-    const run = await shell.result;
-    const report = `exit ${run.code}\n--- stdout\n${tail(run.stdout)}\n--- stderr\n${tail(run.stderr)}\n--- service\n${tail(service.log(), 3000)}`;
-    expect(run.code, report).toBe(0);
+    const { run, report, answersFile } = await runScript(body, '$KEY $INVOICE $PAYMENT $WEBHOOK', 'answers', 100_000);
 
     const [, shownKey, invoiceId = '', paymentId = '', webhookId = ''] = /::vars:: (\S+) (\S+) (\S+) (\S+)/.exec(run.stdout) ?? [];
     expect(shownKey, report).toBe(key);
@@ -320,20 +330,7 @@ describe.skipIf(MISSING_TOOLS.length > 0)(`partner guide walk-through against a 
       ['127.0.0.1:3000', `127.0.0.1:${apiPort}`],
     ]);
     expect(body).not.toMatch(/(127\.0\.0\.1|localhost):(3000|3001|3100|8080)\b/);
-    const script = [
-      'set -euo pipefail',
-      'curl() { local status=0; command curl -D "$ANSWERS.last" "$@" || status=$?; cat "$ANSWERS.last" >> "$ANSWERS"; return "$status"; }',
-      'set -x',
-      body,
-      'set +x',
-      'echo "::vars:: $CASE_PAYMENT $CASE $OPEN_CASE"',
-    ].join('\n');
-    const answersFile = join(service.dataRoot, 'case-answers');
-    const shell = startBash(script, { cwd: folder, env: { ...baseEnv(), ANSWERS: answersFile }, timeoutMs: 60_000 });
-    shells.push(shell);
-    const run = await shell.result;
-    const report = `exit ${run.code}\n--- stdout\n${tail(run.stdout)}\n--- stderr\n${tail(run.stderr)}\n--- service\n${tail(service.log(), 3000)}`;
-    expect(run.code, report).toBe(0);
+    const { run, report, answersFile } = await runScript(body, '$CASE_PAYMENT $CASE $OPEN_CASE', 'case-answers', 60_000);
     const [, paymentId = '', caseId = '', openCaseId = ''] = /::vars:: (\S+) (\S+) (\S+)/.exec(run.stdout) ?? [];
 
     // Only the refusal the guide shows is not a 2xx.
