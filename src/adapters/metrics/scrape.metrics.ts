@@ -22,7 +22,13 @@ export interface MetricsSources {
 }
 
 /** The unresolved cases' gauges, each set from one read at scrape time. */
-function caseGauges(registry: Registry, read: () => Promise<{ type: string; status: string; count: number; overdue: number; oldestAgeSeconds: number }[]>) {
+function caseGauges(registry: Registry, source: () => Promise<{ type: string; status: string; count: number; overdue: number; oldestAgeSeconds: number }[]>) {
+  // A scrape collects every gauge at once: the three share the read under way, one query a scrape.
+  let pending: ReturnType<typeof source> | null = null;
+  const read = () =>
+    (pending ??= source().finally(() => {
+      pending = null;
+    }));
   const gauge = (name: string, help: string, labelNames: string[], set: (g: Gauge, rows: Awaited<ReturnType<typeof read>>) => void) =>
     new Gauge({
       name,
