@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
+import { SOURCES } from '../../domain/vocabulary.js';
 
 export interface SummaryRow {
   total: number;
@@ -10,10 +11,15 @@ export interface SummaryRow {
   amount_due: string;
 }
 
-/** A counter kind's rows for one partner or all: the rolled-up counters plus the deltas not yet folded in. */
+/**
+ * A counter kind's rows for one partner or all: the rolled-up counters plus the deltas not yet
+ * folded in. The kind is a literal: with a parameter, a prepared statement's generic plan of the
+ * read over every partner scans all the counters (each partner's days and due dates) instead of
+ * the kind's key range.
+ */
 function counterRows(db: Db, kind: string, partnerId?: string) {
-  const rolled = db.selectFrom('counters').select(['label', 'bucket', 'n', 'amount']).where('kind', '=', kind);
-  const pending = db.selectFrom('counter_deltas').select(['label', 'bucket', 'n', 'amount']).where('kind', '=', kind);
+  const rolled = db.selectFrom('counters').select(['label', 'bucket', 'n', 'amount']).where('kind', '=', sql.lit(kind));
+  const pending = db.selectFrom('counter_deltas').select(['label', 'bucket', 'n', 'amount']).where('kind', '=', sql.lit(kind));
   return partnerId === undefined
     ? rolled.unionAll(pending)
     : rolled.where('partner_id', '=', partnerId).unionAll(pending.where('partner_id', '=', partnerId));
@@ -60,22 +66,32 @@ export function createReportRepository(db: Db) {
       return { total: Number(row?.total ?? 0), day: row?.day ?? null, newer: Number(row?.newer ?? 0) };
     },
 
-    /** Payments by status over every partner, for the metrics gauge. */
+    /**
+     * Payments by status over every partner, for the metrics gauge: one counter row per partner
+     * and status plus the deltas the roll-up has not folded yet. A status none holds any more
+     * has no row, as it would have none in a count of the payments.
+     */
     async paymentsByStatus(): Promise<Record<string, number>> {
       const rows = await db
         .selectFrom(counterRows(db, 'payment_status').as('c'))
         .select(['c.label', sql<string>`sum(c.n)`.as('n')])
         .groupBy('c.label')
+        .having(sql<boolean>`sum(c.n) <> 0`)
         .execute();
       return Object.fromEntries(rows.map((r) => [r.label, Number(r.n)]));
     },
 
-    /** Unresolved payments whose check is due, per ministry system: the confirmation job's backlog. */
+    /**
+     * Unresolved payments whose check is due, per ministry system: the confirmation job's backlog.
+     * Each system's due range of the unresolved payments' index (its predicate written as the
+     * index's literal, so a generic plan uses it too), never the ones waiting for a later check.
+     */
     async unresolvedBySource(): Promise<Record<string, number>> {
       const rows = await db
         .selectFrom('payments')
         .select(['source', sql<string>`count(*)`.as('n')])
-        .where('status', 'in', ['pending', 'submitted'])
+        .where(sql<boolean>`status IN ('pending', 'submitted')`)
+        .where('source', 'in', SOURCES)
         .where('next_check_at', '<=', sql<Date>`now()`)
         .groupBy('source')
         .execute();
@@ -84,15 +100,20 @@ export function createReportRepository(db: Db) {
 
     /**
      * Per ministry system, since when its longest-unchecked submitted payment has gone without a
-     * status check: its last check's end, or its submission when it has had none.
+     * status check: its last check's end, or its submission when it has had none. The first entry
+     * of each system's range of payments_unchecked_idx (migration 035), however many wait.
      */
     async oldestUncheckedBySource(): Promise<Record<string, Date>> {
-      const rows = await db
-        .selectFrom('payments')
-        .select(['source', sql<Date>`min(coalesce(status_checked_at, submitted_at, created_at))`.as('since')])
-        .where('status', '=', 'submitted')
-        .groupBy('source')
-        .execute();
+      const { rows } = await sql<{ source: string; since: Date }>`
+        SELECT s.source, x.since
+        FROM (VALUES ${sql.join(SOURCES.map((source) => sql`(${sql.lit(source)})`))}) AS s (source)
+        CROSS JOIN LATERAL (
+          SELECT coalesce(p.status_checked_at, p.submitted_at, p.created_at) AS since
+          FROM payments p
+          WHERE p.status = 'submitted' AND p.source = s.source
+          ORDER BY coalesce(p.status_checked_at, p.submitted_at, p.created_at)
+          LIMIT 1
+        ) x`.execute(db);
       return Object.fromEntries(rows.map((r) => [r.source, new Date(r.since)]));
     },
   };
