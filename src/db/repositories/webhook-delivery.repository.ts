@@ -298,11 +298,16 @@ export function createWebhookDeliveryRepository(db: Db, reads: Db = db) {
       return due === null || due === undefined ? null : new Date(due);
     },
 
+    /**
+     * Deliveries still pending, for the metrics: the pending deliveries' partial indexes, never the
+     * delivered history. The status is their predicate's literal: a prepared statement's generic
+     * plan cannot match a parameter to a partial index and would count every delivery ever made.
+     */
     async countPending(): Promise<number> {
       const row = await db
         .selectFrom('webhook_deliveries')
         .select(sql<number>`count(*)::int`.as('n'))
-        .where('status', '=', 'pending')
+        .where('status', '=', sql.lit('pending'))
         .executeTakeFirstOrThrow();
       return Number(row.n);
     },
