@@ -13,6 +13,7 @@ import { createMinistryCancellationRepository } from '../src/payments/ministry-c
 import { createPaymentRepository } from '../src/payments/payment.repository.js';
 import { createReportRepository } from '../src/db/repositories/report.repository.js';
 import { createRetentionRepository } from '../src/db/repositories/retention.repository.js';
+import { createPartitionRepository } from '../src/db/repositories/partition.repository.js';
 import { createWebhookDeliveryRepository } from '../src/db/repositories/webhook-delivery.repository.js';
 import { systemClock } from '../src/domain/clock.port.js';
 
@@ -43,8 +44,8 @@ function steps(partnerId: string, webhookId: string, settledIds: string[], lastO
     ['webhook delivery claim', (db) => createWebhookDeliveryRepository(db).claimDue(new Date(), lease(), claimLimits)],
     ['counter roll-up', (db) => createCounterRepository(db).rollup(5000)],
     ['retention: expired idempotency keys', (db) => createIdempotencyRepository(db).purgeExpired(new Date(), 1000)],
-    ['retention: attempts, deliveries, events', (db) =>
-      createRetentionRepository(db).sweep({ attemptsBefore: new Date(Date.now() - 30 * DAY), eventsBefore: new Date(Date.now() - 90 * DAY) }, 1000)],
+    ['retention: attempts, deliveries, events', async (db) =>
+      createRetentionRepository(db).sweep(await createPartitionRepository(db).legacyTables(), { attemptsBefore: new Date(Date.now() - 30 * DAY), eventsBefore: new Date(Date.now() - 90 * DAY) }, 1000)],
   ];
 }
 

@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config/config.js';
 import { createDatabase } from '../src/db/database.js';
 import { createIdempotencyRepository } from '../src/db/repositories/idempotency.repository.js';
 import { createRetentionRepository } from '../src/db/repositories/retention.repository.js';
+import { createPartitionRepository } from '../src/db/repositories/partition.repository.js';
 
 export interface TableSize {
   table: string;
@@ -50,7 +51,7 @@ export async function sweepToSteadyState(url: string, batch = 20_000): Promise<{
     for (;;) {
       const now = Date.now();
       const keys = await idempotency.purgeExpired(new Date(now), batch);
-      const swept = await retention.sweep({ attemptsBefore: new Date(now - settings.webhookAttemptMs), eventsBefore: new Date(now - settings.eventMs) }, batch);
+      const swept = await retention.sweep(await createPartitionRepository(db).legacyTables(), { attemptsBefore: new Date(now - settings.webhookAttemptMs), eventsBefore: new Date(now - settings.eventMs) }, batch);
       deleted.idempotencyKeys += keys;
       deleted.attempts += swept.attempts;
       deleted.deliveries += swept.deliveries;

@@ -1,3 +1,6 @@
+import { addMonths, monthPartitionName, monthStart } from '../src/domain/partition-months.js';
+import { PARTITIONED_TABLES } from '../src/db/repositories/partition.repository.js';
+
 /**
  * A year of production in one scratch database, built by `generate_series` inside PostgreSQL (no
  * rows cross the wire), for `npm run bench:scale`. The shape is the issue's:
@@ -7,6 +10,9 @@
  * - payments (30% of the invoice count) over the past year: 70% confirmed, 10% canceled, 10%
  *   failed, 8% submitted, 2% pending; two events, two deliveries and two attempts each; one
  *   idempotency key each, with a stored response of about a kilobyte.
+ *
+ * Events, deliveries, attempts and pushes are partitioned by month: the past months' partitions
+ * are made first (`pastMonths`, 13 by default; 0 for a database of the layout before partitions).
  *
  * Rows load with triggers off (`session_replication_role = replica`), then `counters_rebuild()`
  * (migration 007) recounts the report counters from the rows, as a bulk loader must.
@@ -22,6 +28,19 @@ export interface SeedShape {
   webhookId: string;
   /** The 40 other partners (admin API) and one webhook each (seeded). */
   otherPartnerIds: string[];
+  /** Months before the current one to make partitions for (default 13): a year of history must land somewhere. */
+  pastMonths?: number;
+}
+
+/** CREATE TABLE ... PARTITION OF for the `count` months before the current one, of every partitioned table. */
+export function pastMonthPartitions(count: number, now = new Date()): string[] {
+  const current = monthStart(now);
+  return PARTITIONED_TABLES.flatMap((table) =>
+    Array.from({ length: count }, (_, i) => {
+      const month = addMonths(current, -(i + 1));
+      return `CREATE TABLE IF NOT EXISTS ${monthPartitionName(table, month)} PARTITION OF ${table} FOR VALUES FROM ('${month.toISOString()}') TO ('${addMonths(month, 1).toISOString()}')`;
+    }),
+  );
 }
 
 const COMPANY_INVOICES = 5000;
@@ -41,6 +60,7 @@ export function seedStatements(shape: SeedShape): string[] {
   const paymentStatus = `CASE WHEN j % 50 < 35 THEN 'confirmed' WHEN j % 50 < 40 THEN 'canceled' WHEN j % 50 < 45 THEN 'failed' WHEN j % 50 < 49 THEN 'submitted' ELSE 'pending' END`;
   const paymentCreated = `now() - ((j::bigint * 7919) % ${YEAR_S}) * interval '1 second' - interval '1 hour'`;
   return [
+    ...pastMonthPartitions(shape.pastMonths ?? 13),
     `SET session_replication_role = replica`,
     `INSERT INTO webhooks (id, partner_id, url, events, secret_ciphertext)
        SELECT ${uuidOf('30000000', 'g')}, (${others})[g], 'https://example.test/hook', '["payment.confirmed","payment.submitted"]', 'x'

@@ -173,14 +173,13 @@ async function prepareSchema(db: Db, options: DatabaseOptions, config: Config, l
     );
     return;
   }
-  if (state.pending.length === 0) return;
+  if (state.pending.length === 0 && state.unpartitioned.length === 0) return;
   if (!config.migrateOnStart) {
-    throw new StartRefusal(
-      `the database schema is older than this code: migration${state.pending.length > 1 ? 's' : ''} ${state.pending.join(', ')} not applied; run ${MIGRATE_COMMAND} first, or set MIGRATE_ON_START=true`,
-    );
+    const missing = state.pending.length > 0 ? `migration${state.pending.length > 1 ? 's' : ''} ${state.pending.join(', ')} not applied` : `${state.unpartitioned.join(', ')} not yet partitioned by month`;
+    throw new StartRefusal(`the database schema is older than this code: ${missing}; run ${MIGRATE_COMMAND} first, or set MIGRATE_ON_START=true`);
   }
   const from = reached(state);
-  const range = `${state.pending[0]} to ${state.pending.at(-1)}`;
+  const range = state.pending.length > 0 ? `${state.pending[0]} to ${state.pending.at(-1)}` : `partitioning ${state.unpartitioned.join(', ')} by month`;
   logger.info({ from, pending: state.pending.length }, from ? `migrating the database from ${from}: ${range}` : `migrating a new database: ${state.pending.length} migrations, ${range}`);
   // A new database takes every migration within a second or two: its one line says so, and each is debug.
   const level = from ? 'info' : 'debug';
@@ -208,7 +207,7 @@ export async function migrateDatabase(config: DatabaseConfig, started?: Migratio
     const state = await readSchemaState(db);
     const diverged = divergence(state);
     if (diverged) throw new StartRefusal(diverged);
-    const applied = state.pending.length > 0 ? await migrateToLatest(db, undefined, undefined, started) : [];
+    const applied = state.pending.length > 0 || state.unpartitioned.length > 0 ? await migrateToLatest(db, undefined, undefined, started) : [];
     return { applied, at: state.known.at(-1) ?? null, newer: state.unknown };
   } finally {
     await db.destroy();

@@ -39,7 +39,7 @@ export function createJobs(config: Config, runtime: Runtime, deps: JobsDeps): Jo
       log,
       now,
     }),
-    createRetentionSweepJob({ idempotency: repos.idempotency, retention: repos.retention, settings: config.retention, deadlineMs: deadlines.retention, log, now }),
+    createRetentionSweepJob({ idempotency: repos.idempotency, retention: repos.retention, partitions: repos.partitions, settings: config.retention, deadlineMs: deadlines.retention, log, now }),
     createCounterRollupJob({ counters: repos.counters, settings: config.counterRollup, deadlineMs: deadlines.counterRollup, log }),
     createEventPositionJob({ events: repos.eventLog, intervalMs: config.eventPositionMs, deadlineMs: deadlines.eventPositions }),
     createReconciliationJob({ service: deps.reconciliation, intervalMs: config.reconciliation.pollMs, deadlineMs: deadlines.reconciliation }),

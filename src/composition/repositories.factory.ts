@@ -17,6 +17,7 @@ import { createPushDeliveryRepository } from '../db/repositories/push-delivery.r
 import { createReconciliationRepository } from '../db/repositories/reconciliation.repository.js';
 import { createReportRepository } from '../db/repositories/report.repository.js';
 import { createRetentionRepository } from '../db/repositories/retention.repository.js';
+import { createPartitionRepository } from '../db/repositories/partition.repository.js';
 import { createShortLinkRepository } from '../db/repositories/short-link.repository.js';
 import { createWebhookDeliveryRepository } from '../db/repositories/webhook-delivery.repository.js';
 import { createWebhookRepository } from '../db/repositories/webhook.repository.js';
@@ -47,6 +48,7 @@ export function createRepositories(config: Config, db: Db, now: Clock, reads: Db
     reconciliations: createReconciliationRepository(db, reads),
     reports: createReportRepository(reads),
     retention: createRetentionRepository(db),
+    partitions: createPartitionRepository(db),
     shortLinks: createShortLinkRepository(db),
     webhookDeliveries: createWebhookDeliveryRepository(db, reads),
     webhooks: createWebhookRepository(db),

@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, sql, type Dialect, type Migration, t
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import type { Database } from './db.types.js';
+import { movePartitionedTables, unpartitionedTables } from './partition-move.js';
 import { pgErrorCode } from './pg-error.js';
 import { requestsFirst } from './requests-first.driver.js';
 import { requestsFirstPool } from './requests-first-pool.driver.js';
@@ -197,6 +198,9 @@ export function isConcurrentSchemaDrop(err: unknown): boolean {
   return CONCURRENT_DROP_CODES.has(pgErrorCode(err) ?? '');
 }
 
+/** What `started` is told as the tables that only grow are moved to monthly partitions, after the migrations. */
+export const MONTHLY_PARTITIONS = 'monthly-partitions';
+
 /** Told of each migration as it begins: a first start's migrations take seconds, and say so. */
 export type MigrationStarted = (name: string) => void;
 
@@ -232,7 +236,14 @@ export async function migrateToLatest(db: Db, schema?: string, target?: string, 
   for (let attempt = 1; ; attempt++) {
     const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
     const failed = results?.find((r) => r.status === 'Error');
-    if (!error && !failed) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    if (!error && !failed) {
+      // Not a migration of Kysely's: those run in one transaction, and the move builds indexes concurrently, outside any.
+      if (!target && (await unpartitionedTables(db)).length > 0) {
+        started?.(MONTHLY_PARTITIONS);
+        await movePartitionedTables(db);
+      }
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    }
     // Safe to repeat: applied migrations are recorded and skipped.
     if (!failed && isConcurrentSchemaDrop(error) && attempt < 3) continue;
     const cause = error instanceof Error ? `: ${error.message}` : '';
@@ -251,6 +262,8 @@ export interface SchemaState {
    * Under the expand/contract rule this code still runs on it.
    */
   unknown: string[];
+  /** Tables of this code's that are to be partitioned by month and are not yet (src/db/partition-move.ts). */
+  unpartitioned: string[];
 }
 
 /** Kysely's record of applied migrations (its default table name). */
@@ -270,7 +283,7 @@ export async function readSchemaState(db: Db, schema?: string): Promise<SchemaSt
   }
   const done = new Set(applied);
   const ours = new Set(known);
-  return { known, pending: known.filter((n) => !done.has(n)), unknown: applied.filter((n) => !ours.has(n)).sort() };
+  return { known, pending: known.filter((n) => !done.has(n)), unknown: applied.filter((n) => !ours.has(n)).sort(), unpartitioned: await unpartitionedTables(db) };
 }
 
 export async function pingDatabase(db: Db): Promise<boolean> {

@@ -34,13 +34,14 @@ export interface OutboxWrite {
 
 /**
  * Outbox rows: always written in the statement or transaction that changes the payment's state,
- * so a crash after commit cannot lose a notification.
+ * so a crash after commit cannot lose a notification. A delivery and a push carry their event's
+ * created_at: the three share a monthly partition and leave together.
  */
 /** One push delivery per device of the payment's end user (none when the payment names no user). */
 function pushes(source: string, dueAt: Date): RawBuilder<unknown> {
   return sql`, pushes AS (
-          INSERT INTO push_deliveries (event_id, partner_id, device_id, status, next_attempt_at)
-          SELECT ev.id, ev.partner_id, d.id, 'pending', ${dueAt}::timestamptz
+          INSERT INTO push_deliveries (event_id, partner_id, device_id, status, next_attempt_at, created_at)
+          SELECT ev.id, ev.partner_id, d.id, 'pending', ${dueAt}::timestamptz, ev.created_at
           FROM ev JOIN ${sql.table(source)} s ON s.partner_id = ev.partner_id
           JOIN devices d ON d.partner_id = s.partner_id AND d.user_id = s.user_id
           WHERE s.user_id IS NOT NULL
@@ -61,10 +62,10 @@ export function createOutbox(opts: OutboxOptions) {
       ctes: (source) => sql`ev AS (
           INSERT INTO events (partner_id, event, payload, payment_id)
           SELECT partner_id, ${e.event}, ${JSON.stringify(e.data)}::jsonb, ${paymentId}::uuid FROM ${sql.table(source)}
-          RETURNING id, partner_id
+          RETURNING id, partner_id, created_at
         ), deliveries AS (
-          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
-          SELECT w.id, ev.id, 'pending', ${dueAt}::timestamptz
+          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at, created_at)
+          SELECT w.id, ev.id, 'pending', ${dueAt}::timestamptz, ev.created_at
           FROM webhooks w JOIN ev ON w.partner_id = ev.partner_id
           WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL AND w.events @> ${JSON.stringify([e.event])}::jsonb
         )${e.event === 'payment.confirmed' ? pushes(source, dueAt) : sql``}`,

@@ -7,6 +7,9 @@ import { loadConfig, type Config } from '../../src/config/config.js';
 import { testConfig } from '../helpers/test-config.js';
 import type { StoredDeliveryStatus } from '../../src/db/db.types.js';
 import type { Job } from '../../src/work/job-runner.js';
+import { sql } from 'kysely';
+import { createPartitionRepository, PARTITIONED_TABLES, type LegacyTables } from '../../src/db/repositories/partition.repository.js';
+import { legacyLayoutContext } from '../helpers/legacy-layout.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -16,10 +19,17 @@ function sweepJob(ctx: TestContext): Job {
   return job;
 }
 
-/** Rows written straight to the tables, with created_at chosen relative to the services' clock. */
+/**
+ * Rows written straight to the tables, with created_at chosen relative to the services' clock; a
+ * month no partition covers yet gets its partitions first (a legacy partition covers every past month).
+ */
 function seeder(ctx: TestContext) {
   const db = ctx.deps.db;
+  const partitions = createPartitionRepository(db);
   const ago = (ms: number) => new Date(ctx.now().getTime() - ms);
+  const month = async (at: Date) => {
+    for (const table of PARTITIONED_TABLES) await partitions.createMonths(table, at, 1);
+  };
   return {
     async webhook(partnerId: string): Promise<string> {
       const row = await db
@@ -30,6 +40,7 @@ function seeder(ctx: TestContext) {
       return row.id;
     },
     async event(partnerId: string, ageMs: number): Promise<string> {
+      await month(ago(ageMs));
       const row = await db
         .insertInto('events')
         .values({ partner_id: partnerId, event: 'payment.confirmed', payload: '{}', created_at: ago(ageMs) })
@@ -40,11 +51,13 @@ function seeder(ctx: TestContext) {
     async delivery(webhookId: string, eventId: string, status: StoredDeliveryStatus, attemptAgesMs: number[] = []): Promise<{ id: string; attempts: string[] }> {
       const d = await db
         .insertInto('webhook_deliveries')
-        .values({ webhook_id: webhookId, event_id: eventId, status, next_attempt_at: ctx.now() })
+        // A delivery carries its event's created_at, as the service writes it.
+        .values({ webhook_id: webhookId, event_id: eventId, status, next_attempt_at: ctx.now(), created_at: sql<Date>`(SELECT created_at FROM events WHERE id = ${eventId}::uuid)` })
         .returning('id')
         .executeTakeFirstOrThrow();
       const attempts: string[] = [];
       for (const [i, age] of attemptAgesMs.entries()) {
+        await month(ago(age));
         const a = await db
           .insertInto('webhook_attempts')
           .values({ delivery_id: d.id, webhook_id: webhookId, attempt: i + 1, succeeded: status === 'delivered', duration_ms: 5, created_at: ago(age) })
@@ -63,15 +76,18 @@ async function existing(ctx: TestContext, table: 'events' | 'webhook_deliveries'
   return new Set(rows.map((r) => r.id));
 }
 
+const legacyOf = (ctx: TestContext): Promise<LegacyTables> => createPartitionRepository(ctx.deps.db).legacyTables();
+
 async function keysOf(ctx: TestContext, partnerId: string): Promise<string[]> {
   const rows = await ctx.deps.db.selectFrom('idempotency_keys').select('key').where('partner_id', '=', partnerId).orderBy('key').execute();
   return rows.map((r) => r.key);
 }
 
-describe('retention sweep with default settings', () => {
+/* Row by row: what the legacy partitions (the tables as they were before partitioning) still hold. */
+describe('retention sweep with default settings, on the legacy partitions', () => {
   let ctx: TestContext;
   beforeAll(async () => {
-    ctx = await createTestContext();
+    ctx = await legacyLayoutContext();
   });
   afterAll(() => ctx.close());
 
@@ -167,14 +183,14 @@ describe('retention sweep with default settings', () => {
   });
 });
 
-describe('retention sweep batches', () => {
+describe('retention sweep batches, on the legacy partitions', () => {
   const BATCH = 2;
   let ctx: TestContext;
   // A sweep takes every eligible row in the database and these cases count what it took, so each
   // starts from an empty one: nothing another case left behind can be in its totals.
   beforeEach(async () => {
     const retention: Config['retention'] = { ...testConfig().retention, batchSize: BATCH };
-    ctx = await createTestContext({ config: { retention } });
+    ctx = await legacyLayoutContext({ config: { retention } });
   });
   afterEach(() => ctx.close());
 
@@ -222,7 +238,7 @@ describe('retention sweep batches', () => {
     const delivery = await seed.delivery(webhook, event, 'delivered', [10 * DAY, 9 * DAY]);
     const retention = createRetentionRepository(ctx.deps.db);
     const cutoffs = { attemptsBefore: new Date(ctx.now().getTime() - 30 * DAY), eventsBefore: new Date(ctx.now().getTime() - 5 * DAY) };
-    expect(await retention.sweep(cutoffs, BATCH)).toEqual({ attempts: 2, deliveries: 1, events: 1 });
+    expect(await retention.sweep(await legacyOf(ctx), cutoffs, BATCH)).toEqual({ attempts: 2, deliveries: 1, events: 1 });
     expect(await existing(ctx, 'webhook_attempts', delivery.attempts)).toEqual(new Set());
   });
 
@@ -234,8 +250,9 @@ describe('retention sweep batches', () => {
     const instances = [createRetentionRepository(ctx.deps.db), createRetentionRepository(ctx.deps.db), createRetentionRepository(ctx.deps.db)];
     const cutoffs = { attemptsBefore: new Date(ctx.now().getTime() - 30 * DAY), eventsBefore: new Date(ctx.now().getTime() - 90 * DAY) };
     const totals = { attempts: 0, deliveries: 0, events: 0 };
+    const legacy = await legacyOf(ctx);
     for (let round = 0; round < 6; round++) {
-      const results = await Promise.all(instances.map((r) => r.sweep(cutoffs, BATCH)));
+      const results = await Promise.all(instances.map((r) => r.sweep(legacy, cutoffs, BATCH)));
       for (const r of results) {
         totals.attempts += r.attempts;
         totals.deliveries += r.deliveries;
@@ -261,11 +278,14 @@ describe('retention settings', () => {
  * The sweep's two safety rules, over random histories and random passes: a key inside its TTL is
  * never deleted, nor an attempt (or the delivery and event behind it) of a delivery still pending.
  */
-describe('retention safety over random histories', () => {
+describe.each([
+  ['row by row, on the legacy partitions', legacyLayoutContext],
+  ['by whole months, on monthly partitions', createTestContext],
+])('retention safety over random histories: %s', (_layout, context) => {
   let ctx: TestContext;
   beforeAll(async () => {
     const retention: Config['retention'] = { ...testConfig().retention, batchSize: 3 };
-    ctx = await createTestContext({ config: { retention } });
+    ctx = await context({ config: { retention } });
   });
   afterAll(() => ctx.close());
 

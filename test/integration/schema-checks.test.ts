@@ -97,7 +97,9 @@ describe('the schema holds the vocabulary', () => {
   it('lists every vocabulary column the migrations create', async () => {
     const { rows } = await sql<{ table_name: string; column_name: string }>`
       SELECT table_name, column_name FROM information_schema.columns
-      WHERE table_schema = current_schema() AND data_type = 'text'`.execute(ctx.deps.db);
+      WHERE table_schema = current_schema() AND data_type = 'text'
+        -- A monthly partition holds its table's columns and checks: the table stands for it.
+        AND table_name NOT IN (SELECT relname FROM pg_class WHERE relispartition AND relnamespace = current_schema()::regnamespace)`.execute(ctx.deps.db);
     const vocabulary = rows.filter((r) => VOCABULARY_NAMES.test(r.column_name)).map((r) => `${r.table_name}.${r.column_name}`);
     expect(vocabulary.filter((name) => !(name in VOCABULARY_COLUMNS) && !TRIGGER_COLUMNS.includes(name))).toEqual([]);
   });

@@ -10,6 +10,10 @@ import type { RecoverQueuedBody, SecretRotatedBody, WebhookBody } from '../../sr
 import type { EventListBody } from '../../src/schemas/event.schema.js';
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { createOutbox } from '../../src/db/outbox.statements.js';
+import { sql } from 'kysely';
+
+/** A delivery carries its event's created_at, as the service writes it: the two share a monthly partition. */
+const eventTime = (eventId: string | undefined) => sql<Date>`(SELECT created_at FROM events WHERE id = ${eventId ?? null}::uuid)`;
 
 type WebhookView = Static<typeof WebhookBody>;
 type Rotated = Static<typeof SecretRotatedBody>;
@@ -650,7 +654,7 @@ describe('recovery that sends now what waits for a retry', () => {
     for (const [eventId, status] of [[failed, 'failed'], [canceled, 'canceled'], [delivered, 'delivered']] as const) {
       await ctx.deps.db
         .insertInto('webhook_deliveries')
-        .values({ webhook_id: webhookId, event_id: eventId ?? '', status, attempts: 1, next_attempt_at: ctx.now() })
+        .values({ webhook_id: webhookId, event_id: eventId ?? '', status, attempts: 1, next_attempt_at: ctx.now(), created_at: eventTime(eventId) })
         .execute();
     }
 
@@ -672,7 +676,10 @@ describe('recovery that sends now what waits for a retry', () => {
     const events = await submitted(ctx, partner.id, 300);
     // One of them already has a delivery, its first attempt 2 hours away: made due in its batch, counted once.
     const later = () => new Date(ctx.now().getTime() + 2 * HOUR);
-    await ctx.deps.db.insertInto('webhook_deliveries').values({ webhook_id: webhookId, event_id: events[150] ?? '', status: 'pending', next_attempt_at: later() }).execute();
+    await ctx.deps.db
+      .insertInto('webhook_deliveries')
+      .values({ webhook_id: webhookId, event_id: events[150] ?? '', status: 'pending', next_attempt_at: later(), created_at: eventTime(events[150]) })
+      .execute();
 
     const batches = await counter(ctx, 'webhook_recover_batches_total');
     const recovered = await counter(ctx, 'webhook_recovered_deliveries_total');

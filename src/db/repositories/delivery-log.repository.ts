@@ -109,8 +109,8 @@ export function createDeliveryLogRepository(db: Db) {
      * way. An event with no delivery to the webhook (it happened while the webhook was disabled,
      * or before it was registered) gets a new one; a failed or canceled delivery is queued again
      * and one waiting for a retry (waitingPast) is made due at `at`, their attempt counts going
-     * on. One statement touching at most `limit` deliveries; the unique (webhook, event) key
-     * makes a repeated or concurrent batch queue nothing twice, and `queued` counts only the
+     * on. One statement touching at most `limit` deliveries; the unique (webhook, event) key (with
+     * the event's created_at, which every delivery of it carries, as the partitions need) makes a repeated or concurrent batch queue nothing twice, and `queued` counts only the
      * deliveries this one queued or made due. The webhook row is share-locked, so a concurrent
      * delete either waits (and then cancels these) or wins (and nothing is queued). Null when the
      * webhook is not the partner's (or deleted).
@@ -129,9 +129,9 @@ export function createDeliveryLogRepository(db: Db) {
           ORDER BY e.created_at, e.id
           LIMIT ${limit}
         ), queued AS (
-          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
-          SELECT t.id, b.id, 'pending', ${at}::timestamptz FROM target t CROSS JOIN batch b
-          ON CONFLICT (webhook_id, event_id) DO UPDATE
+          INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at, created_at)
+          SELECT t.id, b.id, 'pending', ${at}::timestamptz, b.created_at FROM target t CROSS JOIN batch b
+          ON CONFLICT (webhook_id, event_id, created_at) DO UPDATE
             SET status = 'pending', next_attempt_at = EXCLUDED.next_attempt_at, updated_at = EXCLUDED.next_attempt_at
             WHERE webhook_deliveries.status IN ('failed', 'canceled') OR ${waitingPast('webhook_deliveries', at)}
           RETURNING id

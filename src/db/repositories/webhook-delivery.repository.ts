@@ -429,10 +429,10 @@ export function createWebhookDeliveryRepository(db: Db, reads: Db = db) {
         ), ev AS (
           INSERT INTO events (partner_id, event, payload)
           SELECT partner_id, ${WEBHOOK_TEST_EVENT}, ${JSON.stringify(input.data)}::jsonb FROM target
-          RETURNING id
+          RETURNING id, created_at
         )
-        INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at)
-        SELECT target.id, ev.id, 'pending', ${input.dueAt}::timestamptz FROM target CROSS JOIN ev
+        INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at, created_at)
+        SELECT target.id, ev.id, 'pending', ${input.dueAt}::timestamptz, ev.created_at FROM target CROSS JOIN ev
         RETURNING id`.execute(db);
       return rows[0]?.id ?? null;
     },
