@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     const lines = [
       `# The move to monthly partitions at ${INVOICES.toLocaleString('en')} invoices`,
       '',
-      `\`npm run bench:partition-move\` (${new Date().toISOString().slice(0, 10)}; PostgreSQL ${(await sql<{ v: string }>`SHOW server_version`.execute(migrator)).rows[0]?.v}; seeded in ${seedS.toFixed(0)} s).`,
+      `\`npm run bench:partition-move\` (${new Date().toISOString().slice(0, 10)}; PostgreSQL ${(await sql<{ v: string }>`SELECT current_setting('server_version') AS v`.execute(migrator)).rows[0]?.v}; seeded in ${seedS.toFixed(0)} s).`,
       '',
       '| table | rows before | rows after (with the writer\'s) |',
       '|---|---|---|',
