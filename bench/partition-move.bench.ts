@@ -6,7 +6,9 @@
  * rows moved, how long the move took and how long its one exclusive swap held its locks, how often
  * a step gave up its lock wait (lock_timeout 1 s) and tried again, and the writer's and reader's
  * slowest answers during the move (the lock a caller waited on, at most). Needs PostgreSQL
- * (`--pg=URL`, default the local one); a scratch database is created and dropped.
+ * (`--pg=URL`, default the local one); a scratch database is created and dropped. `--invoices=N`
+ * (1,000,000 by default) sets the volume; the result goes to bench/results/partition-move-<N>.md
+ * (`1M`, `5M`).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -132,7 +134,8 @@ async function main(): Promise<void> {
     console.log(text);
     for (const p of probes) if (p.errors.length > 0) console.log(`${p.label}: first error: ${p.errors[0]}`);
     mkdirSync('bench/results', { recursive: true });
-    writeFileSync('bench/results/partition-move.md', `${text}\n`);
+    const volume = INVOICES % 1_000_000 === 0 ? `${INVOICES / 1_000_000}M` : String(INVOICES);
+    writeFileSync(`bench/results/partition-move-${volume}.md`, `${text}\n`);
     if (probes.some((p) => p.errors.length > 0)) process.exitCode = 1;
   } finally {
     await service.destroy();
