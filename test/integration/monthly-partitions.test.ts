@@ -147,6 +147,16 @@ describe('retention by whole months', () => {
     expect(await partitionNames(db, 'webhook_attempts')).not.toContain(month('webhook_attempts', 100));
   });
 
+  it("never drops the month the database writes in, however far ahead the service's clock runs", async () => {
+    const db = ctx.deps.db;
+    const h = await history(db);
+    const before = await partitionNames(db, 'events');
+    ctx.advance(400 * DAY);
+    await sweepJob(ctx).run();
+    expect(await partitionNames(db, 'events')).toEqual(before);
+    await h.event(new Date(), 'delivered', 'delivered', [new Date()]);
+  });
+
   it('lets several instances drop at once: each month goes once, without an error', async () => {
     const db = ctx.deps.db;
     const ago = (days: number) => new Date(ctx.now().getTime() - days * DAY);

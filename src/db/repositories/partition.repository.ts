@@ -153,9 +153,12 @@ export function createPartitionRepository(db: Db) {
     async dropExpired(retention: PartitionRetention): Promise<Omit<PartitionPass, 'created'>> {
       const dropped: string[] = [];
       const kept: string[] = [];
+      // Rows are stamped by the database's clock: whatever the service's says, the month it writes in stays.
+      const current = monthStart(await databaseNow());
+      const before = (cutoff: Date) => new Date(Math.min(cutoff.getTime(), current.getTime()));
       const months = new Map<number, Partition[]>();
       for (const table of ['push_deliveries', 'webhook_deliveries', 'events'] as const) {
-        for (const p of expiredPartitions(await partitionsOf(table), retention.eventsBefore) as Partition[]) {
+        for (const p of expiredPartitions(await partitionsOf(table), before(retention.eventsBefore)) as Partition[]) {
           const key = p.to?.getTime() ?? 0;
           months.set(key, [...(months.get(key) ?? []), p]);
         }
@@ -173,7 +176,7 @@ export function createPartitionRepository(db: Db) {
           if (table && (await dropPartition(table, p))) dropped.push(p.name);
         }
       }
-      for (const p of expiredPartitions(await partitionsOf('webhook_attempts'), retention.attemptsBefore) as Partition[]) {
+      for (const p of expiredPartitions(await partitionsOf('webhook_attempts'), before(retention.attemptsBefore)) as Partition[]) {
         const inUse = await attemptMonthInUse(p).catch((err: unknown) => {
           // 42P01: another instance dropped it since we listed it.
           if (pgErrorCode(err) === '42P01') return null;
