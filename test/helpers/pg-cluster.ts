@@ -72,6 +72,11 @@ export interface PgClusterOptions {
   initdbArgs?: string[];
   /** Server settings written to postgresql.conf before the first start (WAL archiving's, recovery's). */
   settings?: Record<string, string>;
+  /**
+   * Keep `fsync` and `synchronous_commit` as postgresql.conf has them (on, by default) instead of
+   * turning them off for speed: a bench that times commits against a durable server needs them on.
+   */
+  durable?: boolean;
 }
 
 export async function createPgCluster(port: number, opts: PgClusterOptions = {}): Promise<PgCluster> {
@@ -80,7 +85,7 @@ export async function createPgCluster(port: number, opts: PgClusterOptions = {})
   const data = opts.dataDir ?? join(dir, 'data');
   if (!opts.existing) await runAsPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', ...(opts.initdbArgs ?? [])]);
   writeServerSettings(data, opts.settings ?? {});
-  const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off`;
+  const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir}${opts.durable ? '' : ' -c fsync=off -c synchronous_commit=off'}`;
   const cluster: PgCluster = {
     port,
     dir,
@@ -100,4 +105,46 @@ export async function createPgCluster(port: number, opts: PgClusterOptions = {})
   };
   await cluster.start();
   return cluster;
+}
+
+/** What a primary needs for a streaming standby to be made from it and follow it. */
+const PRIMARY_SETTINGS = { wal_level: 'replica', max_wal_senders: '5', hot_standby: 'on' };
+
+/** A cluster of its own that a streaming standby can be made from (createStandby): WAL for replicas, replication connections let in. */
+export async function createReplicationPrimary(port: number, opts: Omit<PgClusterOptions, 'existing'> = {}): Promise<PgCluster> {
+  const primary = await createPgCluster(port, { ...opts, settings: { ...PRIMARY_SETTINGS, ...opts.settings } });
+  try {
+    // initdb's own pg_hba.conf lets replication in from 127.0.0.1 today; this keeps the base backup from depending on that default.
+    appendFileSync(join(primary.dataDir, 'pg_hba.conf'), 'host replication postgres 127.0.0.1/32 trust\n');
+    await runAsPostgres('pg_ctl', ['-D', primary.dataDir, 'reload']);
+  } catch (err) {
+    await primary.destroy();
+    throw err;
+  }
+  return primary;
+}
+
+/**
+ * A hot standby of `primary`, started on `port`: a base backup taken now (`pg_basebackup -R`
+ * writes standby.signal and primary_conninfo, so the copy starts streaming from the primary), in a
+ * directory of its own that destroy() removes. It is never promoted.
+ */
+export async function createStandby(primary: PgCluster, port: number, opts: Pick<PgClusterOptions, 'durable' | 'settings'> = {}): Promise<PgCluster> {
+  const dir = await postgresTempDir('gpc-standby-');
+  const dataDir = join(dir, 'data');
+  try {
+    await runAsPostgres('pg_basebackup', ['-R', '-D', dataDir, '-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-X', 'stream', '-c', 'fast']);
+    const standby = await createPgCluster(port, { ...opts, dir, dataDir, existing: true });
+    return {
+      ...standby,
+      async destroy() {
+        await standby.destroy();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await runAsPostgres('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 }

@@ -1,9 +1,7 @@
-import { appendFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/test-context.js';
 import { capturingLogger } from '../helpers/log-capture.js';
-import { canRunOwnCluster, createPgCluster, postgresTempDir, runAsPostgres, type PgCluster } from '../helpers/pg-cluster.js';
+import { canRunOwnCluster, createReplicationPrimary, createStandby, type PgCluster } from '../helpers/pg-cluster.js';
 import { createDatabase, queryOnce } from '../helpers/pg-query.js';
 import { ownInvoice, partnerWithPayment, payOk, type Partner } from '../helpers/api.js';
 import { freePorts } from '../walkthrough/walkthrough.js';
@@ -33,7 +31,6 @@ const INFO = 30;
 
 let primary: PgCluster | undefined;
 let standby: PgCluster | undefined;
-let standbyDir: string | undefined;
 let ctx: TestContext | undefined;
 const { logger, lines } = capturingLogger();
 
@@ -135,22 +132,14 @@ const switchesSince = (from: number) => lines.slice(from).filter((l) => l.msg ==
 beforeAll(async () => {
   if (!canRunOwnCluster()) return;
   const [primaryPort, standbyPort] = await freePorts(2);
-  primary = await createPgCluster(primaryPort!, { settings: { wal_level: 'replica', max_wal_senders: '5', hot_standby: 'on' } });
-  // initdb's own pg_hba.conf lets replication in from 127.0.0.1 today; this keeps the base backup from depending on that default.
-  appendFileSync(join(primary.dataDir, 'pg_hba.conf'), 'host replication postgres 127.0.0.1/32 trust\n');
-  await queryOnce(primary.url('postgres'), 'SELECT pg_reload_conf()');
+  primary = await createReplicationPrimary(primaryPort!);
   // Before the base backup, so the standby starts with the database already in it.
   await createDatabase(primary.url('postgres'), 'test');
   // The cluster helper turns synchronous_commit off for speed; a commit then reaches the standby
   // only at the WAL writer's next flush, often cut mid-record, which holds replay behind what was
   // received for up to its delay and reads as lag. A production primary flushes at each commit.
   await queryOnce(primary.url('postgres'), 'ALTER DATABASE test SET synchronous_commit = on');
-
-  standbyDir = await postgresTempDir('gpc-standby-');
-  const standbyData = join(standbyDir, 'data');
-  // -R writes standby.signal and primary_conninfo: the copy starts as a streaming standby of the primary.
-  await runAsPostgres('pg_basebackup', ['-R', '-D', standbyData, '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-X', 'stream', '-c', 'fast']);
-  standby = await createPgCluster(standbyPort!, { dir: standbyDir, dataDir: standbyData, existing: true });
+  standby = await createStandby(primary, standbyPort!);
 
   ctx = await createTestContext({
     config: { databaseUrl: primary.url('test'), databaseReplicaUrl: standby.url('test'), replicaMaxLagMs: MAX_LAG_MS, replicaProbeMs: PROBE_MS },
@@ -165,7 +154,6 @@ afterAll(async () => {
     () => ctx?.close(),
     () => standby?.destroy(),
     () => primary?.destroy(),
-    () => standbyDir && rmSync(standbyDir, { recursive: true, force: true }),
   ];
   for (const step of steps) {
     try {
