@@ -310,3 +310,78 @@ export async function observed<T>(run: () => Promise<T>): Promise<{ value: T; ma
   const busyPct = Math.round((100 * (cpu1.busy - cpu0.busy)) / Math.max(1, cpu1.total - cpu0.total));
   return { value, machine: { load: [load0, loadavg()[0] ?? 0], busyPct } };
 }
+
+export interface Teardown {
+  /** Holds `stop` until the returned release runs it (once); whatever is still held is stopped on SIGINT or SIGTERM. */
+  hold(label: string, stop: () => Promise<void>): () => Promise<void>;
+  /**
+   * Makes something with `create` and holds it with `stop`: a signal that arrives while it is being
+   * made waits for it, then stops it with the rest. The value, and its release.
+   */
+  acquire<T>(label: string, create: () => Promise<T>, stop: (value: T) => Promise<void>): Promise<{ value: T; release: () => Promise<void> }>;
+  /**
+   * Runs the bench. After a signal, the work under way fails as what it uses is stopped: that
+   * failure waits for the teardown, which ends the process, instead of ending it first.
+   */
+  run(main: () => Promise<void>): Promise<void>;
+}
+
+/**
+ * What a bench has started and not yet stopped (processes, clusters, directories): a failure
+ * unwinds through each release's `finally`, and a signal, which unwinds nothing, stops whatever
+ * is still held or being made, newest first, before the bench exits.
+ */
+export function createTeardown(): Teardown {
+  const held: { label: string; stop: () => Promise<void> }[] = [];
+  const making = new Set<Promise<unknown>>();
+  let stopping: Promise<void> | null = null;
+  const stopAll = async (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: stopping what the bench started`);
+    await Promise.allSettled([...making]);
+    for (const entry of held.splice(0).reverse()) {
+      try {
+        await entry.stop();
+      } catch (err) {
+        console.error(`  could not stop ${entry.label}: ${(err as Error).message}`);
+      }
+    }
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    stopping = stopAll(signal);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const hold = (label: string, stop: () => Promise<void>) => {
+    const entry = { label, stop };
+    held.push(entry);
+    return async () => {
+      const i = held.indexOf(entry);
+      if (i < 0) return;
+      held.splice(i, 1);
+      await stop();
+    };
+  };
+  return {
+    hold,
+    async acquire(label, create, stop) {
+      const made = create().then((value) => ({ value, release: hold(label, () => stop(value)) }));
+      making.add(made);
+      try {
+        return await made;
+      } finally {
+        making.delete(made);
+      }
+    },
+    async run(main) {
+      try {
+        await main();
+      } catch (err) {
+        if (stopping) await stopping;
+        throw err;
+      }
+    },
+  };
+}

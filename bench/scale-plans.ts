@@ -7,10 +7,16 @@
 import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../src/db/db.types.js';
+import { createOutbox } from '../src/db/outbox.statements.js';
+import { createAuditRepository } from '../src/db/repositories/audit.repository.js';
+import { createCaseRepository } from '../src/db/repositories/case.repository.js';
 import { createCounterRepository } from '../src/db/repositories/counter.repository.js';
+import { createEventLogRepository } from '../src/db/repositories/event-log.repository.js';
 import { createIdempotencyRepository } from '../src/db/repositories/idempotency.repository.js';
 import { createMinistryCancellationRepository } from '../src/payments/ministry-cancellation.repository.js';
 import { createPaymentRepository } from '../src/payments/payment.repository.js';
+import { createPaymentSearchRepository } from '../src/db/repositories/payment-search.repository.js';
+import { createReconciliationRepository } from '../src/db/repositories/reconciliation.repository.js';
 import { createReportRepository } from '../src/db/repositories/report.repository.js';
 import { createRetentionRepository } from '../src/db/repositories/retention.repository.js';
 import { createPartitionRepository } from '../src/db/repositories/partition.repository.js';
@@ -26,7 +32,18 @@ interface Captured {
 
 type Step = [label: string, run: (db: Kysely<Database>) => Promise<unknown>];
 
-function steps(partnerId: string, webhookId: string, settledIds: string[], lastOffset: number): Step[] {
+export interface PlanTargets {
+  partnerId: string;
+  webhookId: string;
+  settledIds: string[];
+  lastOffset: number;
+  /** Another partner's id, whose deliveries are all seeded history. */
+  otherPartnerId: string;
+  /** An audit entry's target that one entry names (unindexed: the search walks the log). */
+  auditTargetId: string;
+}
+
+function steps({ partnerId, webhookId, settledIds, lastOffset, otherPartnerId, auditTargetId }: PlanTargets): Step[] {
   const limits = { mof: 4, etax: 4, police: 4 };
   const lease = () => new Date(Date.now() + 10_000);
   const claimLimits = { total: 32, perEndpoint: 2, perPartner: 8, endpointFree: new Map(), partnerFree: new Map() };
@@ -37,8 +54,16 @@ function steps(partnerId: string, webhookId: string, settledIds: string[], lastO
     ['GET /reports/payments last page: position', (db) => createReportRepository(db).paymentPosition(partnerId, lastOffset)],
     ['POST /payments/report: settlement ownership', (db) => createPaymentRepository(db, systemClock).ownSettledIds(partnerId, settledIds)],
     ['GET /webhooks/{id}/deliveries', (db) => createWebhookDeliveryRepository(db).listAttempts(webhookId, 50)],
+    ['GET /events: newest page', (db) => createEventLogRepository(db).listNewest(partnerId, {}, null, 21)],
+    ['GET /events?afterSequence=0: from the start', (db) => createEventLogRepository(db).listAfter(partnerId, {}, 0, 20)],
     ['admin GET /metrics: payments by status', (db) => createReportRepository(db).paymentsByStatus()],
     ['admin GET /metrics: pending deliveries', (db) => createWebhookDeliveryRepository(db).countPending()],
+    ['admin GET /admin/payments?to= (a week ago)', (db) => createPaymentSearchRepository(db).search({ to: new Date(Date.now() - 7 * DAY) }, null, 50)],
+    ['admin GET /admin/deliveries?partnerId= (another partner)', (db) => createWebhookDeliveryRepository(db).listLog({ partnerId: otherPartnerId }, null, 50)],
+    ['admin GET /admin/audit?targetId=', (db) => createAuditRepository(db).list({ targetId: auditTargetId }, null, 50)],
+    ['admin GET /admin/discrepancies', (db) => createReconciliationRepository(db).listDiscrepancies({}, 500)],
+    ['admin GET /admin/discrepancies?status=open', (db) => createReconciliationRepository(db).listDiscrepancies({ status: 'open' }, 500)],
+    ['admin GET /admin/cases?status=resolved', (db) => createCaseRepository(db, createOutbox({ now: systemClock })).listQueue({ status: 'resolved' }, 100)],
     ['confirmation claim', (db) => createPaymentRepository(db, systemClock).claimDue(new Date(), lease(), limits)],
     ['owed ministry cancellations claim', (db) => createMinistryCancellationRepository(db).claimDue(new Date(), lease(), limits)],
     ['webhook delivery claim', (db) => createWebhookDeliveryRepository(db).claimDue(new Date(), lease(), claimLimits)],
@@ -77,8 +102,8 @@ async function capture(url: string, list: Step[]): Promise<Captured[]> {
 const clip = (line: string) => (line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)} …` : line);
 const MAX_LINE = 240;
 
-export async function explainAll(url: string, opts: { partnerId: string; webhookId: string; settledIds: string[]; lastOffset: number }): Promise<string> {
-  const captured = await capture(url, steps(opts.partnerId, opts.webhookId, opts.settledIds, opts.lastOffset));
+export async function explainAll(url: string, targets: PlanTargets): Promise<string> {
+  const captured = await capture(url, steps(targets));
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const out: string[] = [];

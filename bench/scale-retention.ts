@@ -15,19 +15,33 @@ export interface TableSize {
   table: string;
   rows: number;
   mb: number;
+  /** Its leaf partitions when it is partitioned (declarative partitioning); 0 for a plain table. */
+  partitions: number;
 }
 
-const TABLES = ['invoices', 'partner_invoices', 'payments', 'payment_invoices', 'idempotency_keys', 'events', 'webhook_deliveries', 'webhook_attempts', 'counters', 'counter_deltas'];
+const TABLES = [
+  'invoices', 'partner_invoices', 'payments', 'payment_invoices', 'idempotency_keys', 'events', 'webhook_deliveries', 'webhook_attempts', 'counters', 'counter_deltas',
+  'push_deliveries', 'discrepancies', 'cases', 'audit_log',
+];
 
-/** Exact row counts (a count per table is fine for a bench) and on-disk size with indexes and TOAST. */
+/**
+ * Exact row counts (a count per table is fine for a bench) and on-disk size with indexes and TOAST.
+ * A partitioned parent holds no rows of its own (its pg_total_relation_size is 0), so the size is
+ * summed over its partition tree; pg_partition_tree lists nothing for a plain table, which is
+ * then measured itself.
+ */
 export async function tableSizes(url: string): Promise<TableSize[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const out: TableSize[] = [];
     for (const table of TABLES) {
-      const { rows } = await client.query<{ n: string; bytes: string }>(`SELECT (SELECT count(*) FROM ${table}) AS n, pg_total_relation_size('${table}') AS bytes`);
-      out.push({ table, rows: Number(rows[0]?.n ?? 0), mb: Math.round(Number(rows[0]?.bytes ?? 0) / 1048576) });
+      const { rows } = await client.query<{ n: string; bytes: string; partitions: number }>(
+        `SELECT (SELECT count(*) FROM ${table}) AS n,
+                coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('${table}')), pg_total_relation_size('${table}')) AS bytes,
+                (SELECT count(*)::int FROM pg_partition_tree('${table}') WHERE isleaf AND level > 0) AS partitions`,
+      );
+      out.push({ table, rows: Number(rows[0]?.n ?? 0), mb: Math.round(Number(rows[0]?.bytes ?? 0) / 1048576), partitions: rows[0]?.partitions ?? 0 });
     }
     return out;
   } finally {
@@ -36,27 +50,33 @@ export async function tableSizes(url: string): Promise<TableSize[]> {
 }
 
 /**
- * Runs the retention sweep's passes until one deletes nothing (with a larger batch than the
- * service's per-minute pass, to clear a year's backlog in minutes), then VACUUMs so the freed space
- * is reusable: from then on new rows fill it instead of growing the files.
+ * Runs the retention sweep's passes until one removes nothing (with a larger batch than the
+ * service's per-minute pass, to clear a year's backlog in minutes), as the service's pass does:
+ * the monthly partitions wholly past retention are dropped whole, and rows are deleted one by one
+ * only from the legacy partitions and the idempotency keys. Then VACUUMs so the freed space is
+ * reusable: from then on new rows fill it instead of growing the files.
  */
 export async function sweepToSteadyState(url: string, batch = 20_000): Promise<{ seconds: number; deleted: Record<string, number> }> {
   const settings = loadConfig({}).retention;
   const db = await createDatabase({ databaseUrl: url, dataDir: '' });
   const idempotency = createIdempotencyRepository(db);
   const retention = createRetentionRepository(db);
-  const deleted = { idempotencyKeys: 0, attempts: 0, deliveries: 0, events: 0 };
+  const partitions = createPartitionRepository(db);
+  const deleted = { idempotencyKeys: 0, attempts: 0, deliveries: 0, events: 0, 'partitions dropped': 0 };
   const start = performance.now();
   try {
     for (;;) {
       const now = Date.now();
+      const cutoffs = { attemptsBefore: new Date(now - settings.webhookAttemptMs), eventsBefore: new Date(now - settings.eventMs) };
+      const { dropped } = await partitions.dropExpired(cutoffs);
       const keys = await idempotency.purgeExpired(new Date(now), batch);
-      const swept = await retention.sweep(await createPartitionRepository(db).legacyTables(), { attemptsBefore: new Date(now - settings.webhookAttemptMs), eventsBefore: new Date(now - settings.eventMs) }, batch);
+      const swept = await retention.sweep(await partitions.legacyTables(), cutoffs, batch);
+      deleted['partitions dropped'] += dropped.length;
       deleted.idempotencyKeys += keys;
       deleted.attempts += swept.attempts;
       deleted.deliveries += swept.deliveries;
       deleted.events += swept.events;
-      if (keys + swept.attempts + swept.deliveries + swept.events === 0) break;
+      if (dropped.length + keys + swept.attempts + swept.deliveries + swept.events === 0) break;
     }
   } finally {
     await db.destroy();

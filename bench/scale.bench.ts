@@ -1,58 +1,88 @@
 /**
- * `npm run bench:scale`: every partner endpoint and the admin reports, one request after another,
- * over a year of data at three volumes (10k invoices / 3k payments, 1M / 300k, 5M / 1.5M by
- * default) in PostgreSQL, with the service run as `npm run start:prod` runs it (production build,
- * its heap cap). Prints and writes bench/results/scale.{md,json} (the table with a ratio column,
- * peak RSS, table sizes before and after the retention sweep) and bench/results/scale-plans-*.md
- * (EXPLAIN ANALYZE of the report and claim queries). See bench/README.md, "A year of data".
+ * `npm run bench:scale`: every partner endpoint and the operator's reports, one request after
+ * another, over a year of data at three volumes (10k invoices / 3k payments, 1M / 300k, 5M / 1.5M
+ * by default) in PostgreSQL, with the service run as `npm run start:prod` runs it (production
+ * build, its heap cap). Each endpoint is called WARMUP times untimed, then RUNS times timed (50 and
+ * 400 by default). Prints and writes bench/results/scale.{md,json} (the table with a p99 ratio
+ * column per volume, peak RSS, table sizes before and after the retention sweep) and
+ * bench/results/scale-plans-*.md (EXPLAIN ANALYZE of the report and claim queries).
+ *
+ * `--replica` runs the same volumes on a PostgreSQL primary of the bench's own with a streaming
+ * hot standby made from it once each volume is seeded, the service given DATABASE_REPLICA_URL,
+ * and writes bench/results/scale-replica.{md,json}: the same table, and for each row where its
+ * routed reads ran (database_routed_reads_total scraped around each endpoint).
+ * See bench/README.md, "Scale: a year of data".
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { apiEnv, createPartner, freePort, freshDatabase, percentile, startProcess, type Proc, START_PROD_NODE_FLAGS } from './bench-processes.js';
+import type { PgCluster } from '../test/helpers/pg-cluster.js';
+import { apiEnv, benchFlag, createPartner, createTeardown, freePort, freshDatabase, observed, percentile, startProcess, type Machine, type Proc, START_PROD_NODE_FLAGS } from './bench-processes.js';
 import { seedStatements } from './scale-seed.js';
+import { loadHistory, type History } from './scale-history.js';
 import { explainAll } from './scale-plans.js';
+import { countRouted, readsOnReplica, servedBy, startPrimary, startStandby, type Routed } from './scale-replica.js';
 import { sweepToSteadyState, tableSizes, type TableSize } from './scale-retention.js';
 
-const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const PG_URL = flag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
-const VOLUMES = (flag('volumes') ?? '10000:3000,1000000:300000,5000000:1500000').split(',').map((v) => {
+const PG_URL = benchFlag('pg') ?? 'postgres://postgres@127.0.0.1:5432/test';
+const VOLUMES = (benchFlag('volumes') ?? '10000:3000,1000000:300000,5000000:1500000').split(',').map((v) => {
   const [invoices, payments] = v.split(':').map(Number);
   return { invoices: invoices ?? 0, payments: payments ?? 0 };
 });
-const RUNS = Number(flag('runs') ?? 50);
-const WARMUP = Number(flag('warmup') ?? 10);
+/** Timed calls per endpoint: of 400, the p99 (nearest rank) is the 396th fastest, four calls slower than it. */
+const RUNS = Number(benchFlag('runs') ?? 400);
+const WARMUP = Number(benchFlag('warmup') ?? 50);
+const CALLS = WARMUP + RUNS;
 const KEEP = process.argv.includes('--keep');
+const REPLICA = process.argv.includes('--replica');
+const OUT = benchFlag('out') ?? 'bench/results';
 const ADMIN_TOKEN = 'bench-scale-admin-token';
-const BENCH_REGISTER = 'SCALEBENCH';
-/** Invoices the simulator holds for the live part: searched, paid (POST), canceled (DELETE). */
-const LIVE_INVOICES = 3 * (RUNS + WARMUP);
+/** One taxpayer's invoices in the simulator: what the timed search answers, the same at every volume. */
+const SEARCH_SIZE = 120;
+/** Live invoices: one per POST /payments call, one per payment a DELETE cancels. */
+const LIVE_INVOICES = 2 * CALLS;
+const REGISTERS = Math.ceil(LIVE_INVOICES / SEARCH_SIZE);
+const register = (r: number) => `SCALEBENCH${r}`;
 const OTHER_PARTNERS = 40;
+/** Answers whose sizes differ by more than this share (and a few digits) between volumes are not alike. */
+const BYTES_TOLERANCE = 0.05;
+const BYTES_SLACK = 64;
+
+const teardown = createTeardown();
 
 interface Sample {
   endpoint: string;
+  /** Timed calls the percentiles are of. */
+  n: number;
   p50: number;
   p99: number;
   /** The last answer's status (every timed answer is below 400). */
   status: number;
   /** The last answer's size: the answers must be alike at every volume for the times to compare. */
   bytes: number;
+  /** What the whole machine did over the timed calls: on a shared host, a p99 taken while others were busy says little. */
+  machine: Machine;
+  /** With --replica: the routed reads of the timed calls, by where they ran. */
+  reads?: Routed;
+  servedBy?: string;
 }
 
 interface VolumeResult {
   invoices: number;
   payments: number;
   seedS: number;
+  history: History;
   samples: Sample[];
   peakRssMb: number;
-  sizesYear: TableSize[];
-  sizesSteady: TableSize[];
-  sweep: { seconds: number; deleted: Record<string, number> };
+  /** Without --replica: storage after the year, then after the retention sweep. */
+  storage?: { sizesYear: TableSize[]; sizesSteady: TableSize[]; sweep: { seconds: number; deleted: Record<string, number> } };
+  /** With --replica: the standby's base backup and its replay up to the primary before timing. */
+  standby?: { baseBackupS: number; replayS: number };
 }
 
 function writeFixtures(): string {
@@ -65,7 +95,7 @@ function writeFixtures(): string {
     status: 'open',
     dueDate: '2099-01-01T00:00:00.000Z',
     issuedAt: '2026-01-01T00:00:00.000Z',
-    payer: { register: BENCH_REGISTER, name: 'Bench Payer' },
+    payer: { register: register(Math.floor(i / SEARCH_SIZE)), name: 'Bench Payer' },
     payee: { id: 'ORG-1', name: 'Org' },
   }));
   const path = join(tmpdir(), `scale-fixtures-${process.pid}.json`);
@@ -73,31 +103,52 @@ function writeFixtures(): string {
   return path;
 }
 
-async function call(url: string, init: RequestInit = {}): Promise<{ status: number; body: unknown }> {
+type Answer = { status: number; body: unknown };
+
+async function call(url: string, init: RequestInit = {}): Promise<Answer> {
   const res = await fetch(url, init);
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as unknown) : null };
 }
 
-/** WARMUP untimed calls, then RUNS timed ones, one after another; `i` numbers the call. */
-async function timeEndpoint(endpoint: string, request: (i: number) => Promise<{ status: number; body: unknown }>): Promise<Sample> {
+/** An answer that must have succeeded, for the calls that set up what is timed. */
+async function ok<T>(url: string, init: RequestInit = {}): Promise<T> {
+  const res = await call(url, init);
+  if (res.status >= 400) throw new Error(`${init.method ?? 'GET'} ${url} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body as T;
+}
+
+/**
+ * WARMUP untimed calls, then RUNS timed ones, one after another; `i` numbers the call. With the
+ * admin URL (--replica), the routed reads of the timed calls are counted.
+ */
+async function timeEndpoint(endpoint: string, request: (i: number) => Promise<Answer>, routedAt?: string): Promise<Sample> {
   for (let i = 0; i < WARMUP; i++) await request(i);
   const ms: number[] = [];
   let status = 0;
   let bytes = 0;
-  for (let i = WARMUP; i < WARMUP + RUNS; i++) {
-    const start = performance.now();
-    const res = await request(i);
-    ms.push(performance.now() - start);
-    status = res.status;
-    bytes = JSON.stringify(res.body).length;
-    // A failing call times an error path, not the endpoint: the table must not hide it.
-    if (status >= 400) throw new Error(`${endpoint} answered ${status}: ${JSON.stringify(res.body)}`);
-  }
+  const timed = async () => {
+    for (let i = WARMUP; i < CALLS; i++) {
+      const start = performance.now();
+      const res = await request(i);
+      ms.push(performance.now() - start);
+      status = res.status;
+      bytes = JSON.stringify(res.body).length;
+      // A failing call times an error path, not the endpoint: the table must not hide it.
+      if (status >= 400) throw new Error(`${endpoint} answered ${status}: ${JSON.stringify(res.body)}`);
+    }
+  };
+  const { value: reads, machine } = await observed(async () => {
+    if (routedAt) return countRouted(routedAt, timed);
+    await timed();
+    return undefined;
+  });
   ms.sort((a, b) => a - b);
   const round = (v: number) => Math.round(v * 10) / 10;
-  const sample = { endpoint, p50: round(percentile(ms, 0.5)), p99: round(percentile(ms, 0.99)), status, bytes };
-  console.log(`  ${endpoint.padEnd(44)} p50 ${sample.p50} ms  p99 ${sample.p99} ms  (last: ${status}, ${bytes} bytes)`);
+  const sample: Sample = { endpoint, n: ms.length, p50: round(percentile(ms, 0.5)), p99: round(percentile(ms, 0.99)), status, bytes, machine };
+  if (reads) Object.assign(sample, { reads, servedBy: servedBy(reads, ms.length) });
+  const where = sample.servedBy ? `, reads: ${sample.servedBy}` : '';
+  console.log(`  ${endpoint.padEnd(52)} p50 ${sample.p50} ms  p99 ${sample.p99} ms  (n ${sample.n}, last: ${status}, ${bytes} bytes, machine ${machine.busyPct}% busy${where})`);
   return sample;
 }
 
@@ -121,31 +172,40 @@ interface Ports {
   databaseUrl: string;
 }
 
-async function confirmed(databaseUrl: string, ids: string[]): Promise<void> {
+/** Polls `sql` (a count) on the database until it is `want`, for what the service's jobs finish after the calls. */
+async function until(databaseUrl: string, what: string, sql: string, params: unknown[], want: (n: number) => boolean): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    for (let i = 0; i < 300; i++) {
-      const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM payments WHERE id = ANY($1::uuid[]) AND status = 'confirmed'`, [ids]);
-      if (rows[0]?.n === ids.length) return;
+    for (let i = 0; i < 600; i++) {
+      const { rows } = await client.query<{ n: number }>(sql, params);
+      if (want(rows[0]?.n ?? 0)) return;
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error('approved payments were not confirmed within 30 s');
+    throw new Error(`${what} within 60 s`);
   } finally {
     await client.end();
   }
 }
 
-async function startApi(ports: Ports): Promise<Proc> {
+async function startApi(ports: Ports, replicaUrl?: string): Promise<Proc> {
   const env = apiEnv({
     ...ports,
     adminToken: ADMIN_TOKEN,
     simulatorUrl: ports.simUrl,
     databaseUrl: ports.databaseUrl,
-    // Requests are sent one after another; the partner limits would only add 429s to the table.
-    extra: { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PER_HOUR: '10000000' },
+    extra: {
+      // Requests are sent one after another; the partner limits would only add 429s to the table.
+      RATE_LIMIT_PER_SECOND: '100000',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      RATE_LIMIT_PER_HOUR: '10000000',
+      // The timed cases' evidence is gathered before the next endpoint is timed, not over its calls.
+      CASE_POLL_MS: '500',
+      ...(replicaUrl ? { DATABASE_REPLICA_URL: replicaUrl } : {}),
+    },
   });
-  return startProcess(['dist/src/bin/api.js'], env, `http://127.0.0.1:${ports.port}/health/ready`, START_PROD_NODE_FLAGS);
+  const { value: proc, release } = await teardown.acquire('the service', () => startProcess(['dist/src/bin/api.js'], env, `http://127.0.0.1:${ports.port}/health/ready`, START_PROD_NODE_FLAGS), (p) => p.stop());
+  return { ...proc, stop: release };
 }
 
 /** The measured partner (with a webhook at a local receiver) and the others, through the admin API. */
@@ -154,12 +214,12 @@ async function createPartners(ports: Ports, hookUrl: string) {
   const partner = await create('Scale Bank');
   const others: string[] = [];
   for (let i = 0; i < OTHER_PARTNERS; i++) others.push((await create(`Other ${i}`)).id);
-  const hook = await call(`http://127.0.0.1:${ports.port}/api/v1/webhooks`, {
+  const hook = await ok<{ id: string }>(`http://127.0.0.1:${ports.port}/api/v1/webhooks`, {
     method: 'POST',
     headers: { 'x-api-key': partner.apiKey, 'content-type': 'application/json' },
     body: JSON.stringify({ url: hookUrl, secret: 'scale-bench-secret-0123456789', events: ['payment.submitted', 'payment.confirmed'] }),
   });
-  return { partner, others, webhookId: (hook.body as { id: string }).id };
+  return { partner, others, webhookId: hook.id };
 }
 
 async function seed(databaseUrl: string, shape: Parameters<typeof seedStatements>[0]): Promise<number> {
@@ -174,76 +234,189 @@ async function seed(databaseUrl: string, shape: Parameters<typeof seedStatements
   return (performance.now() - start) / 1000;
 }
 
-/** Mongolian finance day (UTC+8) of now, as the simulator files settlements. */
-const financeDay = () => new Date(Date.now() + 8 * 3600 * 1000).toISOString().slice(0, 10);
+async function firstValue(databaseUrl: string, sql: string, params: unknown[] = []): Promise<string> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ v: string }>(sql, params);
+    if (rows[0]?.v === undefined) throw new Error(`nothing found by ${sql}`);
+    return rows[0].v;
+  } finally {
+    await client.end();
+  }
+}
 
-async function measureEndpoints(ports: Ports, apiKey: string, webhookId: string, totalPayments: number): Promise<Sample[]> {
+/** Mongolian finance day (UTC+8) of a time, as the simulator files settlements. */
+const financeDayOf = (at: number) => new Date(at + 8 * 3600 * 1000).toISOString().slice(0, 10);
+
+interface Measured {
+  partner: { id: string; apiKey: string };
+  others: string[];
+  webhookId: string;
+  /** Another partner with a full page of seeded deliveries. */
+  otherPartnerId: string;
+  /** The seeded events' highest position. */
+  lastPosition: number;
+}
+
+/** The live invoices, found by searching each bench taxpayer once: the API never shows refNums, each fixture's amount (1000 + its number) names it. */
+async function liveInvoices(api: string, key: Record<string, string>): Promise<{ id: string; refNum: string }[]> {
+  const live: { id: string; refNum: string; n: number }[] = [];
+  for (let r = 0; r < REGISTERS; r++) {
+    const found = await ok<{ invoices: { id: string; amount: number }[] }>(`${api}/invoices?ttd=${register(r)}`, { headers: key });
+    live.push(...found.invoices.map((i) => ({ id: i.id, refNum: `LIVE-${i.amount - 1000}`, n: i.amount - 1000 })));
+  }
+  if (live.length < LIVE_INVOICES) throw new Error(`the searches found ${live.length} of ${LIVE_INVOICES} live invoices`);
+  return live.sort((a, b) => a.n - b.n);
+}
+
+async function measurePartnerEndpoints(ports: Ports, made: Measured, totalPayments: number, routedAt?: string): Promise<{ samples: Sample[]; paid: string[]; cases: string[] }> {
   const api = `http://127.0.0.1:${ports.port}/api/v1`;
-  const key = { 'x-api-key': apiKey };
+  const key = { 'x-api-key': made.partner.apiKey };
   const json = { ...key, 'content-type': 'application/json' };
-  const admin = `http://127.0.0.1:${ports.adminPort}`;
   const samples: Sample[] = [];
-  const n = WARMUP + RUNS;
+  const time = async (endpoint: string, request: (i: number) => Promise<Answer>) => void samples.push(await timeEndpoint(endpoint, request, routedAt));
 
-  samples.push(await timeEndpoint('GET /invoices?ttd= (search)', () => call(`${api}/invoices?ttd=${BENCH_REGISTER}`, { headers: key })));
-  // The API never shows refNums; each live fixture's amount is 1000 + its number, which names it.
-  const live = ((await call(`${api}/invoices?ttd=${BENCH_REGISTER}`, { headers: key })).body as { invoices: { id: string; amount: number }[] }).invoices
-    .map((i) => ({ id: i.id, refNum: `LIVE-${i.amount - 1000}` }));
-  if (live.length < LIVE_INVOICES) throw new Error(`search found ${live.length} of ${LIVE_INVOICES} live invoices`);
+  await time('GET /invoices?ttd= (search)', () => call(`${api}/invoices?ttd=${register(0)}`, { headers: key }));
+  const live = await liveInvoices(api, key);
   const inv = (i: number) => live[i % live.length] as { id: string; refNum: string };
-  samples.push(await timeEndpoint('GET /invoices/{id}', (i) => call(`${api}/invoices/${inv(i).id}`, { headers: key })));
-  samples.push(await timeEndpoint('GET /invoices/ref/{refNum}', (i) => call(`${api}/invoices/ref/${inv(i).refNum}`, { headers: key })));
+  await time('GET /invoices/{id}', (i) => call(`${api}/invoices/${inv(i).id}`, { headers: key }));
+  await time('GET /invoices/ref/{refNum}', (i) => call(`${api}/invoices/ref/${inv(i).refNum}`, { headers: key }));
 
   const paid: string[] = [];
-  samples.push(await timeEndpoint('POST /payments', async (i) => {
+  await time('POST /payments', async (i) => {
     const res = await call(`${api}/payments`, { method: 'POST', headers: { ...json, 'x-idempotency-key': randomUUID() }, body: JSON.stringify({ invoiceId: inv(i).id }) });
     paid.push((res.body as { id: string }).id);
     return res;
-  }));
+  });
   // The ministry approves them now, so today's settlement names them.
-  for (let i = 0; i < n; i++) await call(`${ports.simUrl}/__control/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refNum: inv(i).refNum }) });
+  for (let i = 0; i < CALLS; i++) await ok(`${ports.simUrl}/__control/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refNum: inv(i).refNum }) });
   // Read once the confirmation job has recorded the approvals, so each read answers from the database.
-  await confirmed(ports.databaseUrl, paid);
-  samples.push(await timeEndpoint('GET /payments/{id}', (i) => call(`${api}/payments/${paid[i % paid.length]}`, { headers: key })));
+  await until(ports.databaseUrl, 'approved payments were not confirmed', `SELECT count(*)::int AS n FROM payments WHERE id = ANY($1::uuid[]) AND status = 'confirmed'`, [paid], (n) => n === paid.length);
+  await time('GET /payments/{id}', (i) => call(`${api}/payments/${paid[i % paid.length]}`, { headers: key }));
 
   const toCancel: string[] = [];
-  for (let i = n; i < 2 * n; i++) {
-    const res = await call(`${api}/payments`, { method: 'POST', headers: { ...json, 'x-idempotency-key': randomUUID() }, body: JSON.stringify({ invoiceId: inv(i).id }) });
-    toCancel.push((res.body as { id: string }).id);
+  for (let i = CALLS; i < 2 * CALLS; i++) {
+    const res = await ok<{ id: string }>(`${api}/payments`, { method: 'POST', headers: { ...json, 'x-idempotency-key': randomUUID() }, body: JSON.stringify({ invoiceId: inv(i).id }) });
+    toCancel.push(res.id);
   }
-  samples.push(await timeEndpoint('DELETE /payments/{id}', (i) => call(`${api}/payments/${toCancel[i]}`, { method: 'DELETE', headers: key })));
+  await time('DELETE /payments/{id}', (i) => call(`${api}/payments/${toCancel[i]}`, { method: 'DELETE', headers: key }));
 
-  samples.push(await timeEndpoint('GET /reports/summary', () => call(`${api}/reports/summary`, { headers: key })));
-  samples.push(await timeEndpoint('GET /reports/payments, page 1', () => call(`${api}/reports/payments?page=1&limit=20`, { headers: key })));
+  await time('GET /reports/summary', () => call(`${api}/reports/summary`, { headers: key }));
+  await time('GET /reports/payments, page 1', () => call(`${api}/reports/payments?page=1&limit=20`, { headers: key }));
   const lastPage = Math.max(1, Math.ceil(totalPayments / 20));
-  samples.push(await timeEndpoint('GET /reports/payments, last page', () => call(`${api}/reports/payments?page=${lastPage}&limit=20`, { headers: key })));
-  samples.push(await timeEndpoint('POST /payments/report (today)', () =>
-    call(`${api}/payments/report`, { method: 'POST', headers: json, body: JSON.stringify({ financeDay: financeDay() }) })));
-  samples.push(await timeEndpoint('GET /webhooks', () => call(`${api}/webhooks`, { headers: key })));
-  samples.push(await timeEndpoint('GET /webhooks/{id}/deliveries', () => call(`${api}/webhooks/${webhookId}/deliveries`, { headers: key })));
-  samples.push(await timeEndpoint('POST /devices', (i) =>
-    call(`${api}/devices`, { method: 'POST', headers: json, body: JSON.stringify({ userId: `user-${i}`, fcmToken: `token-${i}`, platform: 'android' }) })));
-  const adminAuth = { authorization: `Bearer ${ADMIN_TOKEN}` };
-  samples.push(await timeEndpoint('admin GET /metrics', () => fetch(`${admin}/metrics`, { headers: adminAuth }).then(async (r) => ({ status: r.status, body: await r.text() }))));
-  samples.push(await timeEndpoint('admin GET /admin/partners', () => call(`${admin}/admin/partners`, { headers: adminAuth })));
+  await time('GET /reports/payments, last page', () => call(`${api}/reports/payments?page=${lastPage}&limit=20`, { headers: key }));
+  const today = financeDayOf(Date.now());
+  await time('POST /payments/report (today)', () => call(`${api}/payments/report`, { method: 'POST', headers: json, body: JSON.stringify({ financeDay: today }) }));
+
+  await time('GET /events (newest page)', () => call(`${api}/events`, { headers: key }));
+  // Oldest first from the first live event: the seed's events carry a payload of its own, not the events' schema.
+  await time('GET /events?afterSequence= (a follower)', () => call(`${api}/events?afterSequence=${made.lastPosition}`, { headers: key }));
+  const events = await ok<{ items: { id: string }[] }>(`${api}/events`, { headers: key });
+  await time('GET /events/{id}', (i) => call(`${api}/events/${events.items[i % events.items.length]?.id}`, { headers: key }));
+
+  await time('GET /webhooks', () => call(`${api}/webhooks`, { headers: key }));
+  await time('GET /webhooks/{id}', () => call(`${api}/webhooks/${made.webhookId}`, { headers: key }));
+  await time('GET /webhooks/{id}/deliveries', () => call(`${api}/webhooks/${made.webhookId}/deliveries`, { headers: key }));
+  await time('POST /devices', (i) => call(`${api}/devices`, { method: 'POST', headers: json, body: JSON.stringify({ userId: `user-${i}`, fcmToken: `token-${i}`, platform: 'android' }) }));
+
+  const cases: string[] = [];
+  await time('POST /cases', async (i) => {
+    const res = await call(`${api}/cases`, { method: 'POST', headers: json, body: JSON.stringify({ paymentId: paid[i], type: 'other', description: 'The customer asks for a receipt' }) });
+    cases.push((res.body as { id: string }).id);
+    return res;
+  });
+  await until(ports.databaseUrl, "the new cases' evidence was not gathered", `SELECT count(*)::int AS n FROM cases WHERE evidence_at IS NULL`, [], (n) => n === 0);
+  await time('GET /cases', () => call(`${api}/cases`, { headers: key }));
+  await time('GET /cases/{id}', (i) => call(`${api}/cases/${cases[i % cases.length]}`, { headers: key }));
+  return { samples, paid, cases };
+}
+
+async function measureAdminEndpoints(ports: Ports, made: Measured, live: { paid: string[]; cases: string[] }, routedAt?: string): Promise<Sample[]> {
+  const admin = `http://127.0.0.1:${ports.adminPort}`;
+  const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const get = (path: string) => () => call(`${admin}${path}`, { headers: auth });
+  const samples: Sample[] = [];
+  const time = async (endpoint: string, request: (i: number) => Promise<Answer>) => void samples.push(await timeEndpoint(endpoint, request, routedAt));
+  // Seeded history, the same kind at every volume: a payment of seeded invoice SC-3, the oldest resolved discrepancy's audit entry, yesterday's run.
+  const auditTarget = await firstValue(ports.databaseUrl, `SELECT target_id AS v FROM audit_log WHERE action = 'discrepancy.resolve' ORDER BY id LIMIT 1`);
+  const weekAgo = new Date(Date.now() - 7 * 24 * 3600 * 1000).toISOString();
+  const yesterday = financeDayOf(Date.now() - 24 * 3600 * 1000);
+
+  await time('admin GET /metrics', () => fetch(`${admin}/metrics`, { headers: auth }).then(async (r) => ({ status: r.status, body: await r.text() })));
+  await time('admin GET /admin/partners', get('/admin/partners'));
+  await time('admin GET /admin/payments (newest)', get('/admin/payments'));
+  await time('admin GET /admin/payments?partnerId=&status=confirmed', get(`/admin/payments?partnerId=${made.partner.id}&status=confirmed`));
+  await time('admin GET /admin/payments?to= (a week ago)', get(`/admin/payments?to=${encodeURIComponent(weekAgo)}`));
+  await time('admin GET /admin/payments?refNum=', get('/admin/payments?refNum=SC-3'));
+  await time('admin GET /admin/payments/{id} (timeline)', (i) => get(`/admin/payments/${live.paid[i % live.paid.length]}`)());
+  await time('admin GET /admin/deliveries (newest)', get('/admin/deliveries'));
+  await time('admin GET /admin/deliveries?partnerId= (another)', get(`/admin/deliveries?partnerId=${made.otherPartnerId}`));
+  await time('admin GET /admin/audit (newest)', get('/admin/audit'));
+  await time('admin GET /admin/audit?operator=', get('/admin/audit?operator=ops-1'));
+  await time('admin GET /admin/audit?targetId=', get(`/admin/audit?targetId=${auditTarget}`));
+  await time('admin GET /admin/reconciliations (newest)', get('/admin/reconciliations'));
+  await time('admin GET /admin/reconciliations?financeDay=', get(`/admin/reconciliations?financeDay=${yesterday}`));
+  await time('admin GET /admin/discrepancies (newest)', get('/admin/discrepancies'));
+  await time('admin GET /admin/discrepancies?status=open', get('/admin/discrepancies?status=open'));
+  await time('admin GET /admin/cases (unresolved queue)', get('/admin/cases'));
+  await time('admin GET /admin/cases?status=resolved', get('/admin/cases?status=resolved'));
+  await time('admin GET /admin/cases/{id}', (i) => get(`/admin/cases/${live.cases[i % live.cases.length]}`)());
+  await time('admin GET /admin/pushes', get('/admin/pushes'));
   return samples;
 }
 
 async function withSimulator<T>(fn: (simUrl: string) => Promise<T>): Promise<T> {
   const port = await freePort();
-  const sim = await startProcess(['dist/simulator/bin/simulator.js'], { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: writeFixtures(), SIMULATOR_AUTO_APPROVE_MS: '0', LOG_LEVEL: 'warn' }, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`);
+  const fixtures = writeFixtures();
+  const removeFixtures = teardown.hold('the fixtures file', async () => rmSync(fixtures, { force: true }));
   try {
-    return await fn(`http://127.0.0.1:${port}`);
+    const env = { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '0', LOG_LEVEL: 'warn' };
+    const { release: stopSim } = await teardown.acquire('the simulator', () => startProcess(['dist/simulator/bin/simulator.js'], env, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`), (sim) => sim.stop());
+    try {
+      return await fn(`http://127.0.0.1:${port}`);
+    } finally {
+      await stopSim();
+    }
   } finally {
-    await sim.stop();
+    await removeFixtures();
   }
 }
 
-async function runVolume(volume: { invoices: number; payments: number }): Promise<VolumeResult> {
-  console.log(`\n== ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments`);
-  const db = await freshDatabase(PG_URL, 'bench_scale');
-  if (!db) throw new Error('PostgreSQL is required');
+/** The timed part on a started service: the partner's endpoints, then the operator's; on the replica once reads go there. */
+async function measure(ports: Ports, made: Measured, replicaUrl?: string): Promise<{ samples: Sample[]; peakRssMb: number }> {
+  const api = await startApi(ports, replicaUrl);
+  const admin = `http://127.0.0.1:${ports.adminPort}`;
+  try {
+    const routedAt = replicaUrl ? admin : undefined;
+    if (routedAt) await readsOnReplica(routedAt, () => call(`${admin}/admin/reconciliations`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+    const listed = await ok<{ total: number }>(`http://127.0.0.1:${ports.port}/api/v1/reports/payments?limit=1`, { headers: { 'x-api-key': made.partner.apiKey } });
+    const partner = await measurePartnerEndpoints(ports, made, listed.total, routedAt);
+    const adminSamples = await measureAdminEndpoints(ports, made, partner, routedAt);
+    const peakRssMb = api.peakRssMb();
+    console.log(`  peak RSS of the service: ${peakRssMb} MB`);
+    return { samples: [...partner.samples, ...adminSamples], peakRssMb };
+  } finally {
+    await api.stop();
+  }
+}
+
+async function runVolume(volume: { invoices: number; payments: number }, cluster: PgCluster | undefined): Promise<VolumeResult> {
+  console.log(`\n== ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments${cluster ? ', reads on a streaming replica' : ''}`);
+  const { value: db, release: dropDb } = await teardown.acquire(
+    'the scratch database',
+    async () => {
+      const made = await freshDatabase(cluster ? cluster.url('postgres') : PG_URL, 'bench_scale');
+      if (!made) throw new Error('PostgreSQL is required');
+      return made;
+    },
+    async (made) => {
+      if (KEEP && !cluster) console.log(`  kept ${made.url}`);
+      else await made.drop();
+    },
+  );
   const hook = await receiver();
+  const closeHook = teardown.hold('the webhook receiver', () => new Promise<void>((resolve) => hook.server.close(() => resolve())));
   try {
     return await withSimulator(async (simUrl) => {
       const ports = { port: await freePort(), adminPort: await freePort(), simUrl, databaseUrl: db.url };
@@ -251,31 +424,50 @@ async function runVolume(volume: { invoices: number; payments: number }): Promis
       const first = await startApi(ports);
       const made = await createPartners(ports, hook.url).finally(() => first.stop());
       const seedS = await seed(db.url, { ...volume, partnerId: made.partner.id, webhookId: made.webhookId, otherPartnerIds: made.others });
-      console.log(`  seeded in ${seedS.toFixed(0)} s`);
-      const sizesYear = await tableSizes(db.url);
-      const api = await startApi(ports);
-      let samples: Sample[];
-      let peakRssMb: number;
-      try {
-        const listed = await call(`http://127.0.0.1:${ports.port}/api/v1/reports/payments?limit=1`, { headers: { 'x-api-key': made.partner.apiKey } });
-        const partnerPayments = (listed.body as { total: number }).total;
-        samples = await measureEndpoints(ports, made.partner.apiKey, made.webhookId, partnerPayments);
-        peakRssMb = api.peakRssMb();
-        console.log(`  peak RSS of the service: ${peakRssMb} MB`);
-      } finally {
-        await api.stop();
+      const history = await loadHistory(db.url);
+      const measured = { ...made, lastPosition: history.lastPosition, otherPartnerId: await busyOtherPartner(db.url, made.partner.id) };
+      console.log(`  seeded in ${seedS.toFixed(0)} s; ${history.positioned.toLocaleString('en')} events positioned, ${history.runs} reconciliation runs, ${history.discrepancies.toLocaleString('en')} discrepancies, ${history.cases.toLocaleString('en')} cases, ${history.audit.toLocaleString('en')} audit entries`);
+      if (cluster) {
+        const held = await teardown.acquire('the standby', () => startStandby(cluster, new URL(db.url).pathname.slice(1)), (s) => s.standby.destroy());
+        const { value: { standby, baseBackupS, replayS }, release: releaseStandby } = held;
+        try {
+          console.log(`  standby: base backup ${baseBackupS.toFixed(0)} s, replayed up to the primary ${replayS.toFixed(1)} s later`);
+          const timed = await measure(ports, measured, standby.url(new URL(db.url).pathname.slice(1)));
+          return { ...volume, seedS, history, ...timed, standby: { baseBackupS, replayS } };
+        } finally {
+          await releaseStandby();
+        }
       }
-      const plans = await explainAll(db.url, { partnerId: made.partner.id, webhookId: made.webhookId, settledIds: await todaysPaymentIds(db.url, made.partner.id), lastOffset: Math.max(0, Math.floor(volume.payments * 0.6) - 20) });
-      writeFileSync(`bench/results/scale-plans-${label(volume.invoices)}.md`, `# Plans at ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments\n\n${plans}`);
+      const sizesYear = await tableSizes(db.url);
+      const timed = await measure(ports, measured);
+      const plans = await explainAll(db.url, {
+        partnerId: made.partner.id,
+        webhookId: made.webhookId,
+        settledIds: await todaysPaymentIds(db.url, made.partner.id),
+        lastOffset: Math.max(0, Math.floor(volume.payments * 0.6) - 20),
+        otherPartnerId: measured.otherPartnerId,
+        auditTargetId: await firstValue(db.url, `SELECT target_id AS v FROM audit_log WHERE action = 'discrepancy.resolve' ORDER BY id LIMIT 1`),
+      });
+      writeFileSync(join(OUT, `scale-plans-${label(volume.invoices)}.md`), `# Plans at ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments\n\n${plans}`);
       const sweep = await sweepToSteadyState(db.url);
       const sizesSteady = await tableSizes(db.url);
-      return { ...volume, seedS, samples, peakRssMb, sizesYear, sizesSteady, sweep };
+      return { ...volume, seedS, history, ...timed, storage: { sizesYear, sizesSteady, sweep } };
     });
   } finally {
-    hook.server.close();
-    if (KEEP) console.log(`  kept ${db.url}`);
-    else await db.drop();
+    await closeHook();
+    await dropDb();
   }
+}
+
+/** Another partner whose seeded deliveries fill a page of the operator's delivery log (the seed gives payments to some of them only). */
+function busyOtherPartner(url: string, partnerId: string): Promise<string> {
+  return firstValue(
+    url,
+    `SELECT w.partner_id AS v FROM webhooks w
+     WHERE w.partner_id <> $1 AND (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id LIMIT 50) page) = 50
+     ORDER BY w.partner_id LIMIT 1`,
+    [partnerId],
+  );
 }
 
 async function todaysPaymentIds(url: string, partnerId: string): Promise<string[]> {
@@ -290,50 +482,88 @@ async function todaysPaymentIds(url: string, partnerId: string): Promise<string[
 }
 
 const label = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
+const sizeCell = (x: TableSize | undefined) => (x ? `${x.rows.toLocaleString('en')} / ${x.mb} MB${x.partitions > 0 ? ` (${x.partitions} partitions)` : ''}` : '');
+
+function storageReport(results: VolumeResult[]): string[] {
+  const stored = results.filter((r) => r.storage);
+  const first = stored[0]?.storage;
+  if (!first) return [];
+  const lines = ['', '**Table sizes** (rows / total size with indexes, summed over its partitions where a table has them): after a year with no retention, then after the retention sweep', ''];
+  lines.push(`| table | ${stored.map((r) => `${label(r.invoices)}: a year | ${label(r.invoices)}: swept`).join(' | ')} |`);
+  lines.push(`|---|${stored.map(() => '---|---|').join('')}`);
+  for (const t of first.sizesYear) {
+    const cells = stored.flatMap((r) => [r.storage?.sizesYear, r.storage?.sizesSteady].map((sizes) => sizeCell(sizes?.find((y) => y.table === t.table))));
+    lines.push(`| ${t.table} | ${cells.join(' | ')} |`);
+  }
+  lines.push('', ...stored.map((r) => `Retention sweep at ${label(r.invoices)}: ${r.storage?.sweep.seconds.toFixed(0)} s, deleted ${Object.entries(r.storage?.sweep.deleted ?? {}).map(([k, v]) => `${v.toLocaleString('en')} ${k}`).join(', ')}`));
+  return lines;
+}
+
+const row = (cells: string[]) => `| ${cells.join(' | ')} |`;
 
 function report(results: VolumeResult[]): string {
   const first = results[0];
-  const last = results[results.length - 1];
-  if (!first || !last) return '';
-  const head = results.map((r) => `${label(r.invoices)} / ${label(r.payments)}`);
+  if (!first) return '';
+  const rest = results.slice(1);
+  /** A volume's cells: its times, and with --replica where the reads ran. */
+  const perVolume = (times: string, reads = '') => (REPLICA ? [times, reads] : [times]);
   const lines = [
-    `| endpoint (p50 / p99 ms) | ${head.join(' | ')} | p99 ratio ${label(last.invoices)} / ${label(first.invoices)} |`,
-    `|---|${results.map(() => '---|').join('')}---|`,
+    `Each endpoint: ${WARMUP} calls untimed, then p50 / p99 of ${RUNS} timed calls (nearest rank: the p99 is the ${Math.ceil(0.99 * RUNS)}th fastest).${REPLICA ? ' Reads: where the routed reads of the timed calls ran (database_routed_reads_total), or not routed.' : ''} One request at a time keeps about one of the ${cpus().length} CPUs busy (client, service and PostgreSQL take turns); a share well above that is other work on the host.`,
+    '',
+    row([`endpoint (p50 / p99 ms, n = ${RUNS})`, ...results.flatMap((r) => perVolume(`${label(r.invoices)} / ${label(r.payments)}`, `reads at ${label(r.invoices)}`)), ...rest.map((r) => `p99 ratio ${label(r.invoices)} / ${label(first.invoices)}`)]),
+    row(['---', ...results.flatMap(() => perVolume('---', '---')), ...rest.map(() => '---')]),
   ];
+  const over: string[] = [];
+  const unlike: string[] = [];
   for (const s of first.samples) {
-    const cells = results.map((r) => {
-      const m = r.samples.find((x) => x.endpoint === s.endpoint);
-      return m ? `${m.p50} / ${m.p99}` : '';
+    const found = results.map((r) => r.samples.find((x) => x.endpoint === s.endpoint));
+    const cells = found.flatMap((m) => perVolume(m ? `${m.p50} / ${m.p99}` : '', m?.servedBy ?? ''));
+    const ratios = rest.map((r) => {
+      const ratio = (r.samples.find((x) => x.endpoint === s.endpoint)?.p99 ?? NaN) / s.p99;
+      if (ratio > 1.5) over.push(`\`${s.endpoint}\` at ${label(r.invoices)} (${ratio.toFixed(2)})`);
+      return ratio > 1.5 ? `**${ratio.toFixed(2)}**` : ratio.toFixed(2);
     });
-    const lastP99 = last.samples.find((x) => x.endpoint === s.endpoint)?.p99 ?? NaN;
-    lines.push(`| \`${s.endpoint}\` | ${cells.join(' | ')} | ${(lastP99 / s.p99).toFixed(2)} |`);
+    const bytes = found.map((m) => m?.bytes ?? 0);
+    // A count in the answer has more digits at a larger volume: the slack keeps that from counting.
+    const alike = Math.max(...bytes) <= Math.max(Math.min(...bytes) * (1 + BYTES_TOLERANCE), Math.min(...bytes) + BYTES_SLACK);
+    if (!alike) unlike.push(`\`${s.endpoint}\` (${bytes.join(' / ')} bytes)`);
+    lines.push(row([`\`${s.endpoint}\`${alike ? '' : ' †'}`, ...cells, ...ratios]));
   }
-  lines.push(`| peak RSS of the service (MB) | ${results.map((r) => r.peakRssMb).join(' | ')} | |`);
-  lines.push(`| seeding (s) | ${results.map((r) => r.seedS.toFixed(0)).join(' | ')} | |`);
-  lines.push('', '**Table sizes** (rows / total size with indexes): after a year with no retention, then after the retention sweep', '');
-  lines.push(`| table | ${results.map((r) => `${label(r.invoices)}: a year | ${label(r.invoices)}: swept`).join(' | ')} |`);
-  lines.push(`|---|${results.map(() => '---|---|').join('')}`);
-  for (const t of first.sizesYear) {
-    const cells = results.flatMap((r) => [r.sizesYear, r.sizesSteady].map((sizes) => {
-      const x = sizes.find((y) => y.table === t.table);
-      return x ? `${x.rows.toLocaleString('en')} / ${x.mb} MB` : '';
-    }));
-    lines.push(`| ${t.table} | ${cells.join(' | ')} |`);
-  }
-  lines.push('', ...results.map((r) => `Retention sweep at ${label(r.invoices)}: ${r.sweep.seconds.toFixed(0)} s, deleted ${Object.entries(r.sweep.deleted).map(([k, v]) => `${v.toLocaleString('en')} ${k}`).join(', ')}`));
+  const extra = (name: string, value: (r: VolumeResult) => string) => lines.push(row([name, ...results.flatMap((r) => perVolume(value(r))), ...rest.map(() => '')]));
+  extra('machine busy over the timed calls (%, min / median / max of the rows)', (r) => {
+    const busy = r.samples.map((x) => x.machine.busyPct).sort((a, b) => a - b);
+    return `${busy[0]} / ${percentile(busy, 0.5)} / ${busy.at(-1)}`;
+  });
+  extra('peak RSS of the service (MB)', (r) => String(r.peakRssMb));
+  extra('seeding (s)', (r) => r.seedS.toFixed(0));
+  if (REPLICA) extra('standby: base backup / replay (s)', (r) => `${r.standby?.baseBackupS.toFixed(0)} / ${r.standby?.replayS.toFixed(1)}`);
+  lines.push('');
+  if (rest.length > 0) lines.push(over.length === 0 ? `Every p99 is within 1.5x of its ${label(first.invoices)} figure.` : `Over 1.5x of the ${label(first.invoices)} p99: ${over.join(', ')}.`);
+  if (unlike.length > 0) lines.push(`† The answers differ in size between volumes by more than ${BYTES_TOLERANCE * 100}%: ${unlike.join(', ')}.`);
+  lines.push(...storageReport(results));
   return lines.join('\n');
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
   execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
-  mkdirSync('bench/results', { recursive: true });
+  mkdirSync(OUT, { recursive: true });
+  const primary = REPLICA ? await teardown.acquire('the primary cluster', startPrimary, (c) => c.destroy()) : undefined;
+  const cluster = primary?.value;
+  const releaseCluster = primary?.release ?? (async () => undefined);
   const results: VolumeResult[] = [];
-  for (const volume of VOLUMES) results.push(await runVolume(volume));
+  try {
+    if (cluster) console.log(`primary cluster of the bench's own on port ${cluster.port}`);
+    for (const volume of VOLUMES) results.push(await runVolume(volume, cluster));
+  } finally {
+    await releaseCluster();
+  }
   const md = report(results);
-  writeFileSync('bench/results/scale.md', `${md}\n`);
-  writeFileSync('bench/results/scale.json', JSON.stringify({ date: new Date().toISOString(), node: process.version, runs: RUNS, warmup: WARMUP, apiNodeFlags: START_PROD_NODE_FLAGS, results }, null, 2));
-  console.log(`\n${md}\n\nbench:scale took ${Math.round((Date.now() - started) / 1000)} s`);
+  const name = REPLICA ? 'scale-replica' : 'scale';
+  writeFileSync(join(OUT, `${name}.md`), `${md}\n`);
+  const settings = REPLICA ? { replica: { maxLagMs: 'the service default (REPLICA_MAX_LAG_MS 2000)', server: 'own primary and standby: fsync and synchronous_commit on, autovacuum off' } } : {};
+  writeFileSync(join(OUT, `${name}.json`), JSON.stringify({ date: new Date().toISOString(), node: process.version, runs: RUNS, warmup: WARMUP, apiNodeFlags: START_PROD_NODE_FLAGS, ...settings, results }, null, 2));
+  console.log(`\n${md}\n\nbench:scale took ${Math.round((Date.now() - started) / 1000)} s; results in ${OUT}/${name}.{md,json}`);
 }
 
-await main();
+await teardown.run(main);
