@@ -95,10 +95,13 @@ export function seedStatements(shape: SeedShape): string[] {
     `INSERT INTO payment_invoices (payment_id, invoice_id, position, active)
        SELECT id, invoice_id, 0, status IN ('pending', 'submitted', 'confirmed') FROM payments`,
     // Two events per payment (submitted, then confirmed), each delivered once to its partner's webhook.
-    `INSERT INTO events (id, partner_id, event, payload, created_at)
+    // Each payload as the outbox writes it for its type (GET /events serves them).
+    `INSERT INTO events (id, partner_id, event, payload, payment_id, created_at)
        SELECT ${uuidOf('40000000', 'p.k * 2 + e.i')}, p.partner_id, (ARRAY['payment.submitted','payment.confirmed'])[1 + e.i],
-              jsonb_build_object('paymentId', p.id, 'status', p.status, 'amount', p.amount), p.created_at + e.i * interval '5 seconds'
-       FROM (SELECT id, partner_id, status, amount, created_at, row_number() OVER () AS k FROM payments) p, generate_series(0, 1) e(i)`,
+              CASE WHEN e.i = 0 THEN jsonb_build_object('id', p.id, 'invoiceId', p.invoice_id, 'partnerReference', NULL)
+                   ELSE jsonb_build_object('id', p.id, 'amount', p.amount, 'partnerReference', NULL) END,
+              p.id, p.created_at + e.i * interval '5 seconds'
+       FROM (SELECT id, partner_id, invoice_id, status, amount, created_at, row_number() OVER () AS k FROM payments) p, generate_series(0, 1) e(i)`,
     `INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, delivered_at, created_at, updated_at)
        SELECT ${uuidOf('50000000', 'k')}, w.id, ev.id, 'delivered', 1, ev.created_at, ev.created_at + interval '50 milliseconds', ev.created_at, ev.created_at
        FROM (SELECT id, partner_id, created_at, row_number() OVER () AS k FROM events) ev

@@ -310,7 +310,7 @@ async function measurePartnerEndpoints(ports: Ports, made: Measured, totalPaymen
   await time('POST /payments/report (today)', () => call(`${api}/payments/report`, { method: 'POST', headers: json, body: JSON.stringify({ financeDay: today }) }));
 
   await time('GET /events (newest page)', () => call(`${api}/events`, { headers: key }));
-  // Oldest first from the first live event: the seed's events carry a payload of its own, not the events' schema.
+  // A follower near the head of the feed: from the first event of the live part.
   await time('GET /events?afterSequence= (a follower)', () => call(`${api}/events?afterSequence=${made.lastPosition}`, { headers: key }));
   const events = await ok<{ items: { id: string }[] }>(`${api}/events`, { headers: key });
   await time('GET /events/{id}', (i) => call(`${api}/events/${events.items[i % events.items.length]?.id}`, { headers: key }));
