@@ -56,15 +56,31 @@ export async function tableSizes(url: string): Promise<TableSize[]> {
  * only from the legacy partitions and the idempotency keys. Then VACUUMs so the freed space is
  * reusable: from then on new rows fill it instead of growing the files.
  */
-export async function sweepToSteadyState(url: string, batch = 20_000): Promise<{ seconds: number; deleted: Record<string, number> }> {
+export async function sweepToSteadyState(url: string, batch = 20_000): Promise<{ seconds: number; deleted: Record<string, number>; months: MonthDrops }> {
   const settings = loadConfig({}).retention;
   const db = await createDatabase({ databaseUrl: url, dataDir: '' });
   const idempotency = createIdempotencyRepository(db);
   const retention = createRetentionRepository(db);
   const partitions = createPartitionRepository(db);
   const deleted = { idempotencyKeys: 0, attempts: 0, deliveries: 0, events: 0, 'partitions dropped': 0 };
+  const months: MonthDrops = { months: 0, partitions: 0, seconds: 0, slowestMonthS: 0 };
   const start = performance.now();
   try {
+    // First the months wholly past retention, one at a time as the pass would meet them month after month, each timed.
+    for (;;) {
+      const now = Date.now();
+      const oldest = await oldestExpiredMonth(partitions, now, settings);
+      if (!oldest) break;
+      const began = performance.now();
+      const { dropped } = await partitions.dropExpired({ attemptsBefore: oldest.attempts, eventsBefore: oldest.events });
+      const took = (performance.now() - began) / 1000;
+      if (dropped.length === 0) break;
+      months.months++;
+      months.partitions += dropped.length;
+      months.seconds += took;
+      months.slowestMonthS = Math.max(months.slowestMonthS, took);
+      deleted['partitions dropped'] += dropped.length;
+    }
     for (;;) {
       const now = Date.now();
       const cutoffs = { attemptsBefore: new Date(now - settings.webhookAttemptMs), eventsBefore: new Date(now - settings.eventMs) };
@@ -85,5 +101,27 @@ export async function sweepToSteadyState(url: string, batch = 20_000): Promise<{
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query('VACUUM ANALYZE').finally(() => client.end());
-  return { seconds, deleted };
+  return { seconds, deleted, months };
+}
+
+/** The month drops of a sweep: how many months (each its events, deliveries, pushes and attempts as they expire), and how long. */
+export interface MonthDrops {
+  months: number;
+  partitions: number;
+  seconds: number;
+  slowestMonthS: number;
+}
+
+/**
+ * Cut-offs that take only the oldest month past retention: its end, for whichever of the two
+ * retentions (events, attempts) has a month that old. Null when no month is past either.
+ */
+async function oldestExpiredMonth(partitions: ReturnType<typeof createPartitionRepository>, now: number, settings: { webhookAttemptMs: number; eventMs: number }) {
+  const ends = async (table: 'events' | 'webhook_attempts', before: number) =>
+    (await partitions.partitionsOf(table)).map((p) => p.to?.getTime() ?? Infinity).filter((t) => t <= before).sort((a, b) => a - b)[0] ?? null;
+  const events = await ends('events', now - settings.eventMs);
+  const attempts = await ends('webhook_attempts', now - settings.webhookAttemptMs);
+  if (events === null && attempts === null) return null;
+  const end = Math.min(events ?? Infinity, attempts ?? Infinity);
+  return { events: new Date(Math.min(end, now - settings.eventMs)), attempts: new Date(Math.min(end, now - settings.webhookAttemptMs)) };
 }
