@@ -227,8 +227,7 @@ export async function movePartitionedTables(db: Db): Promise<PartitionMove> {
   const tables = await unpartitionedTables(db);
   if (tables.length === 0) return { moved: [], withRows: [], cutover: null, swapAttempts: 0, lockWaits: 0, swapMs: 0 };
   const partitions = createPartitionRepository(db);
-  const { rows } = await sql<{ now: Date }>`SELECT now() AS now`.execute(db);
-  const now = new Date(rows[0]?.now ?? Date.now());
+  const now = await partitions.databaseNow();
   const cutover = cutoverMonth(now, CUTOVER_MARGIN_MS);
   const waits: Waits = { lock: 0 };
   const prepareAll = async () => {

@@ -56,7 +56,7 @@ export function missingMonths(existing: readonly PartitionRange[], first: Date, 
 }
 
 /** Partitions wholly before `before`: every row in them is older than the retention cut-off. */
-export function expiredPartitions(existing: readonly PartitionRange[], before: Date): PartitionRange[] {
+export function expiredPartitions<P extends PartitionRange>(existing: readonly P[], before: Date): P[] {
   return existing.filter((p) => p.to !== null && p.to.getTime() <= before.getTime()).sort((a, b) => (a.to?.getTime() ?? 0) - (b.to?.getTime() ?? 0));
 }
 

@@ -136,6 +136,7 @@ export function createPartitionRepository(db: Db) {
   return {
     partitionsOf,
     createMonths,
+    databaseNow,
 
     /** The months ahead of every partitioned table, by the database's clock (the one rows are stamped with). */
     async createAhead(): Promise<string[]> {
@@ -158,7 +159,7 @@ export function createPartitionRepository(db: Db) {
       const before = (cutoff: Date) => new Date(Math.min(cutoff.getTime(), current.getTime()));
       const months = new Map<number, Partition[]>();
       for (const table of ['push_deliveries', 'webhook_deliveries', 'events'] as const) {
-        for (const p of expiredPartitions(await partitionsOf(table), before(retention.eventsBefore)) as Partition[]) {
+        for (const p of expiredPartitions(await partitionsOf(table), before(retention.eventsBefore))) {
           const key = p.to?.getTime() ?? 0;
           months.set(key, [...(months.get(key) ?? []), p]);
         }
@@ -176,7 +177,7 @@ export function createPartitionRepository(db: Db) {
           if (table && (await dropPartition(table, p))) dropped.push(p.name);
         }
       }
-      for (const p of expiredPartitions(await partitionsOf('webhook_attempts'), before(retention.attemptsBefore)) as Partition[]) {
+      for (const p of expiredPartitions(await partitionsOf('webhook_attempts'), before(retention.attemptsBefore))) {
         const inUse = await attemptMonthInUse(p).catch((err: unknown) => {
           // 42P01: another instance dropped it since we listed it.
           if (pgErrorCode(err) === '42P01') return null;
