@@ -244,8 +244,11 @@ export async function migrateToLatest(db: Db, schema?: string, target?: string, 
       }
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     }
-    // Safe to repeat: applied migrations are recorded and skipped.
-    if (!failed && isConcurrentSchemaDrop(error) && attempt < 3) continue;
+    // Safe to repeat: applied migrations are recorded and skipped. A schema of many partitions takes a while to drop: later tries wait a little longer.
+    if (!failed && isConcurrentSchemaDrop(error) && attempt < 6) {
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+      continue;
+    }
     const cause = error instanceof Error ? `: ${error.message}` : '';
     throw new Error(failed ? `migration ${failed.migrationName} failed${cause}` : `migrating failed${cause}`, { cause: error });
   }

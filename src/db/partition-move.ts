@@ -10,7 +10,8 @@ type Db = Kysely<Database>;
 /**
  * A unique key of a partitioned table must hold its partition column: each table's unique keys
  * with created_at added. For deliveries and pushes that changes nothing, since their created_at
- * is their event's: (webhook, event) stays unique.
+ * is their event's (alignDeliveryTimes makes it so for the deliveries a recovery queued before):
+ * (webhook, event) stays unique.
  */
 interface UniqueKey {
   name: string;
@@ -215,6 +216,26 @@ async function dropIncomingKeys(trx: Transaction<Database>, tables: PartitionedT
 }
 
 /**
+ * Gives every webhook delivery its event's created_at. A delivery the code of this release
+ * writes has it already; one a recovery queued before the tables were partitioned was stamped
+ * with the time of the recovery. The (webhook, event) key holds created_at since the move, so such
+ * a delivery would not stop a recovery from queueing its event a second time, and the reads that
+ * join a delivery to its event by (id, created_at) would not find it. A delivery whose twin with
+ * the event's time exists already (a recovery queued it after the move) keeps its own time: both
+ * were queued, and neither can be taken back. Rows of the legacy partition only, an event being
+ * older than its deliveries: a row moved to its event's time stays there. Row locks only, on the
+ * rows it changes. Returns how many it changed.
+ */
+export async function alignDeliveryTimes<DB>(db: Kysely<DB>): Promise<number> {
+  const { numAffectedRows } = await sql`
+    UPDATE webhook_deliveries d SET created_at = e.created_at
+    FROM events e
+    WHERE e.id = d.event_id AND d.created_at <> e.created_at
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries t WHERE t.webhook_id = d.webhook_id AND t.event_id = d.event_id AND t.created_at = e.created_at)`.execute(db);
+  return Number(numAffectedRows ?? 0);
+}
+
+/**
  * Makes the tables that only grow partitioned by month, on a database of any size, without a
  * lock held for more than a moment: the keys are built and the rows checked while the service
  * runs, then one short transaction (its lock wait bounded by lock_timeout, retried) renames each
@@ -263,6 +284,8 @@ export async function movePartitionedTables(db: Db): Promise<PartitionMove> {
       }
     });
     await partitions.createAhead();
+    // A recovery of the previous release may have queued one while the keys were built.
+    if (withRows.includes('webhook_deliveries')) await alignDeliveryTimes(db);
     return { moved: tables, withRows, cutover: withRows.length > 0 ? cutover : null, swapAttempts: attempts, lockWaits: waits.lock, swapMs: Math.round(swapMs) };
   } catch (err) {
     for (const table of await unpartitionedTables(db)) {

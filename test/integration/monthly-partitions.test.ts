@@ -301,4 +301,53 @@ describe('the move to monthly partitions on a populated database', () => {
       await other.destroy();
     }
   });
+
+  /** A delivery of `event` stamped `later` than it, as a recovery of a release before the partitions queued one. */
+  async function recoveredDelivery(h: { webhook: string }, event: { id: string; at: Date }, later: Date): Promise<string> {
+    const { rows } = await sql<{ id: string }>`INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at, created_at)
+      VALUES (${h.webhook}::uuid, ${event.id}::uuid, 'delivered', now(), ${later}::timestamptz) RETURNING id`.execute(db);
+    const id = rows[0]?.id;
+    if (!id) throw new Error('no delivery');
+    return id;
+  }
+
+  async function eventAt(h: { partner: string }, at: Date): Promise<{ id: string; at: Date }> {
+    const { rows } = await sql<{ id: string; at: Date }>`INSERT INTO events (partner_id, event, payload, created_at)
+      VALUES (${h.partner}::uuid, 'payment.confirmed', '{}', ${at}::timestamptz) RETURNING id, created_at AS at`.execute(db);
+    const row = rows[0];
+    if (!row) throw new Error('no event');
+    return row;
+  }
+
+  const createdAt = async (delivery: string) => (await sql<{ at: Date }>`SELECT created_at AS at FROM webhook_deliveries WHERE id = ${delivery}::uuid`.execute(db)).rows[0]?.at;
+  const requeue = (h: { webhook: string }, event: { id: string; at: Date }) =>
+    sql`INSERT INTO webhook_deliveries (webhook_id, event_id, status, next_attempt_at, created_at) VALUES (${h.webhook}::uuid, ${event.id}::uuid, 'pending', now(), ${event.at}::timestamptz)`;
+
+  it("gives a delivery a recovery queued before the move its event's time, so the (webhook, event) key still refuses a second one", async () => {
+    const h = await history(db);
+    const event = await eventAt(h, new Date(Date.now() - 40 * DAY));
+    const delivery = await recoveredDelivery(h, event, new Date(Date.now() - 2 * DAY));
+    await migrateToLatest(db, schema);
+    expect(await unpartitionedTables(db)).toEqual([]);
+    expect(await createdAt(delivery)).toEqual(event.at);
+    await expect(requeue(h, event).execute(db)).rejects.toMatchObject({ code: '23505' });
+  });
+
+  it('aligns such a delivery on a database moved already, and leaves one alone whose twin a recovery queued since', async () => {
+    const h = await seedHistory(10);
+    await migrateToLatest(db, schema, '036-operator-list-indexes');
+    await movePartitionedTables(db);
+    // Written into the legacy partition after the move, as the previous release left them: the move's own alignment has run.
+    const lone = await eventAt(h, new Date(Date.now() - 60 * DAY));
+    const loneDelivery = await recoveredDelivery(h, lone, new Date(Date.now() - 3 * DAY));
+    const twinned = await eventAt(h, new Date(Date.now() - 50 * DAY));
+    const staleAt = new Date(Date.now() - 3 * DAY);
+    const stale = await recoveredDelivery(h, twinned, staleAt);
+    await requeue(h, twinned).execute(db);
+    await migrateToLatest(db, schema);
+    expect(await createdAt(loneDelivery)).toEqual(lone.at);
+    await expect(requeue(h, lone).execute(db)).rejects.toMatchObject({ code: '23505' });
+    expect(await createdAt(stale)).toEqual(staleAt);
+    expect(await count(db, 'webhook_deliveries', sql`event_id = ${twinned.id}::uuid`)).toBe(2);
+  });
 });
