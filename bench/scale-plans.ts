@@ -10,6 +10,7 @@ import type { Database } from '../src/db/db.types.js';
 import { createOutbox } from '../src/db/outbox.statements.js';
 import { createAuditRepository } from '../src/db/repositories/audit.repository.js';
 import { createCaseRepository } from '../src/db/repositories/case.repository.js';
+import { createDeliveryLogRepository } from '../src/db/repositories/delivery-log.repository.js';
 import { createCounterRepository } from '../src/db/repositories/counter.repository.js';
 import { createEventLogRepository } from '../src/db/repositories/event-log.repository.js';
 import { createIdempotencyRepository } from '../src/db/repositories/idempotency.repository.js';
@@ -53,7 +54,7 @@ function steps({ partnerId, webhookId, settledIds, lastOffset, otherPartnerId, a
     ['GET /reports/payments page 1: rows', (db) => createPaymentRepository(db, systemClock).listForPartnerBefore(partnerId, new Date(Date.now() + DAY), 0, 20)],
     ['GET /reports/payments last page: position', (db) => createReportRepository(db).paymentPosition(partnerId, lastOffset)],
     ['POST /payments/report: settlement ownership', (db) => createPaymentRepository(db, systemClock).ownSettledIds(partnerId, settledIds)],
-    ['GET /webhooks/{id}/deliveries', (db) => createWebhookDeliveryRepository(db).listAttempts(webhookId, 50)],
+    ['GET /webhooks/{id}/deliveries', (db) => createDeliveryLogRepository(db).list(webhookId, {}, null, 51)],
     ['GET /events: newest page', (db) => createEventLogRepository(db).listNewest(partnerId, {}, null, 21)],
     ['GET /events?afterSequence=0: from the start', (db) => createEventLogRepository(db).listAfter(partnerId, {}, 0, 20)],
     ['admin GET /metrics: payments by status', (db) => createReportRepository(db).paymentsByStatus()],

@@ -171,6 +171,48 @@ describe('webhook deliveries across partners', () => {
   });
 });
 
+describe("one partner's deliveries over its webhooks", () => {
+  it('pages them newest first across every webhook of the partner, and never another partner\'s', async () => {
+    const db = ctx.deps.db;
+    const [mine, theirs] = [await ctx.partner(), await ctx.partner()];
+    const hooks = async (partnerId: string, n: number) =>
+      (
+        await sql<{ id: string }>`INSERT INTO webhooks (partner_id, url, events, secret_ciphertext)
+          SELECT ${partnerId}::uuid, 'https://hooks.example.com/' || g, '["payment.confirmed"]', 'x' FROM generate_series(1, ${n}) g RETURNING id`.execute(db)
+      ).rows.map((r) => r.id);
+    const [a, b, c] = await hooks(mine.id, 3);
+    const [other] = await hooks(theirs.id, 1);
+    // 130 of mine over the last hours, spread over the three webhooks unevenly, and the other partner's between them.
+    const { rows: made } = await sql<{ id: string; webhook_id: string; created_at: Date }>`
+      WITH e AS (
+        INSERT INTO events (partner_id, event, payload, created_at)
+        SELECT CASE WHEN g % 4 = 0 THEN ${theirs.id}::uuid ELSE ${mine.id}::uuid END, 'payment.confirmed', '{}', now() - g * interval '1 minute'
+        FROM generate_series(1, 173) g RETURNING id, partner_id, created_at
+      )
+      INSERT INTO webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at)
+      SELECT CASE WHEN e.partner_id = ${theirs.id}::uuid THEN ${other}::uuid
+                  WHEN extract(minute FROM e.created_at)::int % 5 = 0 THEN ${c}::uuid
+                  WHEN extract(minute FROM e.created_at)::int % 2 = 0 THEN ${b}::uuid ELSE ${a}::uuid END,
+             e.id, 'delivered', 1, now(), e.created_at FROM e
+      RETURNING id, webhook_id, created_at`.execute(db);
+    const expected = made
+      .filter((d) => d.webhook_id !== other)
+      .sort((x, y) => y.created_at.getTime() - x.created_at.getTime() || (x.id < y.id ? 1 : -1))
+      .map((d) => d.id);
+    expect(expected.length).toBeGreaterThan(100);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const listed: DeliveryList = await getJson<DeliveryList>(`/admin/deliveries?partnerId=${mine.id}${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(listed.items.every((d) => d.partnerId === mine.id)).toBe(true);
+      seen.push(...listed.items.map((d) => d.id));
+      cursor = listed.nextCursor;
+    } while (cursor && seen.length < 1000);
+    expect(seen).toEqual(expected);
+    expect(new Set((await getJson<DeliveryList>(`/admin/deliveries?partnerId=${mine.id}`)).items.map((d) => d.webhookId))).toEqual(new Set([a, b, c]));
+  });
+});
+
 describe('malformed cursors', () => {
   const BAD = ['x', 'AAAA', '1;DROP TABLE payments', '00000000-0000-4000-8000-00000000000g', 'urn:uuid:00000000-0000-4000-8000-000000000000', '-1', '1e3', '9'.repeat(19)];
 

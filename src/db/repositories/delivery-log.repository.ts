@@ -50,6 +50,15 @@ export interface DeliveryLogFilter {
 }
 
 /**
+ * The event of delivery `d`, looked up by its partition key as well (a delivery carries its
+ * event's created_at): one month's key instead of every month's. The LIMIT keeps it a lookup per
+ * delivery: as a join, the planner takes the two equal columns for independent ones, expects one
+ * row of the whole join, and hashes every month instead.
+ */
+const eventOf = (d: RawBuilder<unknown>) =>
+  sql`SELECT ev.id, ev.event, ev.payment_id FROM events ev WHERE ev.id = ${d}.event_id AND ev.created_at = ${d}.created_at LIMIT 1`;
+
+/**
  * A webhook's delivery log and the partner's recovery of what it missed. The log merges the
  * attempts made (succeeded or failed) with one `pending` entry per delivery still to be sent (its
  * next attempt, at its due time), newest first by (time, attempt, id): each side is read through
@@ -65,7 +74,7 @@ export function createDeliveryLogRepository(db: Db) {
         a.status_code, a.duration_ms, a.error, a.next_retry_at
       FROM webhook_attempts a
       JOIN webhook_deliveries d ON d.id = a.delivery_id
-      JOIN events e ON e.id = d.event_id
+      CROSS JOIN LATERAL (${eventOf(sql`d`)}) e
       WHERE a.webhook_id = ${webhookId}::uuid ${outcome} ${payment}
         AND ${after}
       ORDER BY a.created_at DESC, a.attempt DESC, a.id DESC
@@ -79,7 +88,7 @@ export function createDeliveryLogRepository(db: Db) {
       SELECT d.id AS item_id, d.next_attempt_at AS at, d.attempts + 1 AS attempt, e.event, e.id AS event_id, e.payment_id, d.id AS delivery_id,
         'pending' AS status, NULL::int AS status_code, 0 AS duration_ms, NULL::text AS error, d.next_attempt_at AS next_retry_at
       FROM webhook_deliveries d
-      JOIN events e ON e.id = d.event_id
+      CROSS JOIN LATERAL (${eventOf(sql`d`)}) e
       WHERE d.webhook_id = ${webhookId}::uuid AND d.status = 'pending' ${payment}
         AND ${after}
       ORDER BY d.next_attempt_at DESC, d.attempts DESC, d.id DESC

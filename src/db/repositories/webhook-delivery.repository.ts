@@ -23,6 +23,11 @@ export interface ClaimedDelivery {
   event: DeliveredEvent;
   data: Record<string, unknown>;
   eventCreatedAt: Date;
+  /**
+   * The delivery's own created_at, its partition key, as the database writes it (to the
+   * microsecond, where a Date keeps milliseconds): the attempt's write finds its row in one month.
+   */
+  createdAt: string;
   /** The payment the event is about, if any, and the trace context of the request that created it. */
   paymentId: string | null;
   traceParent: string | null;
@@ -74,18 +79,6 @@ export interface FinishedAttempt {
   movedLane: boolean;
 }
 
-export interface AttemptLogRow {
-  event: DeliveredEvent;
-  delivery_id: string;
-  succeeded: boolean;
-  status_code: number | null;
-  duration_ms: number;
-  error: string | null;
-  attempt: number;
-  next_retry_at: Date | null;
-  created_at: Date;
-}
-
 /** A delivery as the operator lists it, with its latest attempt's answer. */
 export interface DeliveryLogRow {
   id: string;
@@ -117,6 +110,7 @@ interface ClaimedRow {
   event: string;
   payload: Record<string, unknown>;
   created_at: Date;
+  delivery_created_at: string;
   payment_id: string | null;
   trace_parent: string | null;
   trace_state: string | null;
@@ -133,6 +127,8 @@ function dueDeliveries(now: Date, limits: ClaimLimits): LeasedWorkSpec {
   const partnerFreeOf = (partner: RawBuilder<unknown>) => sql`coalesce((SELECT free FROM partner_free WHERE partner_id = ${partner}), ${perPartner})`;
   return {
     ...ATTEMPTED_WORK,
+    // With the partition key, the claim's update finds each row in its month.
+    key: ['id', 'created_at'],
     table: 'webhook_deliveries',
     laneColumn: 'webhook_id',
     with: [freeSlotsCte('endpoint_free', 'webhook_id', limits.endpointFree), freeSlotsCte('partner_free', 'partner_id', limits.partnerFree)],
@@ -150,8 +146,8 @@ function dueDeliveries(now: Date, limits: ClaimLimits): LeasedWorkSpec {
       )), ${perPartner}) - (${perPartner} - ${partnerFreeOf(sql`r.turn_key`)})
     )`,
     alsoSet: sql`updated_at = ${now}::timestamptz`,
-    returning: sql`t.id, t.webhook_id, t.event_id`,
-    select: sql`SELECT c.id, c.webhook_id, c.event_id, c.lease_token, w.partner_id, w.url, w.secret_ciphertext,
+    returning: sql`t.id, t.webhook_id, t.event_id, t.created_at::text AS delivery_created_at`,
+    select: sql`SELECT c.id, c.webhook_id, c.event_id, c.delivery_created_at, c.lease_token, w.partner_id, w.url, w.secret_ciphertext,
         w.previous_secret_ciphertext, w.previous_secret_expires_at, e.event, e.payload, e.created_at, e.payment_id, p.trace_parent, p.trace_state
       FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN events e ON e.id = c.event_id LEFT JOIN payments p ON p.id = e.payment_id`,
   };
@@ -162,7 +158,7 @@ const claimedRow = camelRow([
 ]);
 
 function toClaimed(row: Leased<ClaimedRow>): ClaimedDelivery {
-  return { ...claimedRow(row), attempt: row.lease_token, event: row.event as DeliveredEvent, data: row.payload, eventCreatedAt: row.created_at };
+  return { ...claimedRow(row), attempt: row.lease_token, event: row.event as DeliveredEvent, data: row.payload, eventCreatedAt: row.created_at, createdAt: row.delivery_created_at };
 }
 
 /**
@@ -182,14 +178,39 @@ export function waitingPast(d: string, at: Date): RawBuilder<boolean> {
 const shownStatus = sql<DeliveryStatus>`CASE d.status WHEN 'delivered' THEN 'succeeded' ELSE d.status END`.as('status');
 const storedStatus = (status: DeliveryStatus): StoredDeliveryStatus => (status === 'succeeded' ? 'delivered' : status);
 
-/** Deliveries as the operator lists them, each with its latest attempt's answer. */
+/**
+ * How long before its delivery's creation an attempt's time may read: the attempt is stamped by
+ * the service's clock, the delivery by the database's, and a service clock behind the database's
+ * must not hide an attempt. A bound, so that the attempts' lookup reads the months from the
+ * delivery's on, not every month kept.
+ */
+const ATTEMPT_CLOCK_SLACK = sql.lit('1 day');
+
+/**
+ * Deliveries as the operator lists them, each with its latest attempt's answer. The event is
+ * looked up by its partition key too (a delivery carries its event's created_at), one delivery
+ * at a time, so each lookup reads one month's key instead of every month's. The LIMIT keeps the
+ * lookup a lookup: as a join, the planner takes the two equal columns for independent ones,
+ * expects one row of the whole join, and hashes every month instead.
+ */
 const logRows = (executor: Kysely<Database>) =>
   executor
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .innerJoinLateral(
+      (eb) => eb.selectFrom('events as e').select('e.event').whereRef('e.id', '=', 'd.event_id').whereRef('e.created_at', '=', 'd.created_at').limit(1).as('e'),
+      (join) => join.onTrue(),
+    )
     .leftJoinLateral(
-      (eb) => eb.selectFrom('webhook_attempts as a').select(['a.status_code', 'a.error']).whereRef('a.delivery_id', '=', 'd.id').orderBy('a.attempt', 'desc').limit(1).as('last'),
+      (eb) =>
+        eb
+          .selectFrom('webhook_attempts as a')
+          .select(['a.status_code', 'a.error'])
+          .whereRef('a.delivery_id', '=', 'd.id')
+          .where(sql<boolean>`a.created_at >= d.created_at - ${ATTEMPT_CLOCK_SLACK}::interval`)
+          .orderBy('a.attempt', 'desc')
+          .limit(1)
+          .as('last'),
       (join) => join.onTrue(),
     )
     .select([
@@ -200,7 +221,7 @@ const logRows = (executor: Kysely<Database>) =>
 
 /** What an attempt did to its delivery: delivered, scheduled for a retry, or failed for good. */
 type FinishShape = 'delivered' | 'retry' | 'failed';
-type FinishSlot = 'deliveryId' | 'webhookId' | 'attempt' | 'statusCode' | 'durationMs' | 'error' | 'nextAttemptAt' | 'at';
+type FinishSlot = 'deliveryId' | 'createdAt' | 'webhookId' | 'attempt' | 'statusCode' | 'durationMs' | 'error' | 'nextAttemptAt' | 'at';
 
 /**
  * The statement that logs an attempt and moves its delivery on, for one shape of outcome: one
@@ -233,6 +254,7 @@ function finishStatement(db: Db, shape: FinishShape, slot: SlotFn<FinishSlot>) {
         .updateTable('webhook_deliveries')
         .set({ ...next, updated_at: at })
         .where('id', '=', slot<string>('deliveryId'))
+        .where(sql<boolean>`created_at = ${slot<string>('createdAt')}::timestamptz`)
         .where('status', '=', 'pending')
         .where('attempts', '=', slot<number>('attempt'))
         .returning('webhook_id'),
@@ -325,6 +347,7 @@ export function createWebhookDeliveryRepository(db: Db, reads: Db = db) {
       const { rows } = await db.executeQuery(
         finishing[shape]({
           deliveryId: claim.id,
+          createdAt: claim.createdAt,
           webhookId: claim.webhookId,
           attempt: claim.attempt,
           statusCode: outcome.statusCode,
@@ -340,27 +363,28 @@ export function createWebhookDeliveryRepository(db: Db, reads: Db = db) {
 
     // The attempts and deliveries as partners and operators read them.
 
-    /** Newest attempts first across all deliveries of one webhook. */
-    async listAttempts(webhookId: string, limit: number): Promise<AttemptLogRow[]> {
-      const rows = await db
-        .selectFrom('webhook_attempts as a')
-        .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
-        .innerJoin('events as e', 'e.id', 'd.event_id')
-        .select(['e.event', 'a.delivery_id', 'a.succeeded', 'a.status_code', 'a.duration_ms', 'a.error', 'a.attempt', 'a.next_retry_at', 'a.created_at'])
-        .where('a.webhook_id', '=', webhookId)
-        .orderBy('a.created_at', 'desc')
-        .orderBy('a.attempt', 'desc')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => ({ ...r, event: r.event as DeliveredEvent }));
-    },
-
-    /** Every partner's deliveries, newest first, keyset-paged after the delivery id `after`. */
+    /**
+     * Every partner's deliveries, newest first, keyset-paged after the delivery id `after`. One
+     * partner's are read webhook by webhook through the (webhook, created_at) index, each cut to
+     * the page, and merged: walking every partner's newest deliveries for one partner's reads
+     * past all the others'.
+     */
     async listLog(filter: { partnerId?: string; status?: DeliveryStatus }, after: string | null, limit: number): Promise<DeliveryLogRow[]> {
+      const status = filter.status ? sql`AND d.status = ${storedStatus(filter.status)}` : sql``;
+      const before = after ? sql`AND (d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = ${after}::uuid)` : sql``;
       let q = logRows(reads).orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit);
-      if (filter.partnerId) q = q.where('w.partner_id', '=', filter.partnerId);
-      if (filter.status) q = q.where('d.status', '=', storedStatus(filter.status));
-      if (after) q = q.where(sql<boolean>`(d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = ${after}::uuid)`);
+      if (filter.partnerId) {
+        q = q.where(sql<boolean>`(d.id, d.created_at) IN (
+          SELECT page.id, page.created_at FROM webhooks pw CROSS JOIN LATERAL (
+            SELECT d.id, d.created_at FROM webhook_deliveries d
+            WHERE d.webhook_id = pw.id ${status} ${before}
+            ORDER BY d.created_at DESC, d.id DESC LIMIT ${limit}
+          ) page
+          WHERE pw.partner_id = ${filter.partnerId}::uuid
+          ORDER BY page.created_at DESC, page.id DESC LIMIT ${limit})`);
+      } else {
+        q = q.where(sql<boolean>`true ${status} ${before}`);
+      }
       return q.execute();
     },
 
