@@ -2,7 +2,8 @@
  * `npm run bench:scale`: every partner endpoint and the operator's reports, one request after
  * another, over a year of data at three volumes (10k invoices / 3k payments, 1M / 300k, 5M / 1.5M
  * by default) in PostgreSQL, with the service run as `npm run start:prod` runs it (production
- * build, its heap cap). Each endpoint is called WARMUP times untimed, then RUNS times timed (50 and
+ * build, its heap cap), once the year is swept to what retention keeps (the expired months dropped
+ * one at a time, timed). Each endpoint is called WARMUP times untimed, then RUNS times timed (50 and
  * 400 by default). Prints and writes bench/results/scale.{md,json} (the table with a p99 ratio
  * column per volume, peak RSS, table sizes before and after the retention sweep) and
  * bench/results/scale-plans-*.md (EXPLAIN ANALYZE of the report and claim queries).
@@ -79,7 +80,7 @@ interface VolumeResult {
   history: History;
   samples: Sample[];
   peakRssMb: number;
-  /** Without --replica: storage after the year, then after the retention sweep. */
+  /** Storage after the year, then after the retention sweep the endpoints are timed on. */
   storage?: { sizesYear: TableSize[]; sizesSteady: TableSize[]; sweep: Awaited<ReturnType<typeof sweepToSteadyState>> };
   /** With --replica: the standby's base backup and its replay up to the primary before timing. */
   standby?: { baseBackupS: number; replayS: number };
@@ -427,20 +428,28 @@ async function runVolume(volume: { invoices: number; payments: number }, cluster
       const made = await createPartners(ports, hook.url).finally(() => first.stop());
       const seedS = await seed(db.url, { ...volume, partnerId: made.partner.id, webhookId: made.webhookId, otherPartnerIds: made.others });
       const history = await loadHistory(db.url);
-      const measured = { ...made, lastPosition: history.lastPosition, otherPartnerId: await busyOtherPartner(db.url, made.partner.id) };
       console.log(`  seeded in ${seedS.toFixed(0)} s; ${history.positioned.toLocaleString('en')} events positioned, ${history.runs} reconciliation runs, ${history.discrepancies.toLocaleString('en')} discrepancies, ${history.cases.toLocaleString('en')} cases, ${history.audit.toLocaleString('en')} audit entries`);
+      // The endpoints are timed on what the service keeps: a year of payments and invoices, and of
+      // events, deliveries and attempts what their retention keeps. The months past it go first,
+      // one at a time and timed, as the service's pass would have dropped them month after month.
+      const sizesYear = await tableSizes(db.url);
+      const sweep = await sweepToSteadyState(db.url);
+      const sizesSteady = await tableSizes(db.url);
+      console.log(`  swept to the retention's steady state in ${sweep.seconds.toFixed(0)} s: ${sweep.months.months} months dropped, the slowest in ${Math.round(sweep.months.slowestMonthS * 1000)} ms`);
+      // The seed's and the sweep's dirty pages written out now, not by the checkpointer while endpoints are timed.
+      await checkpoint(db.url);
+      const measured = { ...made, lastPosition: history.lastPosition, otherPartnerId: await busyOtherPartner(db.url, made.partner.id) };
       if (cluster) {
         const held = await teardown.acquire('the standby', () => startStandby(cluster, new URL(db.url).pathname.slice(1)), (s) => s.standby.destroy());
         const { value: { standby, baseBackupS, replayS }, release: releaseStandby } = held;
         try {
           console.log(`  standby: base backup ${baseBackupS.toFixed(0)} s, replayed up to the primary ${replayS.toFixed(1)} s later`);
           const timed = await measure(ports, measured, standby.url(new URL(db.url).pathname.slice(1)));
-          return { ...volume, seedS, history, ...timed, standby: { baseBackupS, replayS } };
+          return { ...volume, seedS, history, ...timed, standby: { baseBackupS, replayS }, storage: { sizesYear, sizesSteady, sweep } };
         } finally {
           await releaseStandby();
         }
       }
-      const sizesYear = await tableSizes(db.url);
       const timed = await measure(ports, measured);
       const plans = await explainAll(db.url, {
         partnerId: made.partner.id,
@@ -451,8 +460,6 @@ async function runVolume(volume: { invoices: number; payments: number }, cluster
         auditTargetId: await firstValue(db.url, `SELECT target_id AS v FROM audit_log WHERE action = 'discrepancy.resolve' ORDER BY id LIMIT 1`),
       });
       writeFileSync(join(OUT, `scale-plans-${label(volume.invoices)}.md`), `# Plans at ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments\n\n${plans}`);
-      const sweep = await sweepToSteadyState(db.url);
-      const sizesSteady = await tableSizes(db.url);
       return { ...volume, seedS, history, ...timed, storage: { sizesYear, sizesSteady, sweep } };
     });
   } finally {
@@ -470,6 +477,12 @@ function busyOtherPartner(url: string, partnerId: string): Promise<string> {
      ORDER BY w.partner_id LIMIT 1`,
     [partnerId],
   );
+}
+
+async function checkpoint(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('CHECKPOINT').finally(() => client.end());
 }
 
 async function todaysPaymentIds(url: string, partnerId: string): Promise<string[]> {
@@ -490,7 +503,7 @@ function storageReport(results: VolumeResult[]): string[] {
   const stored = results.filter((r) => r.storage);
   const first = stored[0]?.storage;
   if (!first) return [];
-  const lines = ['', '**Table sizes** (rows / total size with indexes, summed over its partitions where a table has them): after a year with no retention, then after the retention sweep', ''];
+  const lines = ['', '**Table sizes** (rows / total size with indexes, summed over its partitions where a table has them): after a year with no retention, then after the retention sweep, on which the endpoints above were timed', ''];
   lines.push(`| table | ${stored.map((r) => `${label(r.invoices)}: a year | ${label(r.invoices)}: swept`).join(' | ')} |`);
   lines.push(`|---|${stored.map(() => '---|---|').join('')}`);
   for (const t of first.sizesYear) {
@@ -518,7 +531,7 @@ function report(results: VolumeResult[]): string {
   /** A volume's cells: its times, and with --replica where the reads ran. */
   const perVolume = (times: string, reads = '') => (REPLICA ? [times, reads] : [times]);
   const lines = [
-    `Each endpoint: ${WARMUP} calls untimed, then p50 / p99 of ${RUNS} timed calls (nearest rank: the p99 is the ${Math.ceil(0.99 * RUNS)}th fastest).${REPLICA ? ' Reads: where the routed reads of the timed calls ran (database_routed_reads_total), or not routed.' : ''} One request at a time keeps about one of the ${cpus().length} CPUs busy (client, service and PostgreSQL take turns); a share well above that is other work on the host.`,
+    `A year of payments and invoices; of events, deliveries and attempts what their retention keeps (the months past it dropped first, timed below). Each endpoint: ${WARMUP} calls untimed, then p50 / p99 of ${RUNS} timed calls (nearest rank: the p99 is the ${Math.ceil(0.99 * RUNS)}th fastest).${REPLICA ? ' Reads: where the routed reads of the timed calls ran (database_routed_reads_total), or not routed.' : ''} One request at a time keeps about one of the ${cpus().length} CPUs busy (client, service and PostgreSQL take turns); a share well above that is other work on the host.`,
     '',
     row([`endpoint (p50 / p99 ms, n = ${RUNS})`, ...results.flatMap((r) => perVolume(`${label(r.invoices)} / ${label(r.payments)}`, `reads at ${label(r.invoices)}`)), ...rest.map((r) => `p99 ratio ${label(r.invoices)} / ${label(first.invoices)}`)]),
     row(['---', ...results.flatMap(() => perVolume('---', '---')), ...rest.map(() => '---')]),
