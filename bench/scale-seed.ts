@@ -106,8 +106,8 @@ export function seedStatements(shape: SeedShape): string[] {
        SELECT ${uuidOf('50000000', 'k')}, w.id, ev.id, 'delivered', 1, ev.created_at, ev.created_at + interval '50 milliseconds', ev.created_at, ev.created_at
        FROM (SELECT id, partner_id, created_at, row_number() OVER () AS k FROM events) ev
        JOIN webhooks w ON w.partner_id = ev.partner_id AND w.deleted_at IS NULL`,
-    `INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, succeeded, status_code, duration_ms, created_at)
-       SELECT id, webhook_id, 1, true, 200, 50, created_at FROM webhook_deliveries`,
+    `INSERT INTO webhook_attempts (delivery_id, delivery_created_at, webhook_id, attempt, succeeded, status_code, duration_ms, created_at)
+       SELECT id, created_at, webhook_id, 1, true, 200, 50, created_at FROM webhook_deliveries`,
     `INSERT INTO idempotency_keys (partner_id, key, request_hash, state, locked_until, payment_id, response_status, response_body, created_at, expires_at)
        SELECT partner_id, 'idem-' || id, md5(id::text), 'completed', created_at, id, 201,
               jsonb_build_object('id', id, 'status', 'submitted', 'qrText', repeat(md5(id::text), 24)), created_at, created_at + interval '48 hours'

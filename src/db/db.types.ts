@@ -390,6 +390,7 @@ export interface SandboxInvoicesTable {
 export interface WebhookAttemptsTable {
   attempt: number;
   created_at: Generated<CreatedAt>;
+  delivery_created_at: Timestamp | null;
   delivery_id: string;
   duration_ms: number;
   error: string | null;

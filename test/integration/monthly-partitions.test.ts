@@ -5,6 +5,7 @@ import { createDatabase, migrateToLatest, type Db } from '../../src/db/database.
 import { movePartitionedTables, unpartitionedTables } from '../../src/db/partition-move.js';
 import { createPartitionRepository, PARTITIONED_TABLES, type PartitionedTable } from '../../src/db/repositories/partition.repository.js';
 import { createOutbox } from '../../src/db/outbox.statements.js';
+import { createDeliveryLogRepository } from '../../src/db/repositories/delivery-log.repository.js';
 import { unitOfWorkRunner } from '../../src/db/unit-of-work.js';
 import { addMonths, monthPartitionName, monthStart } from '../../src/domain/partition-months.js';
 import type { Job } from '../../src/work/job-runner.js';
@@ -349,5 +350,24 @@ describe('the move to monthly partitions on a populated database', () => {
     await expect(requeue(h, lone).execute(db)).rejects.toMatchObject({ code: '23505' });
     expect(await createdAt(stale)).toEqual(staleAt);
     expect(await count(db, 'webhook_deliveries', sql`event_id = ${twinned.id}::uuid`)).toBe(2);
+  });
+
+  it("lists an attempt logged before attempts carried their delivery's time beside one that carries it", async () => {
+    const h = await seedHistory(5);
+    const { rows: legacy } = await sql<{ id: string }>`SELECT id FROM webhook_attempts ORDER BY created_at DESC LIMIT 1`.execute(db);
+    await migrateToLatest(db, schema);
+    const event = await eventAt(h, new Date(Date.now() - DAY));
+    const { rows: made } = await sql<{ id: string; created_at: string }>`INSERT INTO webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at)
+      VALUES (${h.webhook}::uuid, ${event.id}::uuid, 'delivered', 1, now(), ${event.at}::timestamptz) RETURNING id, created_at::text`.execute(db);
+    const delivery = made[0];
+    if (!delivery) throw new Error('no delivery');
+    const { rows: attempted } = await sql<{ id: string }>`INSERT INTO webhook_attempts (delivery_id, delivery_created_at, webhook_id, attempt, succeeded, duration_ms, created_at)
+      VALUES (${delivery.id}::uuid, ${delivery.created_at}::timestamptz, ${h.webhook}::uuid, 1, true, 5, now()) RETURNING id`.execute(db);
+    const log = await createDeliveryLogRepository(db).list(h.webhook, { status: 'succeeded' }, null, 50);
+    const ids = log.map((entry) => entry.item_id);
+    expect(ids[0]).toBe(attempted[0]?.id);
+    expect(ids).toContain(legacy[0]?.id);
+    expect(log).toHaveLength(6);
+    expect(new Set(log.map((entry) => entry.event))).toEqual(new Set(['payment.confirmed']));
   });
 });

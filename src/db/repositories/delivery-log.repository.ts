@@ -59,6 +59,20 @@ const eventOf = (d: RawBuilder<unknown>) =>
   sql`SELECT ev.id, ev.event, ev.payment_id FROM events ev WHERE ev.id = ${d}.event_id AND ev.created_at = ${d}.created_at LIMIT 1`;
 
 /**
+ * The delivery of attempt `a`, found in its own month by the delivery's created_at the attempt
+ * carries; an attempt logged before attempts carried it (migration 038) by its id alone, in every
+ * month. Each branch's condition on the attempt alone is checked once per attempt, before its
+ * scan: only one of them reads.
+ */
+const deliveryOf = (a: RawBuilder<unknown>) => sql`
+  (SELECT dd.event_id, dd.created_at FROM webhook_deliveries dd
+   WHERE ${a}.delivery_created_at IS NOT NULL AND dd.id = ${a}.delivery_id AND dd.created_at = ${a}.delivery_created_at)
+  UNION ALL
+  (SELECT dd.event_id, dd.created_at FROM webhook_deliveries dd
+   WHERE ${a}.delivery_created_at IS NULL AND dd.id = ${a}.delivery_id)
+  LIMIT 1`;
+
+/**
  * A webhook's delivery log and the partner's recovery of what it missed. The log merges the
  * attempts made (succeeded or failed) with one `pending` entry per delivery still to be sent (its
  * next attempt, at its due time), newest first by (time, attempt, id): each side is read through
@@ -73,7 +87,7 @@ export function createDeliveryLogRepository(db: Db) {
         CASE WHEN a.succeeded THEN 'succeeded' ELSE 'failed' END AS status,
         a.status_code, a.duration_ms, a.error, a.next_retry_at
       FROM webhook_attempts a
-      JOIN webhook_deliveries d ON d.id = a.delivery_id
+      CROSS JOIN LATERAL (${deliveryOf(sql`a`)}) d
       CROSS JOIN LATERAL (${eventOf(sql`d`)}) e
       WHERE a.webhook_id = ${webhookId}::uuid ${outcome} ${payment}
         AND ${after}

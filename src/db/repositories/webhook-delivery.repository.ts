@@ -238,6 +238,7 @@ function finishStatement(db: Db, shape: FinishShape, slot: SlotFn<FinishSlot>) {
         .insertInto('webhook_attempts')
         .values({
           delivery_id: slot<string>('deliveryId'),
+          delivery_created_at: sql<Date>`${slot<string>('createdAt')}::timestamptz`,
           webhook_id: slot<string>('webhookId'),
           attempt: slot<number>('attempt'),
           succeeded,
