@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../database.js';
 import type { DeliveredEvent, DeliveryLogStatus } from '../../domain/vocabulary.js';
-import { waitingPast } from './webhook-delivery.repository.js';
+import { eventOf, waitingPast } from './webhook-delivery.repository.js';
 
 /** One entry of a webhook's delivery log: an attempt made, or the next attempt of a delivery still pending. */
 export interface DeliveryLogEntry {
@@ -48,15 +48,6 @@ export interface DeliveryLogFilter {
   status?: DeliveryLogStatus;
   paymentId?: string;
 }
-
-/**
- * The event of delivery `d`, looked up by its partition key as well (a delivery carries its
- * event's created_at): one month's key instead of every month's. The LIMIT keeps it a lookup per
- * delivery: as a join, the planner takes the two equal columns for independent ones, expects one
- * row of the whole join, and hashes every month instead.
- */
-const eventOf = (d: RawBuilder<unknown>) =>
-  sql`SELECT ev.id, ev.event, ev.payment_id FROM events ev WHERE ev.id = ${d}.event_id AND ev.created_at = ${d}.created_at LIMIT 1`;
 
 /**
  * The delivery of attempt `a`, found in its own month by the delivery's created_at the attempt

@@ -187,20 +187,20 @@ const storedStatus = (status: DeliveryStatus): StoredDeliveryStatus => (status =
 const ATTEMPT_CLOCK_SLACK = sql.lit('1 day');
 
 /**
- * Deliveries as the operator lists them, each with its latest attempt's answer. The event is
- * looked up by its partition key too (a delivery carries its event's created_at), one delivery
- * at a time, so each lookup reads one month's key instead of every month's. The LIMIT keeps the
- * lookup a lookup: as a join, the planner takes the two equal columns for independent ones,
- * expects one row of the whole join, and hashes every month instead.
+ * The event of delivery `d`, looked up by its partition key as well (a delivery carries its
+ * event's created_at): one month's key instead of every month's. The LIMIT keeps it a lookup per
+ * delivery: as a join, the planner takes the two equal columns for independent ones, expects one
+ * row of the whole join, and hashes every month instead.
  */
+export const eventOf = (d: RawBuilder<unknown>) =>
+  sql`SELECT ev.id, ev.event, ev.payment_id FROM events ev WHERE ev.id = ${d}.event_id AND ev.created_at = ${d}.created_at LIMIT 1`;
+
+/** Deliveries as the operator lists them, each with its latest attempt's answer and its event (eventOf). */
 const logRows = (executor: Kysely<Database>) =>
   executor
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-    .innerJoinLateral(
-      (eb) => eb.selectFrom('events as e').select('e.event').whereRef('e.id', '=', 'd.event_id').whereRef('e.created_at', '=', 'd.created_at').limit(1).as('e'),
-      (join) => join.onTrue(),
-    )
+    .innerJoinLateral(sql<{ event: string }>`(${eventOf(sql`d`)})`.as('e'), (join) => join.onTrue())
     .leftJoinLateral(
       (eb) =>
         eb
