@@ -1,6 +1,6 @@
 /**
  * The scale bench's read replica (`--replica`): a PostgreSQL primary cluster of the bench's own
- * (never the shared server) and, once a volume is seeded, a hot standby made from it with
+ * (never the shared server) and, once every volume is seeded, a hot standby made from it with
  * `pg_basebackup -R`, both on free ports, as test/integration/replica-reads.test.ts builds them.
  * Both keep `fsync` and `synchronous_commit` on and autovacuum off, as the shared server the
  * bench's other runs use has them, so the two row sets differ by the replica alone.
@@ -68,23 +68,27 @@ export async function routedReads(adminUrl: string): Promise<Routed> {
 }
 
 /**
- * Counts the routed reads `run` makes. A scrape reads its own gauges through the routed reads, so
- * two scrapes with nothing between them give what one scrape adds, which is taken off.
+ * Counts the routed reads `run` makes on each service of `adminUrls` (the volumes timed in
+ * lockstep). A scrape reads its own gauges through the routed reads, so two scrapes with nothing
+ * between them give what one scrape adds, which is taken off.
  */
-export async function countRouted(adminUrl: string, run: () => Promise<void>): Promise<Routed> {
-  const s1 = await routedReads(adminUrl);
-  const s2 = await routedReads(adminUrl);
+export async function countRouted(adminUrls: string[], run: () => Promise<void>): Promise<Routed[]> {
+  const scrapeAll = () => Promise.all(adminUrls.map(routedReads));
+  const s1 = await scrapeAll();
+  const s2 = await scrapeAll();
   await run();
-  const s3 = await routedReads(adminUrl);
-  const own = (t: keyof Routed) => Math.max(0, s3[t] - s2[t] - (s2[t] - s1[t]));
-  return { replica: own('replica'), primary: own('primary') };
+  const s3 = await scrapeAll();
+  return adminUrls.map((_, j) => {
+    const own = (t: keyof Routed) => Math.max(0, (s3[j]?.[t] ?? 0) - (s2[j]?.[t] ?? 0) - ((s2[j]?.[t] ?? 0) - (s1[j]?.[t] ?? 0)));
+    return { replica: own('replica'), primary: own('primary') };
+  });
 }
 
 /** Waits until a routed read (`read`) runs on the replica only: the service has measured the standby's lag under its bound. */
 export async function readsOnReplica(adminUrl: string, read: () => Promise<unknown>): Promise<void> {
   for (let i = 0; i < 300; i++) {
-    const added = await countRouted(adminUrl, async () => void (await read()));
-    if (added.replica > 0 && added.primary === 0) return;
+    const [added] = await countRouted([adminUrl], async () => void (await read()));
+    if (added && added.replica > 0 && added.primary === 0) return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('routed reads did not move to the replica within 30 s');

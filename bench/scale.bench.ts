@@ -3,15 +3,17 @@
  * another, over a year of data at three volumes (10k invoices / 3k payments, 1M / 300k, 5M / 1.5M
  * by default) in PostgreSQL, with the service run as `npm run start:prod` runs it (production
  * build, its heap cap), once the year is swept to what retention keeps (the expired months dropped
- * one at a time, timed). Each endpoint is called WARMUP times untimed, then RUNS times timed (50 and
- * 400 by default). Prints and writes bench/results/scale.{md,json} (the table with a p99 ratio
- * column per volume, peak RSS, table sizes before and after the retention sweep) and
- * bench/results/scale-plans-*.md (EXPLAIN ANALYZE of the report and claim queries).
+ * one at a time, timed). Every volume has its own database, simulator and service, all started
+ * before any call is timed; each endpoint is called WARMUP times untimed on each volume, then RUNS
+ * timed rounds (50 and 400 by default), a round calling every volume once, so the host's drift over
+ * the run falls on every volume alike. Prints and writes bench/results/scale.{md,json} (the table
+ * with a p99 ratio column per volume, peak RSS, table sizes before and after the retention sweep)
+ * and bench/results/scale-plans-*.md (EXPLAIN ANALYZE of the report and claim queries).
  *
- * `--replica` runs the same volumes on a PostgreSQL primary of the bench's own with a streaming
- * hot standby made from it once each volume is seeded, the service given DATABASE_REPLICA_URL,
+ * `--replica` runs the same volumes on a PostgreSQL primary of the bench's own with one streaming
+ * hot standby made from it once every volume is seeded, each service given DATABASE_REPLICA_URL,
  * and writes bench/results/scale-replica.{md,json}: the same table, and for each row where its
- * routed reads ran (database_routed_reads_total scraped around each endpoint).
+ * routed reads ran (database_routed_reads_total scraped around each endpoint's timed rounds).
  * See bench/README.md, "Scale: a year of data".
  */
 import { execFileSync } from 'node:child_process';
@@ -86,7 +88,7 @@ interface VolumeResult {
   standby?: { baseBackupS: number; replayS: number };
 }
 
-function writeFixtures(): string {
+function writeFixtures(tag: number): string {
   const sources = ['mof', 'etax', 'police'] as const;
   const invoices = Array.from({ length: LIVE_INVOICES }, (_, i) => ({
     source: sources[i % 3],
@@ -99,7 +101,7 @@ function writeFixtures(): string {
     payer: { register: register(Math.floor(i / SEARCH_SIZE)), name: 'Bench Payer' },
     payee: { id: 'ORG-1', name: 'Org' },
   }));
-  const path = join(tmpdir(), `scale-fixtures-${process.pid}.json`);
+  const path = join(tmpdir(), `scale-fixtures-${process.pid}-${tag}.json`);
   writeFileSync(path, JSON.stringify({ invoices }));
   return path;
 }
@@ -119,38 +121,91 @@ async function ok<T>(url: string, init: RequestInit = {}): Promise<T> {
   return res.body as T;
 }
 
+interface Ports {
+  port: number;
+  adminPort: number;
+  simUrl: string;
+  databaseUrl: string;
+}
+
+interface Measured {
+  partner: { id: string; apiKey: string };
+  others: string[];
+  webhookId: string;
+  /** Another partner with a full page of seeded deliveries. */
+  otherPartnerId: string;
+  /** The seeded events' highest position. */
+  lastPosition: number;
+}
+
 /**
- * WARMUP untimed calls, then RUNS timed ones, one after another; `i` numbers the call. With the
- * admin URL (--replica), the routed reads of the timed calls are counted.
+ * One volume: its database, simulator and service, and what its timed calls need (the live
+ * invoices, the payments and cases the calls made). The volumes are timed in lockstep, call by
+ * call, so what the host does meanwhile falls on every volume alike.
  */
-async function timeEndpoint(endpoint: string, request: (i: number) => Promise<Answer>, routedAt?: string): Promise<Sample> {
-  for (let i = 0; i < WARMUP; i++) await request(i);
-  const ms: number[] = [];
-  let status = 0;
-  let bytes = 0;
+interface Lane {
+  volume: { invoices: number; payments: number };
+  ports: Ports;
+  made: Measured;
+  seedS: number;
+  history: History;
+  storage: NonNullable<VolumeResult['storage']>;
+  api: string;
+  admin: string;
+  key: Record<string, string>;
+  json: Record<string, string>;
+  samples: Sample[];
+  live: { id: string; refNum: string }[];
+  paid: string[];
+  toCancel: string[];
+  cases: string[];
+  eventIds: string[];
+  totalPayments: number;
+  auditTarget: string;
+}
+
+type Request = (lane: Lane, i: number) => Promise<Answer>;
+
+/**
+ * WARMUP untimed calls on every volume, then RUNS timed rounds: each round calls every volume once,
+ * in an order that rotates, so no volume always runs first or right after the same one. `i`
+ * numbers the call. With --replica, the routed reads of each volume's timed calls are counted.
+ */
+async function timeEndpoint(lanes: Lane[], endpoint: string, request: Request): Promise<void> {
+  for (let i = 0; i < WARMUP; i++) for (const lane of lanes) await request(lane, i);
+  const ms = lanes.map((): number[] => []);
+  const last = lanes.map(() => ({ status: 0, bytes: 0 }));
   const timed = async () => {
     for (let i = WARMUP; i < CALLS; i++) {
-      const start = performance.now();
-      const res = await request(i);
-      ms.push(performance.now() - start);
-      status = res.status;
-      bytes = JSON.stringify(res.body).length;
-      // A failing call times an error path, not the endpoint: the table must not hide it.
-      if (status >= 400) throw new Error(`${endpoint} answered ${status}: ${JSON.stringify(res.body)}`);
+      for (let k = 0; k < lanes.length; k++) {
+        const j = (i + k) % lanes.length;
+        const lane = lanes[j] as Lane;
+        const start = performance.now();
+        const res = await request(lane, i);
+        ms[j]?.push(performance.now() - start);
+        last[j] = { status: res.status, bytes: JSON.stringify(res.body).length };
+        // A failing call times an error path, not the endpoint: the table must not hide it.
+        if (res.status >= 400) throw new Error(`${endpoint} at ${label(lane.volume.invoices)} answered ${res.status}: ${JSON.stringify(res.body)}`);
+      }
     }
   };
   const { value: reads, machine } = await observed(async () => {
-    if (routedAt) return countRouted(routedAt, timed);
+    if (REPLICA) return countRouted(lanes.map((l) => l.admin), timed);
     await timed();
     return undefined;
   });
-  ms.sort((a, b) => a - b);
   const round = (v: number) => Math.round(v * 10) / 10;
-  const sample: Sample = { endpoint, n: ms.length, p50: round(percentile(ms, 0.5)), p99: round(percentile(ms, 0.99)), status, bytes, machine };
-  if (reads) Object.assign(sample, { reads, servedBy: servedBy(reads, ms.length) });
-  const where = sample.servedBy ? `, reads: ${sample.servedBy}` : '';
-  console.log(`  ${endpoint.padEnd(52)} p50 ${sample.p50} ms  p99 ${sample.p99} ms  (n ${sample.n}, last: ${status}, ${bytes} bytes, machine ${machine.busyPct}% busy${where})`);
-  return sample;
+  const cells: string[] = [];
+  lanes.forEach((lane, j) => {
+    const sorted = (ms[j] ?? []).sort((a, b) => a - b);
+    const { status, bytes } = last[j] ?? { status: 0, bytes: 0 };
+    const sample: Sample = { endpoint, n: sorted.length, p50: round(percentile(sorted, 0.5)), p99: round(percentile(sorted, 0.99)), status, bytes, machine };
+    const routed = reads?.[j];
+    if (routed) Object.assign(sample, { reads: routed, servedBy: servedBy(routed, sorted.length) });
+    lane.samples.push(sample);
+    cells.push(`${label(lane.volume.invoices)} ${sample.p50} / ${sample.p99}${sample.servedBy ? ` (${sample.servedBy})` : ''}`);
+  });
+  console.log(`  ${endpoint.padEnd(52)} p50 / p99 ms: ${cells.join(', ')}  (n ${RUNS} each, machine ${machine.busyPct}% busy)`);
 }
 
 function receiver(): Promise<{ server: Server; url: string }> {
@@ -164,13 +219,6 @@ function receiver(): Promise<{ server: Server; url: string }> {
       resolve({ server, url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook` });
     });
   });
-}
-
-interface Ports {
-  port: number;
-  adminPort: number;
-  simUrl: string;
-  databaseUrl: string;
 }
 
 /** Polls `sql` (a count) on the database until it is `want`, for what the service's jobs finish after the calls. */
@@ -202,7 +250,7 @@ async function startApi(ports: Ports, replicaUrl?: string): Promise<Proc> {
       RATE_LIMIT_PER_HOUR: '10000000',
       // The timed cases' evidence is gathered before the next endpoint is timed, not over its calls.
       CASE_POLL_MS: '500',
-      // The year's expired months are the bench's to drop, timed, after the endpoints: not the service's pass's, while they are timed.
+      // The year's expired months are the bench's to drop, timed, before the endpoints: not the service's pass's, while they are timed.
       RETENTION_SWEEP_MS: String(7 * 24 * 3600 * 1000),
       ...(replicaUrl ? { DATABASE_REPLICA_URL: replicaUrl } : {}),
     },
@@ -252,160 +300,134 @@ async function firstValue(databaseUrl: string, sql: string, params: unknown[] = 
 /** Mongolian finance day (UTC+8) of a time, as the simulator files settlements. */
 const financeDayOf = (at: number) => new Date(at + 8 * 3600 * 1000).toISOString().slice(0, 10);
 
-interface Measured {
-  partner: { id: string; apiKey: string };
-  others: string[];
-  webhookId: string;
-  /** Another partner with a full page of seeded deliveries. */
-  otherPartnerId: string;
-  /** The seeded events' highest position. */
-  lastPosition: number;
-}
-
 /** The live invoices, found by searching each bench taxpayer once: the API never shows refNums, each fixture's amount (1000 + its number) names it. */
-async function liveInvoices(api: string, key: Record<string, string>): Promise<{ id: string; refNum: string }[]> {
+async function liveInvoices(lane: Lane): Promise<{ id: string; refNum: string }[]> {
   const live: { id: string; refNum: string; n: number }[] = [];
   for (let r = 0; r < REGISTERS; r++) {
-    const found = await ok<{ invoices: { id: string; amount: number }[] }>(`${api}/invoices?ttd=${register(r)}`, { headers: key });
+    const found = await ok<{ invoices: { id: string; amount: number }[] }>(`${lane.api}/invoices?ttd=${register(r)}`, { headers: lane.key });
     live.push(...found.invoices.map((i) => ({ id: i.id, refNum: `LIVE-${i.amount - 1000}`, n: i.amount - 1000 })));
   }
   if (live.length < LIVE_INVOICES) throw new Error(`the searches found ${live.length} of ${LIVE_INVOICES} live invoices`);
   return live.sort((a, b) => a.n - b.n);
 }
 
-async function measurePartnerEndpoints(ports: Ports, made: Measured, totalPayments: number, routedAt?: string): Promise<{ samples: Sample[]; paid: string[]; cases: string[] }> {
-  const api = `http://127.0.0.1:${ports.port}/api/v1`;
-  const key = { 'x-api-key': made.partner.apiKey };
-  const json = { ...key, 'content-type': 'application/json' };
-  const samples: Sample[] = [];
-  const time = async (endpoint: string, request: (i: number) => Promise<Answer>) => void samples.push(await timeEndpoint(endpoint, request, routedAt));
-
-  await time('GET /invoices?ttd= (search)', () => call(`${api}/invoices?ttd=${register(0)}`, { headers: key }));
-  const live = await liveInvoices(api, key);
-  const inv = (i: number) => live[i % live.length] as { id: string; refNum: string };
-  await time('GET /invoices/{id}', (i) => call(`${api}/invoices/${inv(i).id}`, { headers: key }));
-  await time('GET /invoices/ref/{refNum}', (i) => call(`${api}/invoices/ref/${inv(i).refNum}`, { headers: key }));
-
-  const paid: string[] = [];
-  await time('POST /payments', async (i) => {
-    const res = await call(`${api}/payments`, { method: 'POST', headers: { ...json, 'x-idempotency-key': randomUUID() }, body: JSON.stringify({ invoiceId: inv(i).id }) });
-    paid.push((res.body as { id: string }).id);
-    return res;
-  });
-  // The ministry approves them now, so today's settlement names them.
-  for (let i = 0; i < CALLS; i++) await ok(`${ports.simUrl}/__control/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refNum: inv(i).refNum }) });
-  // Read once the confirmation job has recorded the approvals, so each read answers from the database.
-  await until(ports.databaseUrl, 'approved payments were not confirmed', `SELECT count(*)::int AS n FROM payments WHERE id = ANY($1::uuid[]) AND status = 'confirmed'`, [paid], (n) => n === paid.length);
-  await time('GET /payments/{id}', (i) => call(`${api}/payments/${paid[i % paid.length]}`, { headers: key }));
-
-  const toCancel: string[] = [];
-  for (let i = CALLS; i < 2 * CALLS; i++) {
-    const res = await ok<{ id: string }>(`${api}/payments`, { method: 'POST', headers: { ...json, 'x-idempotency-key': randomUUID() }, body: JSON.stringify({ invoiceId: inv(i).id }) });
-    toCancel.push(res.id);
-  }
-  await time('DELETE /payments/{id}', (i) => call(`${api}/payments/${toCancel[i]}`, { method: 'DELETE', headers: key }));
-
-  await time('GET /reports/summary', () => call(`${api}/reports/summary`, { headers: key }));
-  await time('GET /reports/payments, page 1', () => call(`${api}/reports/payments?page=1&limit=20`, { headers: key }));
-  const lastPage = Math.max(1, Math.ceil(totalPayments / 20));
-  await time('GET /reports/payments, last page', () => call(`${api}/reports/payments?page=${lastPage}&limit=20`, { headers: key }));
-  const today = financeDayOf(Date.now());
-  await time('POST /payments/report (today)', () => call(`${api}/payments/report`, { method: 'POST', headers: json, body: JSON.stringify({ financeDay: today }) }));
-
-  await time('GET /events (newest page)', () => call(`${api}/events`, { headers: key }));
-  // A follower near the head of the feed: from the first event of the live part.
-  await time('GET /events?afterSequence= (a follower)', () => call(`${api}/events?afterSequence=${made.lastPosition}`, { headers: key }));
-  const events = await ok<{ items: { id: string }[] }>(`${api}/events`, { headers: key });
-  await time('GET /events/{id}', (i) => call(`${api}/events/${events.items[i % events.items.length]?.id}`, { headers: key }));
-
-  await time('GET /webhooks', () => call(`${api}/webhooks`, { headers: key }));
-  await time('GET /webhooks/{id}', () => call(`${api}/webhooks/${made.webhookId}`, { headers: key }));
-  await time('GET /webhooks/{id}/deliveries', () => call(`${api}/webhooks/${made.webhookId}/deliveries`, { headers: key }));
-  await time('POST /devices', (i) => call(`${api}/devices`, { method: 'POST', headers: json, body: JSON.stringify({ userId: `user-${i}`, fcmToken: `token-${i}`, platform: 'android' }) }));
-
-  const cases: string[] = [];
-  await time('POST /cases', async (i) => {
-    const res = await call(`${api}/cases`, { method: 'POST', headers: json, body: JSON.stringify({ paymentId: paid[i], type: 'other', description: 'The customer asks for a receipt' }) });
-    cases.push((res.body as { id: string }).id);
-    return res;
-  });
-  await until(ports.databaseUrl, "the new cases' evidence was not gathered", `SELECT count(*)::int AS n FROM cases WHERE evidence_at IS NULL`, [], (n) => n === 0);
-  await time('GET /cases', () => call(`${api}/cases`, { headers: key }));
-  await time('GET /cases/{id}', (i) => call(`${api}/cases/${cases[i % cases.length]}`, { headers: key }));
-  return { samples, paid, cases };
+/** Work between timed endpoints, volume after volume. */
+async function eachLane(lanes: Lane[], step: (lane: Lane) => Promise<void>): Promise<void> {
+  for (const lane of lanes) await step(lane);
 }
 
-async function measureAdminEndpoints(ports: Ports, made: Measured, live: { paid: string[]; cases: string[] }, routedAt?: string): Promise<Sample[]> {
-  const admin = `http://127.0.0.1:${ports.adminPort}`;
+const inv = (lane: Lane, i: number) => lane.live[i % lane.live.length] as { id: string; refNum: string };
+
+async function measurePartnerEndpoints(lanes: Lane[]): Promise<void> {
+  const time = (endpoint: string, request: Request) => timeEndpoint(lanes, endpoint, request);
+
+  await time('GET /invoices?ttd= (search)', (l) => call(`${l.api}/invoices?ttd=${register(0)}`, { headers: l.key }));
+  await eachLane(lanes, async (l) => void (l.live = await liveInvoices(l)));
+  await time('GET /invoices/{id}', (l, i) => call(`${l.api}/invoices/${inv(l, i).id}`, { headers: l.key }));
+  await time('GET /invoices/ref/{refNum}', (l, i) => call(`${l.api}/invoices/ref/${inv(l, i).refNum}`, { headers: l.key }));
+
+  await time('POST /payments', async (l, i) => {
+    const res = await call(`${l.api}/payments`, { method: 'POST', headers: { ...l.json, 'x-idempotency-key': randomUUID() }, body: JSON.stringify({ invoiceId: inv(l, i).id }) });
+    l.paid.push((res.body as { id: string }).id);
+    return res;
+  });
+  await eachLane(lanes, async (l) => {
+    // The ministry approves them now, so today's settlement names them.
+    for (let i = 0; i < CALLS; i++) await ok(`${l.ports.simUrl}/__control/approve`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refNum: inv(l, i).refNum }) });
+  });
+  // Read once the confirmation job has recorded the approvals, so each read answers from the database.
+  await eachLane(lanes, (l) => until(l.ports.databaseUrl, 'approved payments were not confirmed', `SELECT count(*)::int AS n FROM payments WHERE id = ANY($1::uuid[]) AND status = 'confirmed'`, [l.paid], (n) => n === l.paid.length));
+  await time('GET /payments/{id}', (l, i) => call(`${l.api}/payments/${l.paid[i % l.paid.length]}`, { headers: l.key }));
+
+  await eachLane(lanes, async (l) => {
+    for (let i = CALLS; i < 2 * CALLS; i++) {
+      const res = await ok<{ id: string }>(`${l.api}/payments`, { method: 'POST', headers: { ...l.json, 'x-idempotency-key': randomUUID() }, body: JSON.stringify({ invoiceId: inv(l, i).id }) });
+      l.toCancel.push(res.id);
+    }
+  });
+  await time('DELETE /payments/{id}', (l, i) => call(`${l.api}/payments/${l.toCancel[i]}`, { method: 'DELETE', headers: l.key }));
+
+  await time('GET /reports/summary', (l) => call(`${l.api}/reports/summary`, { headers: l.key }));
+  await time('GET /reports/payments, page 1', (l) => call(`${l.api}/reports/payments?page=1&limit=20`, { headers: l.key }));
+  await time('GET /reports/payments, last page', (l) => call(`${l.api}/reports/payments?page=${Math.max(1, Math.ceil(l.totalPayments / 20))}&limit=20`, { headers: l.key }));
+  const today = financeDayOf(Date.now());
+  await time('POST /payments/report (today)', (l) => call(`${l.api}/payments/report`, { method: 'POST', headers: l.json, body: JSON.stringify({ financeDay: today }) }));
+
+  await time('GET /events (newest page)', (l) => call(`${l.api}/events`, { headers: l.key }));
+  // A follower near the head of the feed: from the first event of the live part.
+  await time('GET /events?afterSequence= (a follower)', (l) => call(`${l.api}/events?afterSequence=${l.made.lastPosition}`, { headers: l.key }));
+  await eachLane(lanes, async (l) => {
+    l.eventIds = (await ok<{ items: { id: string }[] }>(`${l.api}/events`, { headers: l.key })).items.map((e) => e.id);
+  });
+  await time('GET /events/{id}', (l, i) => call(`${l.api}/events/${l.eventIds[i % l.eventIds.length]}`, { headers: l.key }));
+
+  await time('GET /webhooks', (l) => call(`${l.api}/webhooks`, { headers: l.key }));
+  await time('GET /webhooks/{id}', (l) => call(`${l.api}/webhooks/${l.made.webhookId}`, { headers: l.key }));
+  await time('GET /webhooks/{id}/deliveries', (l) => call(`${l.api}/webhooks/${l.made.webhookId}/deliveries`, { headers: l.key }));
+  await time('POST /devices', (l, i) => call(`${l.api}/devices`, { method: 'POST', headers: l.json, body: JSON.stringify({ userId: `user-${i}`, fcmToken: `token-${i}`, platform: 'android' }) }));
+
+  await time('POST /cases', async (l, i) => {
+    const res = await call(`${l.api}/cases`, { method: 'POST', headers: l.json, body: JSON.stringify({ paymentId: l.paid[i], type: 'other', description: 'The customer asks for a receipt' }) });
+    l.cases.push((res.body as { id: string }).id);
+    return res;
+  });
+  await eachLane(lanes, (l) => until(l.ports.databaseUrl, "the new cases' evidence was not gathered", `SELECT count(*)::int AS n FROM cases WHERE evidence_at IS NULL`, [], (n) => n === 0));
+  await time('GET /cases', (l) => call(`${l.api}/cases`, { headers: l.key }));
+  await time('GET /cases/{id}', (l, i) => call(`${l.api}/cases/${l.cases[i % l.cases.length]}`, { headers: l.key }));
+}
+
+async function measureAdminEndpoints(lanes: Lane[]): Promise<void> {
   const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
-  const get = (path: string) => () => call(`${admin}${path}`, { headers: auth });
-  const samples: Sample[] = [];
-  const time = async (endpoint: string, request: (i: number) => Promise<Answer>) => void samples.push(await timeEndpoint(endpoint, request, routedAt));
-  // Seeded history, the same kind at every volume: a payment of seeded invoice SC-3, the oldest resolved discrepancy's audit entry, yesterday's run.
-  const auditTarget = await firstValue(ports.databaseUrl, `SELECT target_id AS v FROM audit_log WHERE action = 'discrepancy.resolve' ORDER BY id LIMIT 1`);
+  const get = (path: (l: Lane) => string): Request => (l) => call(`${l.admin}${path(l)}`, { headers: auth });
+  const time = (endpoint: string, request: Request) => timeEndpoint(lanes, endpoint, request);
   const weekAgo = new Date(Date.now() - 7 * 24 * 3600 * 1000).toISOString();
   const yesterday = financeDayOf(Date.now() - 24 * 3600 * 1000);
 
-  await time('admin GET /metrics', () => fetch(`${admin}/metrics`, { headers: auth }).then(async (r) => ({ status: r.status, body: await r.text() })));
-  await time('admin GET /admin/partners', get('/admin/partners'));
-  await time('admin GET /admin/payments (newest)', get('/admin/payments'));
-  await time('admin GET /admin/payments?partnerId=&status=confirmed', get(`/admin/payments?partnerId=${made.partner.id}&status=confirmed`));
-  await time('admin GET /admin/payments?to= (a week ago)', get(`/admin/payments?to=${encodeURIComponent(weekAgo)}`));
-  await time('admin GET /admin/payments?refNum=', get('/admin/payments?refNum=SC-3'));
-  await time('admin GET /admin/payments/{id} (timeline)', (i) => get(`/admin/payments/${live.paid[i % live.paid.length]}`)());
-  await time('admin GET /admin/deliveries (newest)', get('/admin/deliveries'));
-  await time('admin GET /admin/deliveries?partnerId= (another)', get(`/admin/deliveries?partnerId=${made.otherPartnerId}`));
-  await time('admin GET /admin/audit (newest)', get('/admin/audit'));
-  await time('admin GET /admin/audit?operator=', get('/admin/audit?operator=ops-1'));
-  await time('admin GET /admin/audit?targetId=', get(`/admin/audit?targetId=${auditTarget}`));
-  await time('admin GET /admin/reconciliations (newest)', get('/admin/reconciliations'));
-  await time('admin GET /admin/reconciliations?financeDay=', get(`/admin/reconciliations?financeDay=${yesterday}`));
-  await time('admin GET /admin/discrepancies (newest)', get('/admin/discrepancies'));
-  await time('admin GET /admin/discrepancies?status=open', get('/admin/discrepancies?status=open'));
-  await time('admin GET /admin/cases (unresolved queue)', get('/admin/cases'));
-  await time('admin GET /admin/cases?status=resolved', get('/admin/cases?status=resolved'));
-  await time('admin GET /admin/cases/{id}', (i) => get(`/admin/cases/${live.cases[i % live.cases.length]}`)());
-  await time('admin GET /admin/pushes', get('/admin/pushes'));
-  return samples;
+  await time('admin GET /metrics', (l) => fetch(`${l.admin}/metrics`, { headers: auth }).then(async (r) => ({ status: r.status, body: await r.text() })));
+  await time('admin GET /admin/partners', get(() => '/admin/partners'));
+  await time('admin GET /admin/payments (newest)', get(() => '/admin/payments'));
+  await time('admin GET /admin/payments?partnerId=&status=confirmed', get((l) => `/admin/payments?partnerId=${l.made.partner.id}&status=confirmed`));
+  await time('admin GET /admin/payments?to= (a week ago)', get(() => `/admin/payments?to=${encodeURIComponent(weekAgo)}`));
+  await time('admin GET /admin/payments?refNum=', get(() => '/admin/payments?refNum=SC-3'));
+  await time('admin GET /admin/payments/{id} (timeline)', (l, i) => get(() => `/admin/payments/${l.paid[i % l.paid.length]}`)(l, i));
+  await time('admin GET /admin/deliveries (newest)', get(() => '/admin/deliveries'));
+  await time('admin GET /admin/deliveries?partnerId= (another)', get((l) => `/admin/deliveries?partnerId=${l.made.otherPartnerId}`));
+  await time('admin GET /admin/audit (newest)', get(() => '/admin/audit'));
+  await time('admin GET /admin/audit?operator=', get(() => '/admin/audit?operator=ops-1'));
+  await time('admin GET /admin/audit?targetId=', get((l) => `/admin/audit?targetId=${l.auditTarget}`));
+  await time('admin GET /admin/reconciliations (newest)', get(() => '/admin/reconciliations'));
+  await time('admin GET /admin/reconciliations?financeDay=', get(() => `/admin/reconciliations?financeDay=${yesterday}`));
+  await time('admin GET /admin/discrepancies (newest)', get(() => '/admin/discrepancies'));
+  await time('admin GET /admin/discrepancies?status=open', get(() => '/admin/discrepancies?status=open'));
+  await time('admin GET /admin/cases (unresolved queue)', get(() => '/admin/cases'));
+  await time('admin GET /admin/cases?status=resolved', get(() => '/admin/cases?status=resolved'));
+  await time('admin GET /admin/cases/{id}', (l, i) => get(() => `/admin/cases/${l.cases[i % l.cases.length]}`)(l, i));
+  await time('admin GET /admin/pushes', get(() => '/admin/pushes'));
 }
 
-async function withSimulator<T>(fn: (simUrl: string) => Promise<T>): Promise<T> {
+/** A simulator of the volume's own: its live invoices are paid and approved by that volume's calls only. */
+async function startSimulator(): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const fixtures = writeFixtures();
+  const fixtures = writeFixtures(port);
   const removeFixtures = teardown.hold('the fixtures file', async () => rmSync(fixtures, { force: true }));
   try {
     const env = { SIMULATOR_PORT: String(port), SIMULATOR_FIXTURES: fixtures, SIMULATOR_AUTO_APPROVE_MS: '0', LOG_LEVEL: 'warn' };
-    const { release: stopSim } = await teardown.acquire('the simulator', () => startProcess(['dist/simulator/bin/simulator.js'], env, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`), (sim) => sim.stop());
-    try {
-      return await fn(`http://127.0.0.1:${port}`);
-    } finally {
-      await stopSim();
-    }
-  } finally {
+    const { release } = await teardown.acquire('the simulator', () => startProcess(['dist/simulator/bin/simulator.js'], env, `http://127.0.0.1:${port}/mof/api/invoices/NOPE`), (sim) => sim.stop());
+    return { url: `http://127.0.0.1:${port}`, stop: () => release().finally(removeFixtures) };
+  } catch (err) {
     await removeFixtures();
+    throw err;
   }
 }
 
-/** The timed part on a started service: the partner's endpoints, then the operator's; on the replica once reads go there. */
-async function measure(ports: Ports, made: Measured, replicaUrl?: string): Promise<{ samples: Sample[]; peakRssMb: number }> {
-  const api = await startApi(ports, replicaUrl);
-  const admin = `http://127.0.0.1:${ports.adminPort}`;
-  try {
-    const routedAt = replicaUrl ? admin : undefined;
-    if (routedAt) await readsOnReplica(routedAt, () => call(`${admin}/admin/reconciliations`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
-    const listed = await ok<{ total: number }>(`http://127.0.0.1:${ports.port}/api/v1/reports/payments?limit=1`, { headers: { 'x-api-key': made.partner.apiKey } });
-    const partner = await measurePartnerEndpoints(ports, made, listed.total, routedAt);
-    const adminSamples = await measureAdminEndpoints(ports, made, partner, routedAt);
-    const peakRssMb = api.peakRssMb();
-    console.log(`  peak RSS of the service: ${peakRssMb} MB`);
-    return { samples: [...partner.samples, ...adminSamples], peakRssMb };
-  } finally {
-    await api.stop();
-  }
-}
-
-async function runVolume(volume: { invoices: number; payments: number }, cluster: PgCluster | undefined): Promise<VolumeResult> {
-  console.log(`\n== ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments${cluster ? ', reads on a streaming replica' : ''}`);
+/**
+ * A volume ready to be timed: a scratch database migrated, the partners made the way an operator
+ * makes them, the year seeded with its history, then swept to what the service keeps (the months
+ * past retention dropped one at a time and timed, as the service's pass would have dropped them
+ * month after month) and checkpointed. `release` drops the database and stops the simulator.
+ */
+async function prepareLane(volume: Lane['volume'], cluster: PgCluster | undefined, hookUrl: string): Promise<{ lane: Lane; release: () => Promise<void> }> {
+  console.log(`\n== ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments${cluster ? ', on the primary of a streaming replica' : ''}`);
   const { value: db, release: dropDb } = await teardown.acquire(
     'the scratch database',
     async () => {
@@ -418,54 +440,85 @@ async function runVolume(volume: { invoices: number; payments: number }, cluster
       else await made.drop();
     },
   );
-  const hook = await receiver();
-  const closeHook = teardown.hold('the webhook receiver', () => new Promise<void>((resolve) => hook.server.close(() => resolve())));
+  let sim: { url: string; stop: () => Promise<void> } | undefined;
   try {
-    return await withSimulator(async (simUrl) => {
-      const ports = { port: await freePort(), adminPort: await freePort(), simUrl, databaseUrl: db.url };
-      // The first start migrates the scratch database; partners are made the way an operator makes them.
-      const first = await startApi(ports);
-      const made = await createPartners(ports, hook.url).finally(() => first.stop());
-      const seedS = await seed(db.url, { ...volume, partnerId: made.partner.id, webhookId: made.webhookId, otherPartnerIds: made.others });
-      const history = await loadHistory(db.url);
-      console.log(`  seeded in ${seedS.toFixed(0)} s; ${history.positioned.toLocaleString('en')} events positioned, ${history.runs} reconciliation runs, ${history.discrepancies.toLocaleString('en')} discrepancies, ${history.cases.toLocaleString('en')} cases, ${history.audit.toLocaleString('en')} audit entries`);
-      // The endpoints are timed on what the service keeps: a year of payments and invoices, and of
-      // events, deliveries and attempts what their retention keeps. The months past it go first,
-      // one at a time and timed, as the service's pass would have dropped them month after month.
-      const sizesYear = await tableSizes(db.url);
-      const sweep = await sweepToSteadyState(db.url);
-      const sizesSteady = await tableSizes(db.url);
-      console.log(`  swept to the retention's steady state in ${sweep.seconds.toFixed(0)} s: ${sweep.months.months} months dropped, the slowest in ${Math.round(sweep.months.slowestMonthS * 1000)} ms`);
-      // The seed's and the sweep's dirty pages written out now, not by the checkpointer while endpoints are timed.
-      await checkpoint(db.url);
-      const measured = { ...made, lastPosition: history.lastPosition, otherPartnerId: await busyOtherPartner(db.url, made.partner.id) };
-      if (cluster) {
-        const held = await teardown.acquire('the standby', () => startStandby(cluster, new URL(db.url).pathname.slice(1)), (s) => s.standby.destroy());
-        const { value: { standby, baseBackupS, replayS }, release: releaseStandby } = held;
-        try {
-          console.log(`  standby: base backup ${baseBackupS.toFixed(0)} s, replayed up to the primary ${replayS.toFixed(1)} s later`);
-          const timed = await measure(ports, measured, standby.url(new URL(db.url).pathname.slice(1)));
-          return { ...volume, seedS, history, ...timed, standby: { baseBackupS, replayS }, storage: { sizesYear, sizesSteady, sweep } };
-        } finally {
-          await releaseStandby();
-        }
-      }
-      const timed = await measure(ports, measured);
-      const plans = await explainAll(db.url, {
-        partnerId: made.partner.id,
-        webhookId: made.webhookId,
-        settledIds: await todaysPaymentIds(db.url, made.partner.id),
-        lastOffset: Math.max(0, Math.floor(volume.payments * 0.6) - 20),
-        otherPartnerId: measured.otherPartnerId,
-        auditTargetId: await firstValue(db.url, `SELECT target_id AS v FROM audit_log WHERE action = 'discrepancy.resolve' ORDER BY id LIMIT 1`),
-      });
-      writeFileSync(join(OUT, `scale-plans-${label(volume.invoices)}.md`), `# Plans at ${volume.invoices.toLocaleString('en')} invoices / ${volume.payments.toLocaleString('en')} payments\n\n${plans}`);
-      return { ...volume, seedS, history, ...timed, storage: { sizesYear, sizesSteady, sweep } };
-    });
-  } finally {
-    await closeHook();
+    sim = await startSimulator();
+    const ports = { port: await freePort(), adminPort: await freePort(), simUrl: sim.url, databaseUrl: db.url };
+    const first = await startApi(ports);
+    const made = await createPartners(ports, hookUrl).finally(() => first.stop());
+    const seedS = await seed(db.url, { ...volume, partnerId: made.partner.id, webhookId: made.webhookId, otherPartnerIds: made.others });
+    const history = await loadHistory(db.url);
+    console.log(`  seeded in ${seedS.toFixed(0)} s; ${history.positioned.toLocaleString('en')} events positioned, ${history.runs} reconciliation runs, ${history.discrepancies.toLocaleString('en')} discrepancies, ${history.cases.toLocaleString('en')} cases, ${history.audit.toLocaleString('en')} audit entries`);
+    const sizesYear = await tableSizes(db.url);
+    const sweep = await sweepToSteadyState(db.url);
+    const sizesSteady = await tableSizes(db.url);
+    console.log(`  swept to the retention's steady state in ${sweep.seconds.toFixed(0)} s: ${sweep.months.months} months dropped, the slowest in ${Math.round(sweep.months.slowestMonthS * 1000)} ms`);
+    // The seed's and the sweep's dirty pages written out now, not by the checkpointer while endpoints are timed.
+    await checkpoint(db.url);
+    const lane: Lane = {
+      volume,
+      ports,
+      made: { ...made, lastPosition: history.lastPosition, otherPartnerId: await busyOtherPartner(db.url, made.partner.id) },
+      seedS,
+      history,
+      storage: { sizesYear, sizesSteady, sweep },
+      api: `http://127.0.0.1:${ports.port}/api/v1`,
+      admin: `http://127.0.0.1:${ports.adminPort}`,
+      key: { 'x-api-key': made.partner.apiKey },
+      json: { 'x-api-key': made.partner.apiKey, 'content-type': 'application/json' },
+      samples: [],
+      live: [],
+      paid: [],
+      toCancel: [],
+      cases: [],
+      eventIds: [],
+      totalPayments: 0,
+      // Seeded history, the same kind at every volume: the oldest resolved discrepancy's audit entry.
+      auditTarget: await firstValue(db.url, `SELECT target_id AS v FROM audit_log WHERE action = 'discrepancy.resolve' ORDER BY id LIMIT 1`),
+    };
+    const stopSim = sim.stop;
+    return { lane, release: () => stopSim().finally(dropDb) };
+  } catch (err) {
+    await sim?.stop();
     await dropDb();
+    throw err;
   }
+}
+
+/**
+ * The timed part: every volume's service started afresh (so its peak RSS, VmHWM, covers only the
+ * measured calls), with reads on the replica once they go there, then the partner's endpoints and
+ * the operator's, each in lockstep across the volumes.
+ */
+async function measure(lanes: Lane[], replicaUrl?: (lane: Lane) => string): Promise<Map<Lane, number>> {
+  const apis: Proc[] = [];
+  try {
+    for (const lane of lanes) apis.push(await startApi(lane.ports, replicaUrl?.(lane)));
+    for (const lane of lanes) {
+      if (replicaUrl) await readsOnReplica(lane.admin, () => call(`${lane.admin}/admin/reconciliations`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }));
+      lane.totalPayments = (await ok<{ total: number }>(`${lane.api}/reports/payments?limit=1`, { headers: lane.key })).total;
+    }
+    await measurePartnerEndpoints(lanes);
+    await measureAdminEndpoints(lanes);
+    const peak = new Map(lanes.map((lane, j) => [lane, apis[j]?.peakRssMb() ?? 0]));
+    console.log(`  peak RSS of the services: ${lanes.map((l) => `${label(l.volume.invoices)} ${peak.get(l)} MB`).join(', ')}`);
+    return peak;
+  } finally {
+    for (const api of apis) await api.stop();
+  }
+}
+
+async function writePlans(lane: Lane): Promise<void> {
+  const url = lane.ports.databaseUrl;
+  const plans = await explainAll(url, {
+    partnerId: lane.made.partner.id,
+    webhookId: lane.made.webhookId,
+    settledIds: await todaysPaymentIds(url, lane.made.partner.id),
+    lastOffset: Math.max(0, Math.floor(lane.volume.payments * 0.6) - 20),
+    otherPartnerId: lane.made.otherPartnerId,
+    auditTargetId: lane.auditTarget,
+  });
+  writeFileSync(join(OUT, `scale-plans-${label(lane.volume.invoices)}.md`), `# Plans at ${lane.volume.invoices.toLocaleString('en')} invoices / ${lane.volume.payments.toLocaleString('en')} payments\n\n${plans}`);
 }
 
 /** Another partner whose seeded deliveries fill a page of the operator's delivery log (the seed gives payments to some of them only). */
@@ -531,7 +584,7 @@ function report(results: VolumeResult[]): string {
   /** A volume's cells: its times, and with --replica where the reads ran. */
   const perVolume = (times: string, reads = '') => (REPLICA ? [times, reads] : [times]);
   const lines = [
-    `A year of payments and invoices; of events, deliveries and attempts what their retention keeps (the months past it dropped first, timed below). Each endpoint: ${WARMUP} calls untimed, then p50 / p99 of ${RUNS} timed calls (nearest rank: the p99 is the ${Math.ceil(0.99 * RUNS)}th fastest).${REPLICA ? ' Reads: where the routed reads of the timed calls ran (database_routed_reads_total), or not routed.' : ''} One request at a time keeps about one of the ${cpus().length} CPUs busy (client, service and PostgreSQL take turns); a share well above that is other work on the host.`,
+    `A year of payments and invoices; of events, deliveries and attempts what their retention keeps (the months past it dropped first, timed below). The volumes are timed in lockstep, each with its own database, simulator and service: each endpoint, ${WARMUP} calls untimed on every volume, then ${RUNS} rounds of one call to each volume (in an order that rotates); p50 / p99 of a volume's ${RUNS} timed calls (nearest rank: the p99 is the ${Math.ceil(0.99 * RUNS)}th fastest).${REPLICA ? ' Reads: where the routed reads of the timed calls ran (database_routed_reads_total), or not routed.' : ''} One request at a time keeps about one of the ${cpus().length} CPUs busy (client, service and PostgreSQL take turns); a share well above that is other work on the host.`,
     '',
     row([`endpoint (p50 / p99 ms, n = ${RUNS})`, ...results.flatMap((r) => perVolume(`${label(r.invoices)} / ${label(r.payments)}`, `reads at ${label(r.invoices)}`)), ...rest.map((r) => `p99 ratio ${label(r.invoices)} / ${label(first.invoices)}`)]),
     row(['---', ...results.flatMap(() => perVolume('---', '---')), ...rest.map(() => '---')]),
@@ -553,7 +606,7 @@ function report(results: VolumeResult[]): string {
     lines.push(row([`\`${s.endpoint}\`${alike ? '' : ' †'}`, ...cells, ...ratios]));
   }
   const extra = (name: string, value: (r: VolumeResult) => string) => lines.push(row([name, ...results.flatMap((r) => perVolume(value(r))), ...rest.map(() => '')]));
-  extra('machine busy over the timed calls (%, min / median / max of the rows)', (r) => {
+  extra('machine busy over the timed rounds (%, min / median / max of the rows, the same for every volume)', (r) => {
     const busy = r.samples.map((x) => x.machine.busyPct).sort((a, b) => a - b);
     return `${busy[0]} / ${percentile(busy, 0.5)} / ${busy.at(-1)}`;
   });
@@ -573,13 +626,39 @@ async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const primary = REPLICA ? await teardown.acquire('the primary cluster', startPrimary, (c) => c.destroy()) : undefined;
   const cluster = primary?.value;
-  const releaseCluster = primary?.release ?? (async () => undefined);
+  const hook = await receiver();
+  const closeHook = teardown.hold('the webhook receiver', () => new Promise<void>((resolve) => hook.server.close(() => resolve())));
+  const releases: (() => Promise<void>)[] = [];
   const results: VolumeResult[] = [];
   try {
     if (cluster) console.log(`primary cluster of the bench's own on port ${cluster.port}`);
-    for (const volume of VOLUMES) results.push(await runVolume(volume, cluster));
+    const lanes: Lane[] = [];
+    for (const volume of VOLUMES) {
+      const { lane, release } = await prepareLane(volume, cluster, hook.url);
+      lanes.push(lane);
+      releases.push(release);
+    }
+    const dbName = (l: Lane) => new URL(l.ports.databaseUrl).pathname.slice(1);
+    let standby: { results: VolumeResult['standby']; url: (l: Lane) => string } | undefined;
+    if (cluster && lanes[0]) {
+      // One standby of the whole cluster, made once every volume is on the primary, as a replica of a production primary holds every database.
+      const held = await teardown.acquire('the standby', () => startStandby(cluster, dbName(lanes[0] as Lane)), (s) => s.standby.destroy());
+      releases.push(held.release);
+      const { standby: replica, baseBackupS, replayS } = held.value;
+      console.log(`\nstandby: base backup ${baseBackupS.toFixed(0)} s, replayed up to the primary ${replayS.toFixed(1)} s later`);
+      standby = { results: { baseBackupS, replayS }, url: (l) => replica.url(dbName(l)) };
+    }
+    console.log(`\n== timed in lockstep: ${lanes.map((l) => label(l.volume.invoices)).join(', ')}`);
+    const peak = await measure(lanes, standby?.url);
+    if (!cluster) for (const lane of lanes) await writePlans(lane);
+    for (const lane of lanes) {
+      const { volume, seedS, history, samples, storage } = lane;
+      results.push({ ...volume, seedS, history, samples, peakRssMb: peak.get(lane) ?? 0, storage, ...(standby ? { standby: standby.results } : {}) });
+    }
   } finally {
-    await releaseCluster();
+    for (const release of releases.reverse()) await release();
+    await closeHook();
+    await primary?.release();
   }
   const md = report(results);
   const name = REPLICA ? 'scale-replica' : 'scale';
