@@ -5,7 +5,7 @@
  * build, its heap cap), once the year is swept to what retention keeps (the expired months dropped
  * one at a time, timed). Every volume has its own database, simulator and service, all started
  * before any call is timed; each endpoint is called WARMUP times untimed on each volume, then RUNS
- * timed rounds (50 and 400 by default), a round calling every volume once, so the host's drift over
+ * timed rounds (50 and 800 by default), a round calling every volume once, so the host's drift over
  * the run falls on every volume alike. Prints and writes bench/results/scale.{md,json} (the table
  * with a p99 ratio column per volume, peak RSS, table sizes before and after the retention sweep)
  * and bench/results/scale-plans-*.md (EXPLAIN ANALYZE of the report and claim queries).
@@ -37,8 +37,8 @@ const VOLUMES = (benchFlag('volumes') ?? '10000:3000,1000000:300000,5000000:1500
   const [invoices, payments] = v.split(':').map(Number);
   return { invoices: invoices ?? 0, payments: payments ?? 0 };
 });
-/** Timed calls per endpoint: of 400, the p99 (nearest rank) is the 396th fastest, four calls slower than it. */
-const RUNS = Number(benchFlag('runs') ?? 400);
+/** Timed calls per endpoint and volume: of 800, the p99 (nearest rank) is the 792nd fastest, eight calls slower than it. */
+const RUNS = Number(benchFlag('runs') ?? 800);
 const WARMUP = Number(benchFlag('warmup') ?? 50);
 const CALLS = WARMUP + RUNS;
 const KEEP = process.argv.includes('--keep');
