@@ -52,7 +52,11 @@ function steps({ partnerId, webhookId, settledIds, lastOffset, otherPartnerId, a
     ['GET /reports/summary', (db) => createReportRepository(db).summary(partnerId, new Date())],
     ['GET /reports/payments page 1: position', (db) => createReportRepository(db).paymentPosition(partnerId, 0)],
     ['GET /reports/payments page 1: rows', (db) => createPaymentRepository(db, systemClock).listForPartnerBefore(partnerId, new Date(Date.now() + DAY), 0, 20)],
-    ['GET /reports/payments last page: position', (db) => createReportRepository(db).paymentPosition(partnerId, lastOffset)],
+    // As the report service pages: the day that holds the offset, then that day's page of it.
+    ['GET /reports/payments last page: position, then rows', async (db) => {
+      const at = await createReportRepository(db).paymentPosition(partnerId, lastOffset);
+      if (at.day) await createPaymentRepository(db, systemClock).listForPartnerBefore(partnerId, new Date(at.day.getTime() + DAY), lastOffset - at.newer, 20);
+    }],
     ['POST /payments/report: settlement ownership', (db) => createPaymentRepository(db, systemClock).ownSettledIds(partnerId, settledIds)],
     ['GET /webhooks/{id}/deliveries', (db) => createDeliveryLogRepository(db).list(webhookId, {}, null, 51)],
     ['GET /events: newest page', (db) => createEventLogRepository(db).listNewest(partnerId, {}, null, 21)],
