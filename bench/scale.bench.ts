@@ -320,11 +320,7 @@ async function liveInvoices(lane: Lane): Promise<{ id: string; refNum: string }[
  * have, after each step that writes, outside the timed calls.
  */
 async function analyzeAsAutovacuumWould(lanes: Lane[]): Promise<void> {
-  for (const lane of lanes) {
-    const client = new pg.Client({ connectionString: lane.ports.databaseUrl });
-    await client.connect();
-    await client.query('ANALYZE').finally(() => client.end());
-  }
+  for (const lane of lanes) await runStatement(lane.ports.databaseUrl, 'ANALYZE');
 }
 
 /** Work between timed endpoints, volume after volume. */
@@ -474,7 +470,7 @@ async function prepareLane(volume: Lane['volume'], cluster: PgCluster | undefine
     const sizesSteady = await tableSizes(db.url);
     console.log(`  swept to the retention's steady state in ${sweep.seconds.toFixed(0)} s: ${sweep.months.months} months dropped, the slowest in ${Math.round(sweep.months.slowestMonthS * 1000)} ms`);
     // The seed's and the sweep's dirty pages written out now, not by the checkpointer while endpoints are timed.
-    await checkpoint(db.url);
+    await runStatement(db.url, 'CHECKPOINT');
     const lane: Lane = {
       volume,
       ports,
@@ -552,10 +548,11 @@ function busyOtherPartner(url: string, partnerId: string): Promise<string> {
   );
 }
 
-async function checkpoint(url: string): Promise<void> {
+/** One maintenance statement (CHECKPOINT, ANALYZE) on a connection of its own. */
+async function runStatement(url: string, statement: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  await client.query('CHECKPOINT').finally(() => client.end());
+  await client.query(statement).finally(() => client.end());
 }
 
 async function todaysPaymentIds(url: string, partnerId: string): Promise<string[]> {
