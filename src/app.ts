@@ -2,7 +2,6 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { createFastify, type ListenerLimits } from './http/fastify-instance.js';
 import type { SchemaCompilers } from './http/schema-compilers.js';
 import { registerAuth } from './http/plugins/auth.plugin.js';
-import { registerRateLimit } from './http/plugins/rate-limit.plugin.js';
 import { requestSpanLoggerFactory } from './http/request-logger.js';
 import { registerTracing } from './http/plugins/tracing.plugin.js';
 import { createLocalTracer } from './adapters/tracing/local.tracer.js';
@@ -112,8 +111,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Sandbox page (no key; the key is typed into it): only when the sandbox service exists (never in production).
       if (opts.services.sandbox) await api.register(sandboxPageRoutes);
       await api.register(async (secured) => {
-        registerAuth(secured, opts.services.partners, opts.services.authFailureLimiter);
-        registerRateLimit(secured, opts.services.rateLimiter);
+        registerAuth(secured, opts.services.partners, opts.services.authFailureLimiter, opts.services.rateLimiter);
         await secured.register(invoiceRoutes, { invoices: opts.services.invoices });
         await secured.register(paymentRoutes, { payments: opts.services.payments, reports: opts.services.reports });
         await secured.register(reportRoutes, { reports: opts.services.reports });

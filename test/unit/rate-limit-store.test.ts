@@ -185,6 +185,28 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     expect((await store.peek(key)).allowed).toBe(true);
   });
 
+  it.skipIf(skip)('checks a key only while its guard has room, and counts nothing anywhere when the guard refuses', needs, async () => {
+    let now = T0;
+    const clock = () => now;
+    const guard = factory([{ name: 'failures', limit: 2, windowMs: 60_000 }], clock);
+    const store = factory(windowsFromSettings(LIMITS), clock);
+    const [address, key] = [newKey(), newKey()];
+    const first = await store.checkGuarded(guard, address, key);
+    expect(first.guard.allowed).toBe(true);
+    expect(first.decision?.windows.map((w) => w.remaining)).toEqual([4, 59, 999]);
+    await guard.check(address);
+    now += 1000;
+    // A peek counts nothing in the guard: it still has room for one.
+    expect((await store.checkGuarded(guard, address, key)).decision?.allowed).toBe(true);
+    await guard.check(address);
+    const refused = await store.checkGuarded(guard, address, key);
+    expect(refused.guard.allowed).toBe(false);
+    expect(refused.guard.retryAfterMs).toBe(59_000);
+    expect(refused.decision).toBeNull();
+    expect((await store.peek(key)).windows.map((w) => w.remaining)).toEqual([4, 58, 998]);
+    expect((await guard.peek(address)).windows.map((w) => w.remaining)).toEqual([0]);
+  });
+
   it.skipIf(skip)('counts past its own largest limit when a check names a larger one', needs, async () => {
     const { store } = clocked({ perSecond: 2, perMinute: 3, perHour: 4 });
     const key = newKey();
@@ -206,6 +228,35 @@ describe.skipIf(!redisUrl)('redis store on the server clock', { tags: ['redis'] 
     expect(refused).toHaveLength(3);
     for (const r of refused) expect(r.retryAfterMs).toBeGreaterThan(0);
     for (const r of refused) expect(r.retryAfterMs).toBeLessThanOrEqual(1000);
+  });
+
+  it('puts a guarded check in one script when both logs share a connection, and in two calls when they do not', async () => {
+    const client = new Redis(redisUrl as string, { keyPrefix: `test-${randomBytes(4).toString('hex')}:` });
+    const other = new Redis(redisUrl as string, { keyPrefix: `test-${randomBytes(4).toString('hex')}:` });
+    try {
+      const sent: string[] = [];
+      for (const [name, redis] of [['shared', client], ['apart', other]] as const) {
+        const send = redis.sendCommand.bind(redis);
+        redis.sendCommand = (command, stream) => {
+          sent.push(`${name} ${command.name}`);
+          return send(command, stream);
+        };
+      }
+      const failures = [{ name: 'failures', limit: 2, windowMs: 60_000 }];
+      const store = createRedisRateLimitStore({ client, windows: windowsFromSettings(LIMITS) });
+      const shared = createRedisRateLimitStore({ client, windows: failures, keyPrefix: 'guard:' });
+      const apart = createRedisRateLimitStore({ client: other, windows: failures, keyPrefix: 'guard:' });
+      // Loads the scripts, so each call below is one EVALSHA.
+      await Promise.all([store.check(newKey()), store.checkGuarded(shared, newKey(), newKey()), apart.peek(newKey())]);
+      sent.length = 0;
+      expect((await store.checkGuarded(shared, newKey(), newKey())).decision?.allowed).toBe(true);
+      expect(sent).toEqual(['shared evalsha']);
+      sent.length = 0;
+      expect((await store.checkGuarded(apart, newKey(), newKey())).decision?.allowed).toBe(true);
+      expect(sent).toEqual(['apart evalsha', 'shared evalsha']);
+    } finally {
+      await Promise.all([client.quit(), other.quit()]);
+    }
   });
 
   it('sets an expiry so idle keys leave Redis', async () => {

@@ -1,5 +1,6 @@
 import { SlidingLog } from '../../domain/sliding-log.js';
 import {
+  checkAfterPeek,
   largestLimit,
   longestWindowMs,
   toDecision,
@@ -108,6 +109,7 @@ export function createMemoryRateLimitStore(opts: MemoryStoreOptions): RateLimitS
     kind: 'memory',
     check: async (key, windows = opts.windows) => decide(key, windows, true),
     peek: async (key, windows = opts.windows) => decide(key, windows, false),
+    checkGuarded: (guard, guardKey, key, windows = opts.windows) => checkAfterPeek(guard, guardKey, async () => decide(key, windows, true)),
     async close() {
       logs.clear();
     },

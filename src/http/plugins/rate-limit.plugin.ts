@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { windowsFromSettings, type RateLimitDecision, type RateLimitSettings, type RateLimitWindow } from '../../domain/rate-limiter.port.js';
 import type { RateLimitOutcome, RateLimitService } from '../../services/rate-limit/rate-limit.service.js';
 import { clientAddressKey } from '../../domain/client-address.js';
@@ -22,7 +22,7 @@ export function retryAfterSeconds(decision: RateLimitDecision): number {
 }
 
 /** A set of limits as the limiter checks it and the RateLimit-Policy header states it. */
-interface Policy {
+export interface Policy {
   windows: readonly RateLimitWindow[];
   header: string;
 }
@@ -57,25 +57,18 @@ export function partnerPolicies(defaults: readonly RateLimitWindow[]): (limits: 
 }
 
 /**
- * Per-API-key limits on every route of the scope, with the partner's own limits when it has them.
- * Registered after auth (hooks run in registration order) so the key and its partner are known,
- * and as an onRequest hook so a refused request is answered before body parsing, validation and
- * any business logic: retrying it is always safe.
+ * Answers a request by its per-key limit's outcome: the RateLimit headers when the store decided,
+ * 429 past the limit, 503 when a fail-closed store is down; undefined lets the request on.
  */
-export function registerRateLimit(app: FastifyInstance, limiter: RateLimitService): void {
-  const policyOf = partnerPolicies(limiter.windows);
-  app.addHook('onRequest', async (request, reply) => {
-    const policy = policyOf(request.partner.rateLimits);
-    const outcome = await limiter.check(request.partner.keyId, policy.windows);
-    if (outcome.kind === 'bypassed') return;
-    if (outcome.kind === 'unavailable') {
-      return sendError(reply.header('retry-after', '1'), 'service_unavailable', 'Service temporarily unavailable');
-    }
-    const { decision } = outcome;
-    reply.header('ratelimit-policy', policy.header).header('ratelimit', formatRateLimitHeader(decision));
-    if (decision.allowed) return;
-    return sendError(reply.header('retry-after', String(retryAfterSeconds(decision))), 'rate_limited', 'Too Many Requests');
-  });
+export function applyKeyLimit(reply: FastifyReply, policy: Policy, outcome: RateLimitOutcome): FastifyReply | undefined {
+  if (outcome.kind === 'bypassed') return undefined;
+  if (outcome.kind === 'unavailable') {
+    return sendError(reply.header('retry-after', '1'), 'service_unavailable', 'Service temporarily unavailable');
+  }
+  const { decision } = outcome;
+  reply.header('ratelimit-policy', policy.header).header('ratelimit', formatRateLimitHeader(decision));
+  if (decision.allowed) return undefined;
+  return sendError(reply.header('retry-after', String(retryAfterSeconds(decision))), 'rate_limited', 'Too Many Requests');
 }
 
 /** How a request a limit refuses is answered: 429 past the limit, 503 when a fail-closed store is down. */
@@ -111,6 +104,8 @@ export function limitPerAddress(limiter: RateLimitService, refuse: (reply: Fasti
   };
 }
 
+export const TOO_MANY_FAILURES = 'Too many failed authentications from this address';
+
 /**
  * An onRequest hook running `authenticate` under the failed-authentication limit of the client's
  * address. An address over the limit is refused before its credentials are checked, good ones
@@ -121,7 +116,7 @@ export function authenticateWithinFailureLimit(failures: RateLimitService, authe
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const client = clientKeyOf(request);
     const refusal = refusalOf(await failures.peek(client));
-    if (refusal) return sendRefusal(reply, refusal, 'Too many failed authentications from this address');
+    if (refusal) return sendRefusal(reply, refusal, TOO_MANY_FAILURES);
     try {
       await authenticate(request);
     } catch (err) {

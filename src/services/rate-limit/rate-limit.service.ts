@@ -55,19 +55,42 @@ export function createRateLimitService(opts: RateLimitServiceOptions) {
     } catch (err) {
       opts.counters?.storeErrors?.inc();
       logStoreError(err);
-      return opts.failOpen ? { kind: 'bypassed' } : { kind: 'unavailable' };
+      return failed();
     }
   }
+
+  /** What a failed store means for a request under this limit. */
+  const failed = (): RateLimitOutcome => (opts.failOpen ? { kind: 'bypassed' } : { kind: 'unavailable' });
 
   return {
     /** The windows a check is counted against when it names none. */
     windows: opts.windows,
+    store: opts.store,
 
     /** Counts a request and decides it: refused when a window is full. */
     check: (key: string, windows: readonly RateLimitWindow[] = opts.windows) => decide(() => opts.store.check(key, windows), true),
 
     /** Decides a request without counting it: refused when a window is already full. */
     peek: (key: string, windows: readonly RateLimitWindow[] = opts.windows) => decide(() => opts.store.peek(key, windows), true),
+
+    /**
+     * `guard.peek(guardKey)`, then, when the guard has room, `check(key, windows)`: one round trip
+     * when both limits share a Redis. `check` is null when the guard refused (nothing was counted).
+     * A failed store fails each limit its own way.
+     */
+    async checkGuarded(guard: { store: RateLimitStore; failed(): RateLimitOutcome }, guardKey: string, key: string, windows: readonly RateLimitWindow[] = opts.windows): Promise<{ guard: RateLimitOutcome; check: RateLimitOutcome | null }> {
+      try {
+        const { guard: peeked, decision } = await opts.store.checkGuarded(guard.store, guardKey, key, windows);
+        if (!peeked.allowed || (decision && !decision.allowed)) opts.counters?.rejections?.inc();
+        return { guard: { kind: 'decided', decision: peeked }, check: decision ? { kind: 'decided', decision } : null };
+      } catch (err) {
+        opts.counters?.storeErrors?.inc();
+        logStoreError(err);
+        return { guard: guard.failed(), check: failed() };
+      }
+    },
+
+    failed,
 
     /** Counts an event that already happened (a failed authentication): nothing is refused. */
     record: (key: string) => decide(() => opts.store.check(key), false),
