@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs';
 /**
  * `tsx bench/profile-summary.ts <file.cpuprofile> [top] [--last-s=N]`: self time by function and
  * by package (or by our own source file) from a V8 CPU profile written by `npm run bench --
- * --cpu-prof`. `--last-s` keeps only the profile's last N seconds, leaving out start-up and setup.
+ * --cpu-prof`. `--last-s` keeps only the profile's last N seconds, leaving out start-up and setup;
+ * `--busiest-s=N` keeps the N seconds with the least idle time, a peak phase whatever ran around it,
+ * and with `--under=NAME` the N seconds with the most samples under a function of that name (the
+ * route handler of the endpoint measured, when the client shares the machine).
  */
 interface ProfileNode {
   id: number;
@@ -31,6 +34,39 @@ function topOf(map: Map<string, number>, total: number, n: number): string[] {
     .map(([name, us]) => `${((us / total) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`);
 }
 
+/** The [from, to] microseconds of the `widthUs` window with the least idle time, or the least time outside `under`. */
+function busiestWindow(profile: CpuProfile, byId: Map<number, ProfileNode>, widthUs: number, under: string | undefined): [number, number] {
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const isUnder = (id: number): boolean => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) if (byId.get(at)?.callFrame.functionName === under) return true;
+    return false;
+  };
+  const times: number[] = [];
+  const idle: number[] = [];
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    times.push(at);
+    const away = under === undefined ? byId.get(id)?.callFrame.functionName === '(idle)' : !isUnder(id);
+    idle.push(away ? delta : 0);
+  });
+  let best: [number, number] = [0, widthUs];
+  let bestIdle = Infinity;
+  let windowIdle = 0;
+  let start = 0;
+  for (let end = 0; end < times.length; end++) {
+    windowIdle += idle[end] ?? 0;
+    while ((times[end] ?? 0) - (times[start] ?? 0) > widthUs) windowIdle -= idle[start++] ?? 0;
+    if ((times[end] ?? 0) - (times[start] ?? 0) >= widthUs * 0.99 && windowIdle < bestIdle) {
+      bestIdle = windowIdle;
+      best = [times[start] ?? 0, times[end] ?? 0];
+    }
+  }
+  return best;
+}
+
 function main(): void {
   const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
   const lastS = Number(process.argv.find((a) => a.startsWith('--last-s='))?.slice(9) ?? Infinity);
@@ -39,13 +75,14 @@ function main(): void {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const span = profile.timeDeltas.reduce((a, b) => a + b, 0);
-  const from = span - lastS * 1e6;
+  const busiestS = Number(process.argv.find((a) => a.startsWith('--busiest-s='))?.slice(12) ?? NaN);
+  const [from, to] = Number.isFinite(busiestS) ? busiestWindow(profile, byId, busiestS * 1e6, process.argv.find((a) => a.startsWith('--under='))?.slice(8)) : [span - lastS * 1e6, Infinity];
   const selfUs = new Map<number, number>();
   let at = 0;
   profile.samples.forEach((id, i) => {
     const delta = profile.timeDeltas[i] ?? 0;
     at += delta;
-    if (at >= from) selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
+    if (at >= from && at <= to) selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
   });
   const byFunction = new Map<string, number>();
   const byOwner = new Map<string, number>();
