@@ -9,6 +9,10 @@
  *
  * Needs PostgreSQL (`DATABASE_URL`, or `--pg=URL`; scratch databases are created and dropped) and
  * pgbench. `--duration=S` (pgbench's -T, 20), `--clients=N` (pgbench's -c, 10: the service's pool).
+ * `--server=own` runs everything on a PostgreSQL cluster of the bench's own, started with
+ * PostgreSQL's defaults (autovacuum on, as production runs it) and removed at the end, instead of
+ * the given server. `--pgbench-only` runs pgbench's two runs back to back with nothing between
+ * and prints them: what its own first run leaves the second, apart from what the service's do.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,10 +21,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createDatabase, migrateToLatest } from '../src/db/database.js';
-import { exitedChildrenCpuMs, freshDatabase, observed, postgresCpuMs, type Machine, START_PROD_NODE_FLAGS, benchFlag } from './bench-processes.js';
-import { activityPer, databaseActivity, lifecyclePeak, PEAK_WARMUP_PAYMENTS, type DatabaseActivity, type LifecyclePeak, type PeakCpu, type TableWrites } from './lifecycle.bench.js';
+import { canRunOwnCluster, createPgCluster, type PgCluster } from '../test/helpers/pg-cluster.js';
+import { exitedChildrenCpuMs, freePort, freshDatabase, observed, postgresCpuMs, type Machine, START_PROD_NODE_FLAGS, benchFlag } from './bench-processes.js';
+import { activityPer, databaseActivity, lifecyclePeak, PEAK_CONCURRENCY, PEAK_WARMUP_PAYMENTS, type DatabaseActivity, type LifecyclePeak, type PeakCpu, type TableWrites } from './lifecycle.bench.js';
 
-const PG_URL = benchFlag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const GIVEN_PG_URL = benchFlag('pg') ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const OWN_SERVER = benchFlag('server') === 'own';
+const PGBENCH_ONLY = process.argv.includes('--pgbench-only');
 const DURATION_S = Number(benchFlag('duration') ?? 20);
 /** The service's pool (src/db/database.ts): at most this many of its statements run at once. */
 const CLIENTS = Number(benchFlag('clients') ?? 10);
@@ -47,12 +54,14 @@ interface LifeStep {
   name: string;
   /** The service's statements and round trips for this step of one payment's life. */
   service: string;
+  /** A step of `POST /payments` (the create-only life runs these alone). */
+  create?: true;
 }
 
 const LIFE: LifeStep[] = [
-  { file: '01-find-invoice.sql', name: 'create: the partner\'s invoice', service: '1 statement, 1 round trip (InvoiceRepository.findForPartner)' },
-  { file: '02-insert-pending.sql', name: 'create: pending payment holding its invoice', service: '1 statement, 1 round trip (PaymentRepository.insertPending)' },
-  { file: '03-mark-submitted.sql', name: 'submit: submitted + event', service: '1 statement, 1 round trip (PaymentRepository.markSubmitted)' },
+  { file: '01-find-invoice.sql', name: 'create: the partner\'s invoice', service: '1 statement, 1 round trip (InvoiceRepository.findForPartner)', create: true },
+  { file: '02-insert-pending.sql', name: 'create: pending payment holding its invoice', service: '1 statement, 1 round trip (PaymentRepository.insertPending)', create: true },
+  { file: '03-mark-submitted.sql', name: 'submit: submitted + event', service: '1 statement, 1 round trip (PaymentRepository.markSubmitted)', create: true },
   {
     file: '04-claim-check.sql',
     name: 'confirmation: claim of the check',
@@ -73,13 +82,17 @@ function commandsIn(file: string): number {
   return lines.filter((l) => /;\s*$/.test(l) || /\\gset\b/.test(l)).length;
 }
 
-/** The life as one pgbench script: the client's setup, then every transaction in order. */
-function lifeScript(): string {
+/** `POST /payments`'s part of the life: find the invoice, hold it, submit with its event. */
+const CREATE_LIFE = LIFE.filter((s) => s.create);
+
+/** A life as one pgbench script: the client's setup, then each of `steps`' transactions in order. */
+function lifeScript(steps: LifeStep[], name: string): string {
   const files = readdirSync(SCRIPT_DIR).filter((f) => f.endsWith('.sql')).sort();
   const missing = LIFE.filter((s) => !files.includes(s.file));
   if (missing.length > 0) throw new Error(`missing scripts: ${missing.map((s) => s.file).join(', ')}`);
-  const path = join(tmpdir(), `ceiling-life-${process.pid}.sql`);
-  writeFileSync(path, files.map((f) => readFileSync(join(SCRIPT_DIR, f), 'utf8')).join('\n'));
+  const path = join(tmpdir(), `ceiling-${name}-${process.pid}.sql`);
+  const chosen = files.filter((f) => f === '00-client.sql' || steps.some((s) => s.file === f));
+  writeFileSync(path, chosen.map((f) => readFileSync(join(SCRIPT_DIR, f), 'utf8')).join('\n'));
   return path;
 }
 
@@ -158,6 +171,22 @@ async function checkLife(url: string, script: string): Promise<void> {
   if (state.length !== 1 || !state[0]?.ok) throw new Error(`the life's check left ${state.length} payments, not one confirmed and delivered once:\n${run.out}`);
 }
 
+/** The create-only life's check: one life leaves its payment submitted, holding its invoice, with its `payment.submitted` event. */
+async function checkCreateLife(url: string, script: string): Promise<void> {
+  const run = await pgbench([...lifeArgs(script, INVOICES_PER_CLIENT - 1), '-c', '1', '-t', '1'], url);
+  if (run.code !== 0) throw new Error(`the create-only life's scripts failed against the migrated schema:\n${run.out}`);
+  const state = await withClient(url, async (c) => {
+    const { rows } = await c.query<{ ok: boolean }>(`
+      SELECT p.status = 'submitted' AND i.status = 'open'
+        AND (SELECT count(*) FROM payment_invoices pi WHERE pi.payment_id = p.id AND pi.active) = 1
+        AND (SELECT array_agg(e.event) FROM events e WHERE e.payment_id = p.id) = ARRAY['payment.submitted']
+        AS ok
+      FROM payments p JOIN invoices i ON i.id = p.invoice_id`);
+    return rows;
+  });
+  if (state.length !== 1 || !state[0]?.ok) throw new Error(`the create-only life's check left ${state.length} payments, not one submitted:\n${run.out}`);
+}
+
 export interface CeilingPgbench {
   clients: number;
   threads: number;
@@ -178,7 +207,7 @@ export interface CeilingPgbench {
 const numberAfter = (out: string, label: RegExp): number => Number(label.exec(out)?.[1] ?? NaN);
 
 /** One flat-out run, its clients starting after the `skip`-th invoice of their own. */
-async function runPgbench(url: string, script: string, skip: number): Promise<CeilingPgbench> {
+async function runPgbench(url: string, script: string, skip: number, steps: LifeStep[]): Promise<CeilingPgbench> {
   // CHECKPOINT needs a superuser or pg_checkpoint: without either the run starts without one.
   await withClient(url, (c) => c.query('CHECKPOINT')).catch((err: Error) => console.log(`ceiling: no CHECKPOINT before the run (${err.message})`));
   const before = await databaseActivity(url);
@@ -193,7 +222,7 @@ async function runPgbench(url: string, script: string, skip: number): Promise<Ce
   const cpuPerLife = { postgres: (postgresCpuMs() - cpu0.postgres) / lives, pgbench: (exitedChildrenCpuMs() - cpu0.pgbench) / lives };
   const perLife = activityPer(before, await databaseActivity(url), lives);
   const livesPerS = numberAfter(run.out, /tps = ([\d.]+)/);
-  const transactionsPerLife = LIFE.reduce((n, s) => n + commandsIn(s.file), 0);
+  const transactionsPerLife = steps.reduce((n, s) => n + commandsIn(s.file), 0);
   const latencyMs = numberAfter(run.out, /latency average = ([\d.]+) ms/);
   return { clients: CLIENTS, threads: THREADS, durationS: DURATION_S, lives, livesPerS, transactionsPerLife, transactionsPerS: livesPerS * transactionsPerLife, perLife, latencyMs, cpuPerLife };
 }
@@ -210,8 +239,17 @@ async function warmUp(url: string, script: string): Promise<void> {
   if (run.code !== 0) throw new Error(`pgbench's warm-up failed (exit ${run.code}):\n${run.out}`);
 }
 
-/** pgbench's scratch database: migrated by the service's migrations, seeded, the life checked on it, and warmed up. */
-async function prepareCeiling(url: string): Promise<string> {
+/** One kind of life pgbench runs: its steps, its script's name and the check of one life. */
+interface LifeKind {
+  name: string;
+  steps: LifeStep[];
+  check(url: string, script: string): Promise<void>;
+}
+const WHOLE: LifeKind = { name: 'life', steps: LIFE, check: checkLife };
+const CREATE: LifeKind = { name: 'create', steps: CREATE_LIFE, check: checkCreateLife };
+
+/** A scratch database for pgbench: migrated by the service's migrations, seeded, one life checked on it, and warmed up. */
+async function prepareCeiling(url: string, kind: LifeKind): Promise<string> {
   const kysely = await createDatabase({ databaseUrl: url, dataDir: '' });
   try {
     await migrateToLatest(kysely);
@@ -219,9 +257,9 @@ async function prepareCeiling(url: string): Promise<string> {
     await kysely.destroy();
   }
   await seed(url);
-  const script = lifeScript();
-  await checkLife(url, script);
-  console.log('ceiling: every statement of the life ran against the migrated schema');
+  const script = lifeScript(kind.steps, kind.name);
+  await kind.check(url, script);
+  console.log(`ceiling: every statement of the ${kind.name} ran against the migrated schema`);
   await warmUp(url, script);
   return script;
 }
@@ -244,6 +282,12 @@ export interface CeilingResult {
   /** 2 `api` processes and a `worker`, as compose.yaml runs the service. */
   split: Observed<LifecyclePeak>;
   splitShare: number;
+  /** pgbench on `POST /payments`' statements alone (CREATE_LIFE), before and after the service's run. */
+  create: Observed<CeilingPgbench>[];
+  createLivesPerS: number;
+  /** The peak's payments accepted per second (its `POST /payments` burst) over createLivesPerS. */
+  createShare: number;
+  splitCreateShare: number;
 }
 
 const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -323,6 +367,17 @@ export function ceilingTable(r: CeilingResult): string {
     `| service, lifecycle peak, ${SPLIT_LAYOUT_NAME} | ${r.split.peak} payments | ${r.split.payments} payments, after a warm-up burst of ${PEAK_WARMUP_PAYMENTS}; PostgreSQL counted ${fmt(r.split.transactionsPerPayment, 2)} transactions per payment; ${machineText(r.split.machine)} |`,
     `| share: ${SPLIT_LAYOUT_NAME} / ceiling | ${Math.round(r.splitShare * 100)}% | |`,
     '',
+    `\`POST /payments\` against pgbench running its statements alone (${CREATE_LIFE.map((step) => step.file).join(', ')}: find the invoice, hold it, submit with its event), each in a database of its own:`,
+    '',
+    '| | per second | |',
+    '|---|---|---|',
+    ...r.create.map((c, i) => pgbenchRow(`create-only, ${i === 0 ? 'before' : 'after'} the service`, c)),
+    `| create-only ceiling: the runs' mean | ${fmt(r.createLivesPerS)} lives | |`,
+    `| service, the peak's \`POST /payments\` burst, one process | ${fmt(r.service.acceptedPerS)} payments accepted | ${r.service.payments} payments by ${PEAK_CONCURRENCY} payers, each paying again as soon as its payment is accepted |`,
+    `| share: one process / create-only ceiling | ${Math.round(r.createShare * 100)}% | |`,
+    `| service, the peak's \`POST /payments\` burst, ${SPLIT_LAYOUT_NAME} | ${fmt(r.split.acceptedPerS)} payments accepted | |`,
+    `| share: ${SPLIT_LAYOUT_NAME} / create-only ceiling | ${Math.round(r.splitCreateShare * 100)}% | |`,
+    '',
     '| transaction of the life | the service, per payment | the script (bench/ceiling/) |',
     '|---|---|---|',
     ...LIFE.map((s) => `| ${s.name} | ${s.service} | ${commandsIn(s.file)} statement, ${commandsIn(s.file)} round trip (${s.file}) |`),
@@ -340,47 +395,97 @@ export function ceilingTable(r: CeilingResult): string {
   ].join('\n');
 }
 
-async function pgbenchRun(url: string, script: string, skip: number, label: string): Promise<Observed<CeilingPgbench>> {
+async function pgbenchRun(url: string, script: string, skip: number, label: string, steps: LifeStep[] = LIFE): Promise<Observed<CeilingPgbench>> {
   console.log(`ceiling: pgbench ${label}, -c ${CLIENTS} -j ${THREADS} -T ${DURATION_S} -M prepared...`);
-  const { value, machine } = await observed(() => runPgbench(url, script, skip));
+  const { value, machine } = await observed(() => runPgbench(url, script, skip, steps));
   console.log(`ceiling: ${fmt(value.livesPerS)} lives/s (${fmt(value.transactionsPerS)} transactions/s)`);
   return { ...value, machine };
 }
 
-/**
- * pgbench flat out, the service's lifecycle peak, pgbench again: the machine is shared, and the
- * two runs around the service's show how far its load moved meanwhile.
- */
-async function measure(): Promise<{ pgbench: Observed<CeilingPgbench>[]; service: Observed<LifecyclePeak>; split: Observed<LifecyclePeak> } | null> {
-  const db = await freshDatabase(PG_URL, 'bench_ceiling');
+/** A pgbench scratch database with its life's script, each removed by `drop`. */
+async function scratch(pgUrl: string, kind: LifeKind): Promise<{ url: string; script: string; drop(): Promise<void> } | null> {
+  const db = await freshDatabase(pgUrl, `bench_ceiling_${kind.name}`);
   if (!db) return null;
-  let script: string | null = null;
   try {
-    script = await prepareCeiling(db.url);
-    const first = await pgbenchRun(db.url, script, 0, 'before the service');
+    const script = await prepareCeiling(db.url, kind);
+    return { url: db.url, script, drop: async () => (rmSync(script, { force: true }), await db.drop()) };
+  } catch (err) {
+    await db.drop();
+    throw err;
+  }
+}
+
+interface Measured {
+  pgbench: Observed<CeilingPgbench>[];
+  create: Observed<CeilingPgbench>[];
+  service: Observed<LifecyclePeak>;
+  split: Observed<LifecyclePeak>;
+}
+
+/**
+ * pgbench flat out on the whole life and on its create-only part (each in a database of its own),
+ * the service's lifecycle peak, pgbench again: the machine is shared, and the runs around the
+ * service's show how far its load moved meanwhile.
+ */
+async function measure(pgUrl: string): Promise<Measured | null> {
+  const whole = await scratch(pgUrl, WHOLE);
+  if (!whole) return null;
+  const create = PGBENCH_ONLY ? null : await scratch(pgUrl, CREATE).catch(async (err: unknown) => (await whole.drop(), Promise.reject(err)));
+  try {
+    const first = await pgbenchRun(whole.url, whole.script, 0, 'before the service');
+    if (PGBENCH_ONLY || !create) {
+      await pgbenchRun(whole.url, whole.script, INVOICES_PER_RUN, 'again, with nothing between');
+      return null;
+    }
+    const createFirst = await pgbenchRun(create.url, create.script, 0, 'create-only, before the service', CREATE_LIFE);
     console.log("ceiling: the service's lifecycle peak, one process...");
-    const settings = { pgUrl: PG_URL, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: START_PROD_NODE_FLAGS };
+    const settings = { pgUrl, apiEntry: API_ENTRY, simulatorEntry: SIMULATOR_ENTRY, apiNodeFlags: START_PROD_NODE_FLAGS };
     const service = await observed(() => lifecyclePeak(settings));
     console.log(`ceiling: the service's lifecycle peak, ${SPLIT_LAYOUT_NAME}...`);
     const split = await observed(() => lifecyclePeak({ ...settings, layout: SPLIT_LAYOUT }));
     if (!service.value || !split.value) return null;
-    const second = await pgbenchRun(db.url, script, INVOICES_PER_RUN, 'after the service');
-    return { pgbench: [first, second], service: { ...service.value, machine: service.machine }, split: { ...split.value, machine: split.machine } };
+    const second = await pgbenchRun(whole.url, whole.script, INVOICES_PER_RUN, 'after the service');
+    const createSecond = await pgbenchRun(create.url, create.script, INVOICES_PER_RUN, 'create-only, after the service', CREATE_LIFE);
+    return {
+      pgbench: [first, second],
+      create: [createFirst, createSecond],
+      service: { ...service.value, machine: service.machine },
+      split: { ...split.value, machine: split.machine },
+    };
   } finally {
-    if (script) rmSync(script, { force: true });
-    await db.drop();
+    await whole.drop();
+    await create?.drop();
   }
 }
 
+/** The server to measure on: the given one, or with `--server=own` a cluster of the bench's own on PostgreSQL's defaults. */
+async function server(): Promise<{ url: string; cluster: PgCluster | null }> {
+  if (!OWN_SERVER) return { url: GIVEN_PG_URL, cluster: null };
+  if (!canRunOwnCluster()) throw new Error('--server=own needs the PostgreSQL server binaries under /usr/lib/postgresql and root, to run a cluster as the postgres user');
+  const cluster = await createPgCluster(await freePort(), { durable: true });
+  return { url: cluster.url('postgres'), cluster };
+}
+
 async function main(): Promise<number> {
-  const version = await withClient(PG_URL, (c) => c.query<{ v: string }>('SELECT version() AS v')).catch(() => null);
+  const { url, cluster } = await server();
+  try {
+    return await measureOn(url);
+  } finally {
+    await cluster?.destroy();
+  }
+}
+
+async function measureOn(pgUrl: string): Promise<number> {
+  const version = await withClient(pgUrl, (c) => c.query<{ v: string }>('SELECT version() AS v')).catch(() => null);
   if (!version) {
-    console.log(`PostgreSQL unavailable at ${PG_URL}`);
+    console.log(`PostgreSQL unavailable at ${pgUrl}`);
     return 2;
   }
-  const measured = await measure();
-  if (!measured) return 2;
-  const livesPerS = measured.pgbench.reduce((n, r) => n + r.livesPerS, 0) / measured.pgbench.length;
+  const measured = await measure(pgUrl);
+  if (!measured) return PGBENCH_ONLY ? 0 : 2;
+  const mean = (runs: CeilingPgbench[]) => runs.reduce((n, r) => n + r.livesPerS, 0) / runs.length;
+  const livesPerS = mean(measured.pgbench);
+  const createLivesPerS = mean(measured.create);
   const result: CeilingResult = {
     date: new Date().toISOString(),
     cpus: cpus().length,
@@ -392,6 +497,10 @@ async function main(): Promise<number> {
     share: measured.service.peak / livesPerS,
     split: measured.split,
     splitShare: measured.split.peak / livesPerS,
+    create: measured.create,
+    createLivesPerS,
+    createShare: measured.service.acceptedPerS / createLivesPerS,
+    splitCreateShare: measured.split.acceptedPerS / createLivesPerS,
   };
   const md = ceilingTable(result);
   console.log(`\n${md}`);

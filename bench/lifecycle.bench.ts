@@ -87,7 +87,8 @@ const PEAK_PER_PARTNER = 400;
  */
 const PEAK_WARMUP_PER_PARTNER = 300;
 export const PEAK_WARMUP_PAYMENTS = PEAK_WARMUP_PER_PARTNER * PARTNERS;
-const PEAK_CONCURRENCY = 32;
+/** The peak's payers, each paying again as soon as its payment is accepted. */
+export const PEAK_CONCURRENCY = 32;
 
 function invoicesOf(group: string, partner: number, count: number) {
   return Array.from({ length: count }, (_, i) => ({
@@ -320,6 +321,8 @@ export interface LifecyclePeak {
   transactionsPerPayment: number;
   /** Payments carried through the whole lifecycle in the phase. */
   payments: number;
+  /** Payments accepted per second while the burst's payers paid: its `POST /payments` peak. */
+  acceptedPerS: number;
   /** Per payment: transactions and rows written per table, background work included. */
   perPayment: DatabaseActivity;
   /** CPU time per payment in ms, by who spent it, from the first payment until every webhook was counted. */
@@ -372,7 +375,8 @@ async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
   await sleep(STATS_SETTLE_MS);
   const perPayment = activityPer(before, await databaseActivity(ctx.dbUrl), done.length);
   console.log(`lifecycle  peak: ${done.length} payments paid, confirmed and delivered in ${last - since} ms: ${peak}/s; ${perPayment.transactions.toFixed(1)} database transactions per payment`);
-  return { peak, transactionsPerPayment: perPayment.transactions, payments: done.length, perPayment, cpuPerPayment };
+  const acceptedPerS = (invoices.flat().length - failed) / (paidIn / 1000);
+  return { peak, transactionsPerPayment: perPayment.transactions, payments: done.length, acceptedPerS, perPayment, cpuPerPayment };
 }
 
 interface PhaseContext {
