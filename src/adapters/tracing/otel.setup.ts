@@ -1,8 +1,9 @@
 import { register } from 'node:module';
-import type { Attributes } from '@opentelemetry/api';
+import type { Attributes, Context } from '@opentelemetry/api';
 import type { ReadableSpan, Sampler, SpanExporter } from '@opentelemetry/sdk-trace-node';
 import type { TraceSampler } from '../../domain/trace-context.js';
 import type { Tracer } from '../../domain/tracer.port.js';
+import type { AsyncSlot } from '../../primitives/async-context.js';
 
 export interface OtelSettings {
   /** The collector's OTLP/HTTP base URL; spans go to `<endpoint>/v1/traces`. */
@@ -86,16 +87,18 @@ async function startInstrumentations(): Promise<void> {
 /**
  * Starts the OpenTelemetry SDK: the loader hook that lets the instrumentations patch pg and
  * ioredis when they are imported as ES modules, the instrumentations, and the tracer provider
- * exporting over OTLP/HTTP. Must run before the modules it instruments are first imported.
+ * exporting over OTLP/HTTP, its active context kept in `slot` of the process's async context.
+ * Must run before the modules it instruments are first imported.
  */
-export async function startOtel(settings: OtelSettings): Promise<OtelTracing> {
+export async function startOtel(settings: OtelSettings, slot: AsyncSlot<Context>): Promise<OtelTracing> {
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg', 'pg-pool', 'ioredis'] } });
-  const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }, { ATTR_SERVICE_NAME }, { createOtelTracer }] = await Promise.all([
+  const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }, { ATTR_SERVICE_NAME }, { createOtelTracer }, { SlotContextManager }] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/semantic-conventions'),
     import('./otel.tracer.js'),
+    import('./otel.context-manager.js'),
   ]);
   const exporter = redacting(new OTLPTraceExporter({ url: `${settings.endpoint.replace(/\/+$/, '')}/v1/traces` }));
   const provider = new NodeTracerProvider({
@@ -103,7 +106,7 @@ export async function startOtel(settings: OtelSettings): Promise<OtelTracing> {
     sampler: await samplerFor(settings),
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: settings.scheduleDelayMs })],
   });
-  provider.register();
+  provider.register({ contextManager: new SlotContextManager(slot) });
   await startInstrumentations();
   return { tracer: createOtelTracer(settings.serviceName), shutdown: () => provider.shutdown() };
 }

@@ -7,7 +7,7 @@ export interface Tracing {
   tracer: Tracer;
   /**
    * The process's one async context, for every value that follows a request or a job pass: the
-   * local tracer keeps its trace contexts in it (OpenTelemetry keeps its own).
+   * local tracer keeps its trace contexts in it, and so does OpenTelemetry's context manager.
    */
   asyncContext: AsyncContext;
   shutdown(): Promise<void>;
@@ -23,5 +23,5 @@ export async function startTracing(settings: Omit<OtelSettings, 'endpoint'> & { 
   const asyncContext = createAsyncContext();
   if (endpoint === null) return { tracer: createLocalTracer(asyncContext.slot()), asyncContext, shutdown: () => Promise.resolve() };
   const { startOtel } = await import('./otel.setup.js');
-  return { ...(await startOtel({ ...settings, endpoint })), asyncContext };
+  return { ...(await startOtel({ ...settings, endpoint }, asyncContext.slot())), asyncContext };
 }
