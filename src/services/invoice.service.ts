@@ -4,7 +4,7 @@ import { type InvoiceFilter, type MinistryAdapters, type UpstreamInvoice, Upstre
 import { isValueRefused } from '../db/pg-error.js';
 import { SOURCES, type Source } from '../domain/vocabulary.js';
 import type { InvoiceBody, InvoiceListBody } from '../schemas/invoice.schema.js';
-import { sharedInvoiceView, sumAmounts, toInvoiceView } from './invoice.view.js';
+import { sharedInvoiceView, sumAmounts } from './invoice.view.js';
 import type { Logger } from '../domain/logger.port.js';
 import type { Clock } from '../domain/clock.port.js';
 
@@ -125,7 +125,7 @@ export function createInvoiceService(deps: StoreDeps & {
       const rows = await visibleTo(partnerId, [...liveRows, ...stored]);
       await deps.invoices.recordAccess(partnerId, rows);
       const at = now();
-      return { invoices: rows.map((r) => toInvoiceView(r, at)), total: sumAmounts(rows) };
+      return { invoices: rows.map((r) => sharedInvoiceView(r, at)), total: sumAmounts(rows) };
     },
 
     async getByRef(partnerId: string, refNum: string): Promise<InvoiceBody> {
@@ -137,7 +137,7 @@ export function createInvoiceService(deps: StoreDeps & {
       }
       const [row] = await storeAndRecord(partnerId, found);
       if (!row) throw new NotFoundError('Invoice');
-      return toInvoiceView(row, now());
+      return sharedInvoiceView(row, now());
     },
 
     async getStored(partnerId: string, id: string): Promise<InvoiceBody> {
@@ -156,7 +156,7 @@ export function createInvoiceService(deps: StoreDeps & {
       if (!fresh) throw new NotFoundError('Invoice');
       const [row] = await storeAndRecord(partnerId, fresh);
       if (!row) throw new NotFoundError('Invoice');
-      return toInvoiceView(row, now());
+      return sharedInvoiceView(row, now());
     },
   };
 }

@@ -23,8 +23,10 @@ export function toInvoiceView(row: InvoiceRow, now: Date): InvoiceBody {
 const views = new WeakMap<InvoiceRow, Readonly<InvoiceBody>>();
 
 /**
- * The view of a row that is served again and again (the cache hands out the same row object): built
- * once per row, and copied only when the status derived from the due date has moved on since.
+ * The view of a row that is served again and again: the cache hands out the same row object, and
+ * a search's or lookup's rows are the ones it caches, so the view their answer built serves the
+ * reads after them. Built once per row, and copied only when the status derived from the due
+ * date has moved on since.
  */
 export function sharedInvoiceView(row: InvoiceRow, now: Date): Readonly<InvoiceBody> {
   let view = views.get(row);
