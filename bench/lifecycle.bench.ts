@@ -279,6 +279,8 @@ export interface TableWrites {
 /** What the database has done so far: committed transactions (each autocommit statement is one) and rows written per table. */
 export interface DatabaseActivity {
   transactions: number;
+  /** Buffers the database's statements found in shared buffers, and those read from outside them (the OS's cache or the disk). */
+  blocks: { hit: number; read: number };
   tables: Record<string, TableWrites>;
 }
 
@@ -286,10 +288,11 @@ export async function databaseActivity(dbUrl: string): Promise<DatabaseActivity>
   const client = new pg.Client({ connectionString: dbUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()');
+    const { rows } = await client.query<{ n: string; hit: string; read: string }>('SELECT xact_commit AS n, blks_hit AS hit, blks_read AS read FROM pg_stat_database WHERE datname = current_database()');
     const tables = await client.query<{ name: string; ins: string; upd: string; del: string }>('SELECT relname AS name, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del FROM pg_stat_user_tables');
     return {
       transactions: Number(rows[0]?.n ?? 0),
+      blocks: { hit: Number(rows[0]?.hit ?? 0), read: Number(rows[0]?.read ?? 0) },
       tables: Object.fromEntries(tables.rows.map((t) => [t.name, { inserted: Number(t.ins), updated: Number(t.upd), deleted: Number(t.del) }])),
     };
   } finally {
@@ -305,7 +308,8 @@ export function activityPer(before: DatabaseActivity, after: DatabaseActivity, p
     const w = { inserted: (a.inserted - b.inserted) / per, updated: (a.updated - b.updated) / per, deleted: (a.deleted - b.deleted) / per };
     if (w.inserted || w.updated || w.deleted) tables[name] = w;
   }
-  return { transactions: (after.transactions - before.transactions) / per, tables };
+  const blocks = { hit: (after.blocks.hit - before.blocks.hit) / per, read: (after.blocks.read - before.blocks.read) / per };
+  return { transactions: (after.transactions - before.transactions) / per, blocks, tables };
 }
 
 /**
