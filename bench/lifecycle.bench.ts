@@ -376,6 +376,15 @@ async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
   // their CPU is taken from it.
   const cpuText = Object.entries(cpuPerPayment).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
   console.log(`lifecycle  peak: the payments were accepted in ${paidIn} ms; CPU ms a payment: ${cpuText}`);
+  // When the burst's payments reached each stage, from its first payment: where the peak's time went.
+  const spread = (times: number[]) => {
+    const sorted = times.map((t) => t - since).sort((a, b) => a - b);
+    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+    return `${at(0)} / ${at(0.1)} / ${at(0.5)} / ${at(0.9)} / ${at(1)} ms`;
+  };
+  console.log(
+    `lifecycle  peak: first / 10% / 50% / 90% / last, approved ${spread(done.map((a) => a.at))}, confirmed ${spread([...o.confirmedAt.values()])}, webhook ${spread(done.map((a) => o.arrivals.get(a.paymentId) as number))}`,
+  );
   await sleep(STATS_SETTLE_MS);
   const perPayment = activityPer(before, await databaseActivity(ctx.dbUrl), done.length);
   console.log(`lifecycle  peak: ${done.length} payments paid, confirmed and delivered in ${last - since} ms: ${peak}/s; ${perPayment.transactions.toFixed(1)} database transactions per payment`);
