@@ -383,7 +383,7 @@ async function measurePeak(ctx: PhaseContext): Promise<LifecyclePeak> {
     return `${at(0)} / ${at(0.1)} / ${at(0.5)} / ${at(0.9)} / ${at(1)} ms`;
   };
   console.log(
-    `lifecycle  peak: first / 10% / 50% / 90% / last, approved ${spread(done.map((a) => a.at))}, confirmed ${spread([...o.confirmedAt.values()])}, webhook ${spread(done.map((a) => o.arrivals.get(a.paymentId) as number))}`,
+    `lifecycle  peak: from ${new Date(since).toISOString()}, first / 10% / 50% / 90% / last, approved ${spread(done.map((a) => a.at))}, confirmed ${spread([...o.confirmedAt.values()])}, webhook ${spread(done.map((a) => o.arrivals.get(a.paymentId) as number))}`,
   );
   await sleep(STATS_SETTLE_MS);
   const perPayment = activityPer(before, await databaseActivity(ctx.dbUrl), done.length);
