@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request as AcRequest } from 'autocannon';
-import { UNLIMITED_RATES, apiEnv, createPartner, freePort, freshDatabase, startProcess, type Proc, START_PROD_NODE_FLAGS } from './bench-processes.js';
+import { UNLIMITED_RATES, apiEnv, cpuMsOf, createPartner, freePort, freshDatabase, startProcess, type Proc, START_PROD_NODE_FLAGS } from './bench-processes.js';
 import { pacedLoad, type PacedResult } from './paced-load.js';
 import { lifecycleBench, lifecycleTable, splitLifecycleTable, type LifecycleLayout, type LifecycleResult } from './lifecycle.bench.js';
 import { rolesBench, rolesTable } from './roles.bench.js';
@@ -102,6 +102,19 @@ interface Row {
   errors: number;
   /** CPU time the hypervisor took from the VM during the 50% phase (ms, both vCPUs); null off Linux. */
   stealMs: number | null;
+  /** The service's own CPU time per answered request in the 50% phase (µs, its process's user + system); null off Linux. */
+  cpuUsPerRequest: number | null;
+}
+
+/**
+ * CPU µs per request of process `pid` over `run`, from /proc: a steady phase's cost per request,
+ * which the machine's swings in speed move far less than a peak. Null off Linux.
+ */
+async function cpuPerRequest<T extends { sent: number }>(pid: number | undefined, run: () => Promise<T>): Promise<{ result: T; cpuUs: number | null }> {
+  const before = pid === undefined ? 0 : cpuMsOf([pid]);
+  const result = await run();
+  const spent = pid === undefined ? 0 : cpuMsOf([pid]) - before;
+  return { result, cpuUs: pid === undefined || before === 0 || result.sent === 0 ? null : Math.round((spent * 1000) / result.sent) };
 }
 
 function writeFixtures(): string {
@@ -141,7 +154,11 @@ interface Target {
   next: () => { path: string; key: string; body?: string };
 }
 
-async function measure(baseUrl: string, target: Target): Promise<{ peak: number; rate: number; errors: number } & Pick<PacedResult, 'p50' | 'p99' | 'sendLagP99' | 'startedAtMs' | 'slowWindows' | 'clientPause' | 'steal'>> {
+async function measure(
+  baseUrl: string,
+  target: Target,
+  pid?: number,
+): Promise<{ peak: number; rate: number; errors: number; cpuUs: number | null } & Pick<PacedResult, 'p50' | 'p99' | 'sendLagP99' | 'startedAtMs' | 'slowWindows' | 'clientPause' | 'steal'>> {
   const setupRequest = (req: AcRequest) => {
     const n = target.next();
     return { ...req, method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
@@ -153,11 +170,14 @@ async function measure(baseUrl: string, target: Target): Promise<{ peak: number;
   // The latency phase measures a steady 50% load, not the way out of the overload before it: the
   // peak run's last answers, its 32 sockets closing and a GC of its garbage land here otherwise.
   await sleep(SETTLE_MS);
-  const half = await pacedLoad(new URL(baseUrl).origin, rate, DURATION_S, () => {
-    const n = target.next();
-    return { method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
-  });
+  const { result: half, cpuUs } = await cpuPerRequest(pid, () =>
+    pacedLoad(new URL(baseUrl).origin, rate, DURATION_S, () => {
+      const n = target.next();
+      return { method: target.method, path: n.path, headers: { 'x-api-key': n.key, 'content-type': 'application/json' }, body: n.body };
+    }),
+  );
   return {
+    cpuUs,
     peak: Math.round(peak.requests.average),
     p50: half.p50,
     p99: half.p99,
@@ -373,15 +393,15 @@ async function benchStore(
       // by tens of percent between minutes, and a ratio is only fair between neighbouring runs.
       const baselinePeak = await measureBaseline();
       await target.before?.();
-      const m = await measure(api, target);
-      rows.push({ store: label, endpoint: target.label, peakRps: m.peak, baselineRps: baselinePeak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors, stealMs: m.steal.totalMs });
+      const m = await measure(api, target, proc.child.pid);
+      rows.push({ store: label, endpoint: target.label, peakRps: m.peak, baselineRps: baselinePeak, ratio: m.peak / baselinePeak, p50: m.p50, p99: m.p99, rateAtHalf: m.rate, errors: m.errors, stealMs: m.steal.totalMs, cpuUsPerRequest: m.cpuUs });
       if (MEMORY) console.log(await memoryLine(`http://127.0.0.1:${adminPort}`));
       if (STALLS) {
         console.log(stallsLine(m));
         const pause = m.clientPause;
         console.log(`          client: max GC ${pause.maxGcMs} ms, max loop delay ${pause.maxLoopDelayMs} ms; GC over 10 ms: ${pause.gcOver10Ms.map((g) => `${g.ms} ms at ${g.atMs} ms`).join(', ') || 'none'}`);
       }
-      console.log(`${label.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}  CPU steal ${m.steal.totalMs ?? '?'} ms`);
+      console.log(`${label.padEnd(9)} ${target.label.padEnd(24)} peak ${m.peak}/s (${((m.peak / baselinePeak) * 100).toFixed(1)}% of ${baselinePeak}/s)  p50 ${m.p50} ms  p99 ${m.p99} ms @ ${m.rate}/s (client send lag p99 ${m.sendLagP99} ms)  non-2xx ${m.errors}  CPU steal ${m.steal.totalMs ?? '?'} ms  service CPU ${m.cpuUs ?? '?'} us a request @50%`);
     }
     const rssMb = proc.peakRssMb();
     // Last: its timeouts count as failures towards the circuit breaker.
@@ -438,19 +458,20 @@ interface BaselineHalf {
   p50: number;
   p99: number;
   stealMs: number | null;
+  cpuUsPerRequest: number | null;
 }
 
 /**
  * The same open-loop client against the bare server at 50% of its own peak: the tail that this
  * machine, its kernel and the client give a server that does nothing, for reading the endpoints'.
  */
-async function measureBaselineAtHalf(origin: string, peak: number): Promise<BaselineHalf | null> {
+async function measureBaselineAtHalf(origin: string, peak: number, pid: number | undefined): Promise<BaselineHalf | null> {
   if (peak === 0) return null;
   const rate = Math.floor(peak * 0.5);
-  const half = await pacedLoad(origin, rate, DURATION_S, () => ({ method: 'GET', path: '/hello', headers: {} }));
+  const { result: half, cpuUs } = await cpuPerRequest(pid, () => pacedLoad(origin, rate, DURATION_S, () => ({ method: 'GET', path: '/hello', headers: {} })));
   if (STALLS) console.log(stallsLine(half));
-  console.log(`baseline  bare Fastify hello JSON  p50 ${half.p50} ms  p99 ${half.p99} ms @ ${rate}/s (client send lag p99 ${half.sendLagP99} ms)`);
-  return { rate, p50: half.p50, p99: half.p99, stealMs: half.steal.totalMs };
+  console.log(`baseline  bare Fastify hello JSON  p50 ${half.p50} ms  p99 ${half.p99} ms @ ${rate}/s (client send lag p99 ${half.sendLagP99} ms)  CPU ${cpuUs ?? '?'} us a request`);
+  return { rate, p50: half.p50, p99: half.p99, stealMs: half.steal.totalMs, cpuUsPerRequest: cpuUs };
 }
 
 function median(values: number[]): number {
@@ -470,10 +491,10 @@ function floodTable(floods: QrFlood[]): string[] {
 
 function table(baselines: number[], baselineHalf: BaselineHalf | null, rows: Row[], rss: Record<string, number>, fanOut: FanOut[], floods: QrFlood[]): string {
   const lines = [
-    `| store | endpoint | peak req/s | baseline req/s (just before) | vs baseline | p50 ms @50% | p99 ms @50% | non-2xx | CPU steal ms @50% |`,
-    `|---|---|---|---|---|---|---|---|---|`,
-    `| - | bare Fastify hello JSON (median of ${baselines.length}; ${Math.min(...baselines)} to ${Math.max(...baselines)}) | ${median(baselines)} | | 100% | ${baselineHalf?.p50 ?? ''} | ${baselineHalf?.p99 ?? ''} | | ${baselineHalf?.stealMs ?? ''} |`,
-    ...rows.map((r) => `| ${r.store} | ${r.endpoint} | ${r.peakRps} | ${r.baselineRps} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.errors} | ${r.stealMs ?? ''} |`),
+    `| store | endpoint | peak req/s | baseline req/s (just before) | vs baseline | p50 ms @50% | p99 ms @50% | non-2xx | CPU steal ms @50% | the server's CPU µs a request @50% |`,
+    `|---|---|---|---|---|---|---|---|---|---|`,
+    `| - | bare Fastify hello JSON (median of ${baselines.length}; ${Math.min(...baselines)} to ${Math.max(...baselines)}) | ${median(baselines)} | | 100% | ${baselineHalf?.p50 ?? ''} | ${baselineHalf?.p99 ?? ''} | | ${baselineHalf?.stealMs ?? ''} | ${baselineHalf?.cpuUsPerRequest ?? ''} |`,
+    ...rows.map((r) => `| ${r.store} | ${r.endpoint} | ${r.peakRps} | ${r.baselineRps} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.errors} | ${r.stealMs ?? ''} | ${r.cpuUsPerRequest ?? ''} |`),
     '',
     ...Object.entries(rss).map(([store, mb]) => `Peak RSS of the API on ${store}: ${mb} MB`),
     '',
@@ -570,7 +591,7 @@ async function main(): Promise<void> {
       if (fanOut.length === 0) fanOut = lite.fanOut;
     }
     rows.push(...(await tracedRows(fixtures, measureBaseline)));
-    baselineHalf = await measureBaselineAtHalf(`http://127.0.0.1:${basePort}`, median(baselines));
+    baselineHalf = await measureBaselineAtHalf(`http://127.0.0.1:${basePort}`, median(baselines), baseline.child.pid);
   } finally {
     await baseline.stop();
   }
