@@ -193,6 +193,9 @@ describe.each(factories)('%s store', (_name, skip, factory) => {
     const [address, key] = [newKey(), newKey()];
     const first = await store.checkGuarded(guard, address, key);
     expect(first.guard.allowed).toBe(true);
+    // A peek at a log nothing was counted in: the whole limit left, nothing to wait for.
+    expect(first.guard.windows.map((w) => [w.remaining, w.resetMs])).toEqual([[2, 0]]);
+    expect((await store.peek(newKey())).windows.map((w) => [w.remaining, w.resetMs])).toEqual([[5, 0], [60, 0], [1000, 0]]);
     expect(first.decision?.windows.map((w) => w.remaining)).toEqual([4, 59, 999]);
     await guard.check(address);
     now += 1000;
