@@ -149,6 +149,10 @@ export function createPartnerService(deps: {
 
   const { lookup, fresh, clearCache, forgetRefusal } = verifiedKeys(deps, accepted);
 
+  /** Why a verified key may not be served now (it has expired, or its partner is inactive), or null. */
+  const refusalOf = ({ row }: VerifiedKey): 'expired' | 'inactive' | null =>
+    row.expiresAt && row.expiresAt.getTime() <= now().getTime() ? 'expired' : row.partner.active ? null : 'inactive';
+
   async function requirePartner(id: string): Promise<PartnerRow> {
     const partner = await deps.partners.findById(id);
     if (!partner) throw new NotFoundError('Partner');
@@ -196,10 +200,7 @@ export function createPartnerService(deps: {
     authenticateCached(key: string | undefined): AuthenticatedPartner | undefined {
       if (!key || keyEnvironment(key) !== accepted) return undefined;
       const verified = fresh(hashApiKey(key));
-      if (!verified) return undefined;
-      const { row, partner } = verified;
-      if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) return undefined;
-      return row.partner.active ? partner : undefined;
+      return verified && refusalOf(verified) === null ? verified.partner : undefined;
     },
 
     /** Unauthenticated for a missing, unknown, expired or other-environment key; forbidden for an inactive partner. */
@@ -207,10 +208,10 @@ export function createPartnerService(deps: {
       if (!key || keyEnvironment(key) !== accepted) throw new UnauthenticatedError(UNAUTHORIZED);
       const verified = await lookup(hashApiKey(key));
       if (!verified) throw new UnauthenticatedError(UNAUTHORIZED);
-      const { row, partner } = verified;
-      if (row.expiresAt && row.expiresAt.getTime() <= now().getTime()) throw new UnauthenticatedError(UNAUTHORIZED);
-      if (!row.partner.active) throw new ForbiddenError('Partner account is inactive', 'partner_inactive');
-      return partner;
+      const refusal = refusalOf(verified);
+      if (refusal === 'expired') throw new UnauthenticatedError(UNAUTHORIZED);
+      if (refusal === 'inactive') throw new ForbiddenError('Partner account is inactive', 'partner_inactive');
+      return verified.partner;
     },
   };
 }
