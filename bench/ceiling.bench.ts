@@ -148,43 +148,39 @@ function pgbench(args: string[], url: string): Promise<PgbenchRun> {
 
 const lifeArgs = (script: string, n: number) => ['-n', '-M', 'prepared', '-D', 'first=1', '-D', `n=${n}`, '-f', script];
 
-/**
- * The check: one life by one client (on the invoice after the run's, so the run never meets it)
- * must run every statement without error and leave what each transaction writes: the payment
- * confirmed after one claim, its invoice paid, both events, its delivery claimed once and
- * delivered, and the attempt logged.
- */
-async function checkLife(url: string, script: string): Promise<void> {
-  const run = await pgbench([...lifeArgs(script, INVOICES_PER_CLIENT - 1), '-c', '1', '-t', '1'], url);
-  if (run.code !== 0) throw new Error(`the life's scripts failed against the migrated schema:\n${run.out}`);
-  const state = await withClient(url, async (c) => {
-    const { rows } = await c.query<{ ok: boolean }>(`
-      SELECT p.status = 'confirmed' AND p.check_attempts = 1 AND i.status = 'paid'
+/** What one life must leave: a condition on its one payment `p` and its invoice `i`, and what that says. */
+interface LifeLeaves {
+  sql: string;
+  says: string;
+}
+
+/** The whole life: its payment confirmed after one claim, its invoice paid, both events, its delivery claimed once and delivered, the attempt logged. */
+const WHOLE_LEAVES: LifeLeaves = {
+  sql: `p.status = 'confirmed' AND p.check_attempts = 1 AND i.status = 'paid'
         AND (SELECT count(*) FROM payment_invoices pi WHERE pi.payment_id = p.id) = 1
         AND (SELECT array_agg(e.event ORDER BY e.event) FROM events e WHERE e.payment_id = p.id) = ARRAY['payment.confirmed', 'payment.submitted']
         AND (SELECT d.status = 'delivered' AND d.attempts = 1 FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.payment_id = p.id)
-        AND (SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id WHERE e.payment_id = p.id AND a.succeeded) = 1
-        AS ok
-      FROM payments p JOIN invoices i ON i.id = p.invoice_id`);
-    return rows;
-  });
-  if (state.length !== 1 || !state[0]?.ok) throw new Error(`the life's check left ${state.length} payments, not one confirmed and delivered once:\n${run.out}`);
-}
+        AND (SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id WHERE e.payment_id = p.id AND a.succeeded) = 1`,
+  says: 'confirmed and delivered once',
+};
 
-/** The create-only life's check: one life leaves its payment submitted, holding its invoice, with its `payment.submitted` event. */
-async function checkCreateLife(url: string, script: string): Promise<void> {
-  const run = await pgbench([...lifeArgs(script, INVOICES_PER_CLIENT - 1), '-c', '1', '-t', '1'], url);
-  if (run.code !== 0) throw new Error(`the create-only life's scripts failed against the migrated schema:\n${run.out}`);
-  const state = await withClient(url, async (c) => {
-    const { rows } = await c.query<{ ok: boolean }>(`
-      SELECT p.status = 'submitted' AND i.status = 'open'
+/** The create-only life: its payment submitted, holding its still open invoice, with its one `payment.submitted` event. */
+const CREATE_LEAVES: LifeLeaves = {
+  sql: `p.status = 'submitted' AND i.status = 'open'
         AND (SELECT count(*) FROM payment_invoices pi WHERE pi.payment_id = p.id AND pi.active) = 1
-        AND (SELECT array_agg(e.event) FROM events e WHERE e.payment_id = p.id) = ARRAY['payment.submitted']
-        AS ok
-      FROM payments p JOIN invoices i ON i.id = p.invoice_id`);
-    return rows;
-  });
-  if (state.length !== 1 || !state[0]?.ok) throw new Error(`the create-only life's check left ${state.length} payments, not one submitted:\n${run.out}`);
+        AND (SELECT array_agg(e.event) FROM events e WHERE e.payment_id = p.id) = ARRAY['payment.submitted']`,
+  says: 'submitted',
+};
+
+/**
+ * The check: one life by one client (on the invoice after the run's, so the run never meets it)
+ * must run every statement without error and leave what each of its transactions writes.
+ */
+async function checkLife(url: string, script: string, leaves: LifeLeaves): Promise<void> {
+  const run = await pgbench([...lifeArgs(script, INVOICES_PER_CLIENT - 1), '-c', '1', '-t', '1'], url);
+  if (run.code !== 0) throw new Error(`the life's scripts failed against the migrated schema:\n${run.out}`);
+  const state = await withClient(url, async (c) => (await c.query<{ ok: boolean }>(`SELECT ${leaves.sql} AS ok FROM payments p JOIN invoices i ON i.id = p.invoice_id`)).rows);
+  if (state.length !== 1 || !state[0]?.ok) throw new Error(`the life's check left ${state.length} payments, not one ${leaves.says}:\n${run.out}`);
 }
 
 export interface CeilingPgbench {
@@ -239,14 +235,14 @@ async function warmUp(url: string, script: string): Promise<void> {
   if (run.code !== 0) throw new Error(`pgbench's warm-up failed (exit ${run.code}):\n${run.out}`);
 }
 
-/** One kind of life pgbench runs: its steps, its script's name and the check of one life. */
+/** One kind of life pgbench runs: its steps, its script's name and what one life must leave. */
 interface LifeKind {
   name: string;
   steps: LifeStep[];
-  check(url: string, script: string): Promise<void>;
+  leaves: LifeLeaves;
 }
-const WHOLE: LifeKind = { name: 'life', steps: LIFE, check: checkLife };
-const CREATE: LifeKind = { name: 'create', steps: CREATE_LIFE, check: checkCreateLife };
+const WHOLE: LifeKind = { name: 'life', steps: LIFE, leaves: WHOLE_LEAVES };
+const CREATE: LifeKind = { name: 'create', steps: CREATE_LIFE, leaves: CREATE_LEAVES };
 
 /** A scratch database for pgbench: migrated by the service's migrations, seeded, one life checked on it, and warmed up. */
 async function prepareCeiling(url: string, kind: LifeKind): Promise<string> {
@@ -258,7 +254,7 @@ async function prepareCeiling(url: string, kind: LifeKind): Promise<string> {
   }
   await seed(url);
   const script = lifeScript(kind.steps, kind.name);
-  await kind.check(url, script);
+  await checkLife(url, script, kind.leaves);
   console.log(`ceiling: every statement of the ${kind.name} ran against the migrated schema`);
   await warmUp(url, script);
   // What autovacuum does to a long-lived database's tables, done once here, so on a server that
@@ -351,8 +347,12 @@ function writesTable(r: CeilingResult): string[] {
   ];
 }
 
+/** What a life cost PostgreSQL: the buffers it touched and its CPU. */
+const lifeCostText = (p: CeilingPgbench) =>
+  `${fmt(p.perLife.blocks.hit + p.perLife.blocks.read, 0)} buffers (${fmt(p.perLife.blocks.read, 1)} from outside shared buffers) and ${fmt(p.cpuPerLife.postgres, 2)} ms of PostgreSQL's CPU`;
+
 const pgbenchRow = (label: string, p: Observed<CeilingPgbench>) =>
-  `| pgbench ${label} | ${fmt(p.livesPerS)} lives (${fmt(p.transactionsPerS)} transactions of ${p.transactionsPerLife} per life) | ${p.lives} lives, ${fmt(p.latencyMs)} ms a life; PostgreSQL counted ${fmt(p.perLife.transactions, 2)} transactions per life, ${fmt(p.perLife.blocks.hit + p.perLife.blocks.read, 0)} buffers (${fmt(p.perLife.blocks.read, 1)} from outside shared buffers) and ${fmt(p.cpuPerLife.postgres, 2)} ms of its CPU; ${machineText(p.machine)} |`;
+  `| pgbench ${label} | ${fmt(p.livesPerS)} lives (${fmt(p.transactionsPerS)} transactions of ${p.transactionsPerLife} per life) | ${p.lives} lives, ${fmt(p.latencyMs)} ms a life; PostgreSQL counted ${fmt(p.perLife.transactions, 2)} transactions per life, ${lifeCostText(p)}; ${machineText(p.machine)} |`;
 
 export function ceilingTable(r: CeilingResult): string {
   const [first, second] = r.pgbench;
@@ -401,7 +401,7 @@ export function ceilingTable(r: CeilingResult): string {
 async function pgbenchRun(url: string, script: string, skip: number, label: string, steps: LifeStep[] = LIFE): Promise<Observed<CeilingPgbench>> {
   console.log(`ceiling: pgbench ${label}, -c ${CLIENTS} -j ${THREADS} -T ${DURATION_S} -M prepared...`);
   const { value, machine } = await observed(() => runPgbench(url, script, skip, steps));
-  console.log(`ceiling: ${fmt(value.livesPerS)} lives/s (${fmt(value.transactionsPerS)} transactions/s); a life: ${fmt(value.cpuPerLife.postgres, 2)} ms of PostgreSQL's CPU, ${fmt(value.perLife.blocks.hit + value.perLife.blocks.read, 0)} buffers, ${fmt(value.perLife.blocks.read, 1)} read from outside shared buffers`);
+  console.log(`ceiling: ${fmt(value.livesPerS)} lives/s (${fmt(value.transactionsPerS)} transactions/s); a life: ${lifeCostText(value)}`);
   return { ...value, machine };
 }
 
@@ -436,7 +436,7 @@ async function measure(pgUrl: string): Promise<Measured | null> {
   const create = PGBENCH_ONLY ? null : await scratch(pgUrl, CREATE).catch(async (err: unknown) => (await whole.drop(), Promise.reject(err)));
   try {
     const first = await pgbenchRun(whole.url, whole.script, 0, 'before the service');
-    if (PGBENCH_ONLY || !create) {
+    if (!create) {
       await pgbenchRun(whole.url, whole.script, INVOICES_PER_RUN, 'again, with nothing between');
       return null;
     }
