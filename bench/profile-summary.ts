@@ -35,9 +35,7 @@ function topOf(map: Map<string, number>, total: number, n: number): string[] {
 }
 
 /** The [from, to] microseconds of the `widthUs` window with the least idle time, or the least time outside `under`. */
-function busiestWindow(profile: CpuProfile, byId: Map<number, ProfileNode>, widthUs: number, under: string | undefined): [number, number] {
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+function busiestWindow(profile: CpuProfile, byId: Map<number, ProfileNode>, parent: Map<number, number>, widthUs: number, under: string | undefined): [number, number] {
   const isUnder = (id: number): boolean => {
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) if (byId.get(at)?.callFrame.functionName === under) return true;
     return false;
@@ -74,9 +72,11 @@ function main(): void {
   if (!file) throw new Error('usage: tsx bench/profile-summary.ts <file.cpuprofile> [top]');
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const span = profile.timeDeltas.reduce((a, b) => a + b, 0);
   const busiestS = Number(process.argv.find((a) => a.startsWith('--busiest-s='))?.slice(12) ?? NaN);
-  const [from, to] = Number.isFinite(busiestS) ? busiestWindow(profile, byId, busiestS * 1e6, process.argv.find((a) => a.startsWith('--under='))?.slice(8)) : [span - lastS * 1e6, Infinity];
+  const [from, to] = Number.isFinite(busiestS) ? busiestWindow(profile, byId, parent, busiestS * 1e6, process.argv.find((a) => a.startsWith('--under='))?.slice(8)) : [span - lastS * 1e6, Infinity];
   const selfUs = new Map<number, number>();
   let at = 0;
   profile.samples.forEach((id, i) => {
@@ -102,8 +102,6 @@ function main(): void {
     byOwner.set(owner(url), (byOwner.get(owner(url)) ?? 0) + us);
   }
   // Inclusive time of our own functions: self time plus everything they called.
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const inclusive = new Map<string, number>();
   for (const [id, us] of selfUs) {
     const seen = new Set<string>();
